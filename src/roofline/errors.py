@@ -1,0 +1,84 @@
+"""Typed errors. Every error about an input names the file and what is wrong with it.
+
+The CLI turns any :class:`RooflineError` into one line on stderr and a non-zero exit; a batch
+records it in its error table. Nothing here carries a traceback to the user.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class RooflineError(Exception):
+    """Base class of every error roofline raises on purpose."""
+
+
+class InputError(RooflineError):
+    """Something is wrong with one input file."""
+
+    #: short machine-readable kind, used in error tables
+    kind = "input-error"
+
+    def __init__(self, path: str | Path, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class InputNotFoundError(InputError):
+    kind = "not-found"
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(path, "no such file or directory")
+
+
+class EmptyInputError(InputError):
+    kind = "empty"
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(path, "file is empty (0 bytes)")
+
+
+class LfsPointerError(InputError):
+    kind = "git-lfs-pointer"
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(
+            path,
+            "is a Git LFS pointer, not the profile itself; fetch the content with "
+            "`git lfs pull` (or `git lfs fetch && git lfs checkout`)",
+        )
+
+
+class UnknownFormatError(InputError):
+    kind = "unknown-format"
+
+
+class FormatMismatchError(InputError):
+    """The file's name promises one format but its content is another."""
+
+    kind = "format-mismatch"
+
+
+class CorruptReportError(InputError):
+    """The file has the right magic but cannot be read as a whole report (truncated, damaged)."""
+
+    kind = "corrupt"
+
+
+class NoKernelsError(InputError):
+    kind = "no-kernels"
+
+
+class UnsupportedFormatError(InputError):
+    """A format roofline recognises but has no reader for yet."""
+
+    kind = "unsupported-format"
+
+
+class MissingDependencyError(RooflineError):
+    """An optional dependency needed for this input is not installed."""
+
+
+class SchemaError(RooflineError):
+    """A frame or a stored table does not follow the canonical schema."""

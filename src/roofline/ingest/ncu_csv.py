@@ -1,0 +1,216 @@
+"""Nsight Compute CSV exports (``ncu --csv`` with ``--metrics``, ``--print-fp`` or ``--page details``).
+
+The long format has one row per (launch, metric). Program output and ``==PROF==`` lines may
+precede or follow the header; numbers carry thousands separators; ``--page details`` rows use
+human labels (``Duration``, ``SM Frequency``) instead of metric names and mix in rule rows with
+empty metric fields; units are spelt differently from the binary report (``nsecond``,
+``cycle/second``). Values are converted to ncu's native units here (ns, Hz, bytes), so the
+metric formulas see the same numbers whether they came from a report or a CSV.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from roofline.errors import NoKernelsError, UnsupportedFormatError
+from roofline.ingest.common import build_kernels_frame, head, provenance_record
+from roofline.schema import conform_metrics, set_provenance
+
+FORMAT = "ncu-csv"
+HEADER_MARK = '"ID","Process ID"'
+
+# Units -> (factor to ncu's native unit, native unit)
+_UNIT_FACTORS: dict[str, tuple[float, str]] = {
+    "nsecond": (1.0, "ns"), "ns": (1.0, "ns"),
+    "usecond": (1e3, "ns"), "us": (1e3, "ns"),
+    "msecond": (1e6, "ns"), "ms": (1e6, "ns"),
+    "second": (1e9, "ns"), "s": (1e9, "ns"),
+    "hz": (1.0, "hz"), "cycle/second": (1.0, "hz"),
+    "khz": (1e3, "hz"), "mhz": (1e6, "hz"), "ghz": (1e9, "hz"),
+    "cycle/usecond": (1e6, "hz"), "cycle/nsecond": (1e9, "hz"),
+    "byte": (1.0, "byte"), "kbyte": (1e3, "byte"), "mbyte": (1e6, "byte"),
+    "gbyte": (1e9, "byte"), "tbyte": (1e12, "byte"),
+    "byte/second": (1.0, "byte/s"), "byte/s": (1.0, "byte/s"),
+    "kbyte/second": (1e3, "byte/s"), "mbyte/second": (1e6, "byte/s"),
+    "gbyte/second": (1e9, "byte/s"), "tbyte/second": (1e12, "byte/s"),
+}
+
+# ``--page details`` labels -> metric names, keyed by (label, native unit) because one label
+# ("Memory Throughput") means a percentage in one section and bytes/s in another.
+_LABELS: dict[tuple[str, str], str] = {
+    ("Duration", "ns"): "gpu__time_duration.sum",
+    ("SM Frequency", "hz"): "sm__cycles_elapsed.avg.per_second",
+    ("DRAM Frequency", "hz"): "dram__cycles_elapsed.avg.per_second",
+    ("Memory Throughput", "byte/s"): "dram__bytes.sum.per_second",
+    ("# SMs", "SM"): "device__attribute_multiprocessor_count",
+}
+
+_GPU_IN_OUTPUT = re.compile(r"\b((?:NVIDIA |Tesla |Quadro )?(?:GeForce |RTX )?"
+                            r"(?:[A-Z]{1,3}\d{2,4}[A-Za-z]*|RTX \d{4}|GTX \d{3,4})[\w\-]*(?: \w+GB)?)")
+
+
+def _parse_number(text: str) -> float | None:
+    t = text.strip().replace(",", "")
+    if not t:
+        return None
+    try:
+        return float(t)
+    except ValueError:
+        return None
+
+
+def _dims(text: str) -> tuple[int | None, int | None, int | None]:
+    nums = re.findall(r"\d+", text or "")
+    if len(nums) == 3:
+        return int(nums[0]), int(nums[1]), int(nums[2])
+    return None, None, None
+
+
+def short_name(demangled: str) -> str:
+    """``void ns::kern<T>(int)`` -> ``kern``: the function base name of a demangled signature."""
+    s = demangled.strip()
+    s = re.sub(r"^(void|static|__global__)\s+", "", s)
+    depth, cut = 0, len(s)
+    for i, ch in enumerate(s):  # drop the argument list: the first '(' outside template brackets
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch in "([" and depth == 0:
+            cut = i
+            break
+    s = s[:cut]
+    while "<" in s:  # strip template arguments, innermost first
+        new = re.sub(r"<[^<>]*>", "", s)
+        if new == s:
+            break
+        s = new
+    return s.split("::")[-1].strip() or demangled
+
+
+def _split(path: Path) -> tuple[list[str], list[list[str]]]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.startswith(HEADER_MARK))
+    except StopIteration:
+        raise UnsupportedFormatError(path, "CSV without an Nsight Compute header (\"ID\",\"Process ID\",...)") from None
+    body = [ln for ln in lines[start:] if ln.startswith('"')]
+    rows = list(csv.reader(io.StringIO("\n".join(body))))
+    return lines[:start], rows
+
+
+def _device_from_output(preamble: list[str]) -> str | None:
+    for line in preamble:
+        if line.startswith("==PROF=="):
+            continue
+        m = _GPU_IN_OUTPUT.search(line)
+        if m and re.search(r"gpu|device", line, re.IGNORECASE):
+            return m.group(1).strip()
+    return None
+
+
+def _records(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    head(path)  # existence, emptiness and LFS checks
+    preamble, rows = _split(path)
+    header, data = rows[0], rows[1:]
+    if "Metric Name" not in header:
+        raise UnsupportedFormatError(
+            path, "wide CSV (--page raw) is not supported yet; export with --csv --page details or --metrics"
+        )
+    recs = [dict(zip(header, r)) for r in data if len(r) >= len(header) - 5]
+    return preamble, recs
+
+
+def read_raw(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    preamble, recs = _records(path)
+    device = _device_from_output(preamble)
+    launches: dict[str, dict[str, Any]] = {}
+    for rec in recs:
+        kid = rec.get("ID", "")
+        launch = launches.get(kid)
+        if launch is None:
+            block = _dims(rec.get("Block Size", ""))
+            grid = _dims(rec.get("Grid Size", ""))
+            cc_text = rec.get("CC", "")
+            cc = tuple(int(x) for x in cc_text.split(".")) if re.fullmatch(r"\d+\.\d+", cc_text) else None
+            name = rec.get("Kernel Name", "")
+            launch = {
+                "range_id": 0,
+                "kernel_id": int(kid) if kid.isdigit() else len(launches),
+                "kernel_name": name,
+                "kernel_short_name": short_name(name),
+                "mangled_name": None,
+                "nvtx_range": None,
+                "device_name": device,
+                "cc": cc,
+                "grid_x": grid[0], "grid_y": grid[1], "grid_z": grid[2],
+                "block_x": block[0], "block_y": block[1], "block_z": block[2],
+                "metric_set": "custom" if rec.get("Section Name") == "Command line profiler metrics" else "details",
+                "raw": {},
+            }
+            launches[kid] = launch
+        metric = rec.get("Metric Name", "")
+        if not metric:
+            continue  # rule rows carry no metric
+        value = _parse_number(rec.get("Metric Value", ""))
+        unit = rec.get("Metric Unit", "")
+        factor, native = _UNIT_FACTORS.get(unit.lower(), (1.0, unit))
+        if value is None:
+            launch["raw"].setdefault(metric, rec.get("Metric Value", ""))
+            continue
+        value *= factor
+        name = _LABELS.get((metric, native), metric)
+        launch["raw"][name] = value
+    if not launches:
+        raise NoKernelsError(path, "CSV holds no kernel rows")
+    for launch in launches.values():
+        if launch["cc"] is not None:
+            major, minor = launch["cc"]
+            launch["raw"].setdefault("device__attribute_compute_capability_major", float(major))
+            launch["raw"].setdefault("device__attribute_compute_capability_minor", float(minor))
+    meta = provenance_record(
+        path,
+        FORMAT,
+        tool="Nsight Compute (CSV export)",
+        tool_version=None,
+        reader="roofline csv reader",
+        capture_time=None,
+        command_line=None,
+        device_name_source="program output before the CSV header" if device else None,
+    )
+    return sorted(launches.values(), key=lambda la: la["kernel_id"]), meta
+
+
+def read(path: str | Path) -> pd.DataFrame:
+    path = Path(path)
+    launches, meta = read_raw(path)
+    return build_kernels_frame(path, FORMAT, launches, meta)
+
+
+def read_metrics(path: str | Path) -> pd.DataFrame:
+    """Every metric row of the CSV as written (value parsed, text and unit kept)."""
+    path = Path(path)
+    _, recs = _records(path)
+    rows = []
+    for rec in recs:
+        metric = rec.get("Metric Name", "")
+        if not metric:
+            continue
+        text = rec.get("Metric Value", "")
+        value = _parse_number(text)
+        kid = rec.get("ID", "")
+        rows.append((str(path), 0, int(kid) if kid.isdigit() else None, metric, None,
+                     math.nan if value is None else value, text, rec.get("Metric Unit", "")))
+    frame = pd.DataFrame(
+        rows, columns=["source_file", "range_id", "kernel_id", "metric", "instance", "value", "value_text", "unit"]
+    )
+    meta = provenance_record(path, FORMAT, tool="Nsight Compute (CSV export)")
+    return set_provenance(conform_metrics(frame), [meta])

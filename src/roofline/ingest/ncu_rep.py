@@ -1,0 +1,244 @@
+"""Nsight Compute binary reports (``.ncu-rep``, legacy ``.nsight-cuprof-report``) via ``ncu_report``.
+
+Traps this module handles (``shared/reference/ncu_report_api.md`` §7-§8): the reader "loads"
+truncated, empty and non-report files as zero ranges without complaint, so the magic and the
+range and kernel counts are checked here; values that look integral are often floats; NaN
+metrics mark a replay that did not complete (the kernel is kept and flagged); the ncu version,
+capture time and command line are not exposed by the API and are read from the file's bytes.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from roofline import __version__
+from roofline.errors import CorruptReportError, MissingDependencyError, NoKernelsError
+from roofline.ingest.common import build_kernels_frame, check_magic, provenance_record
+from roofline.metrics.derive import is_relevant
+from roofline.metrics.tensor import OPCODE_METRIC
+from roofline.schema import conform_metrics, set_provenance
+
+FORMAT = "ncu-rep"
+MAGIC = b"NVR\x00"
+SUFFIXES = (".ncu-rep", ".nsight-cuprof-report", ".ncu-repz")
+
+_VERSION_RE = re.compile(rb"(20\d\d\.\d+\.\d+(?:\.\d+)?) \(build")
+# The command line is stored as plain text; it starts at an absolute path or a quoted one.
+_CMDLINE_RE = re.compile(rb'(?:"?[A-Za-z]:\\|/)[\x20-\x7e]*?[/\\]ncu(?:\.exe)?"?(?: [\x20-\x7e]*)?')
+
+
+def _ncu_report() -> Any:
+    try:
+        import ncu_report  # type: ignore[import-not-found]
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise MissingDependencyError(
+            "reading .ncu-rep files needs NVIDIA's ncu-report package: pip install ncu-report"
+        ) from exc
+    return ncu_report
+
+
+def load(path: Path) -> Any:
+    """Open a report and check that it really holds kernels."""
+    check_magic(path, MAGIC, "an Nsight Compute report", SUFFIXES)
+    ncu = _ncu_report()
+    try:
+        ctx = ncu.load_report(str(path))
+    except Exception as exc:  # the SWIG layer raises bare RuntimeErrors
+        raise CorruptReportError(path, f"ncu_report could not load it: {exc}") from exc
+    if ctx.num_ranges() == 0:
+        raise CorruptReportError(
+            path, "has the Nsight Compute magic but no readable ranges (truncated or damaged file?)"
+        )
+    if sum(ctx.range_by_idx(i).num_actions() for i in range(ctx.num_ranges())) == 0:
+        raise NoKernelsError(path, "report holds no profiled kernels")
+    return ctx
+
+
+def report_metadata(path: Path, ctx: Any) -> dict[str, Any]:
+    """Tool version, capture time and command line, recovered from the file's bytes."""
+    data = path.read_bytes()
+    version = _VERSION_RE.search(data)
+    cmd = _CMDLINE_RE.search(data)
+    return provenance_record(
+        path,
+        FORMAT,
+        tool="Nsight Compute",
+        tool_version=version.group(1).decode() if version else None,
+        reader=f"ncu_report {ctx.get_version()}",
+        capture_time=_capture_time(data),
+        command_line=cmd.group(0).decode(errors="replace").strip() if cmd else None,
+    )
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while pos < len(data):
+        b = data[pos]
+        value |= (b & 0x7F) << shift
+        pos += 1
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+    raise ValueError("truncated varint")
+
+
+def _capture_time(data: bytes) -> str | None:
+    # After the 12-byte header, the first record is a protobuf message (tag 0x1a, length) whose
+    # first field (tag 0x10) is the capture time in unix seconds.
+    for start in range(12, min(len(data), 64)):
+        if data[start] != 0x1A:
+            continue
+        try:
+            _, pos = _varint(data, start + 1)
+            if data[pos] != 0x10:
+                continue
+            seconds, _ = _varint(data, pos + 1)
+        except (ValueError, IndexError):
+            continue
+        if 1_400_000_000 < seconds < 2_500_000_000:  # 2014 .. 2049: a plausible capture date
+            return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).isoformat()
+    return None
+
+
+def _nvtx(action: Any) -> str | None:
+    try:
+        state = action.nvtx_state()
+    except Exception:
+        return None
+    if state is None:
+        return None
+    names: list[str] = []
+    for dom_id in state.domains():
+        dom = state.domain_by_id(dom_id)
+        stack = [dom.push_pop_range(i).name() for i in range(len(dom.push_pop_ranges()))]
+        stack += [str(r) for r in dom.start_end_ranges()]
+        if stack:
+            prefix = "" if dom.name() in ("<default domain>", "") else f"{dom.name()}:"
+            names.append(prefix + "/".join(stack))
+    return ";".join(names) or None
+
+
+def _metric_set(action: Any) -> str:
+    ids = {s.identifier() for s in action.sections()}
+    custom = "section0" in ids
+    ids.discard("section0")
+    if not ids:
+        return "custom" if custom else "unknown"
+    if {"ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "InstructionStats"} <= ids:
+        name = "full"
+    elif "SpeedOfLight_HierarchicalSingleRooflineChart" in ids:
+        name = "roofline"
+    elif "SpeedOfLight" in ids:
+        name = "basic"
+    else:
+        name = "sections:" + ",".join(sorted(ids))
+    return name + ("+custom" if custom else "")
+
+
+def _opcode_counts(action: Any) -> dict[str, float] | None:
+    m = action.metric_by_name(OPCODE_METRIC)
+    if m is None:
+        return None
+    keys = m.correlation_ids() if m.has_correlation_ids() else None
+    if keys is None:
+        return None
+    out: dict[str, float] = {}
+    for k in range(m.num_instances()):
+        out[str(keys.value(k))] = float(m.value(k))
+    return out
+
+
+def read_raw(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per launch: identity plus the relevant raw metrics; and the file's provenance."""
+    ncu = _ncu_report()
+    ctx = load(path)
+    meta = report_metadata(path, ctx)
+    launches: list[dict[str, Any]] = []
+    wanted_cache: dict[tuple[str, ...], list[str]] = {}
+    metric_set: str | None = None
+    kernel_id = 0
+    for r_idx in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(r_idx)
+        for a_idx in range(rng.num_actions()):
+            a = rng.action_by_idx(a_idx)
+            names = a.metric_names()
+            wanted = wanted_cache.get(names)
+            if wanted is None:  # launches of one report usually share one metric list
+                wanted = [n for n in names if is_relevant(n)]
+                wanted_cache[names] = wanted
+            raw: dict[str, Any] = {}
+            for n in wanted:
+                v = a.metric_by_name(n).value()
+                if v is not None:
+                    raw[n] = v
+            if metric_set is None:
+                metric_set = _metric_set(a)
+            launches.append(
+                {
+                    "range_id": r_idx,
+                    "kernel_id": kernel_id,
+                    "kernel_name": a.name(ncu.IAction.NameBase_DEMANGLED),
+                    "kernel_short_name": a.name(ncu.IAction.NameBase_FUNCTION),
+                    "mangled_name": a.name(ncu.IAction.NameBase_MANGLED),
+                    "nvtx_range": _nvtx(a),
+                    "metric_set": metric_set,
+                    "raw": raw,
+                    "opcode_counts": _opcode_counts(a),
+                }
+            )
+            kernel_id += 1
+    return launches, meta
+
+
+def read(path: str | Path) -> pd.DataFrame:
+    """The canonical kernels frame of one report."""
+    path = Path(path)
+    launches, meta = read_raw(path)
+    return build_kernels_frame(path, FORMAT, launches, meta)
+
+
+def read_metrics(path: str | Path) -> pd.DataFrame:
+    """Every raw metric of every launch, with value and unit (lossless; instanced values expanded)."""
+    path = Path(path)
+    ctx = load(path)
+    meta = report_metadata(path, ctx)
+    rows: list[tuple[Any, ...]] = []
+    kernel_id = 0
+    for r_idx in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(r_idx)
+        for a_idx in range(rng.num_actions()):
+            a = rng.action_by_idx(a_idx)
+            for n in a.metric_names():
+                m = a.metric_by_name(n)
+                unit = m.unit()
+                n_inst = m.num_instances()
+                if n_inst > 1 or (n_inst == 1 and m.has_correlation_ids()):
+                    keys = m.correlation_ids() if m.has_correlation_ids() else None
+                    for k in range(n_inst):
+                        key = str(keys.value(k)) if keys is not None else str(k)
+                        rows.append(_row(str(path), r_idx, kernel_id, n, key, m.value(k), unit))
+                else:
+                    rows.append(_row(str(path), r_idx, kernel_id, n, None, m.value(), unit))
+            kernel_id += 1
+    frame = pd.DataFrame(
+        rows,
+        columns=["source_file", "range_id", "kernel_id", "metric", "instance", "value", "value_text", "unit"],
+    )
+    return set_provenance(conform_metrics(frame), [meta])
+
+
+def _row(src: str, r: int, k: int, name: str, inst: str | None, v: Any, unit: str) -> tuple[Any, ...]:
+    if isinstance(v, str):
+        return (src, r, k, name, inst, math.nan, v, unit)
+    if v is None:
+        return (src, r, k, name, inst, math.nan, None, unit)
+    return (src, r, k, name, inst, float(v), None, unit)
+
+
+__all__ = ["read", "read_metrics", "read_raw", "load", "FORMAT", "SUFFIXES", "__version__"]

@@ -1,0 +1,119 @@
+"""Which reader handles a path: sniff the content (magic bytes first, the name second).
+
+The content decides, because profiles get renamed; but a file whose name promises an Nsight
+Compute report and whose content is something else is an error, not a guess.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from roofline.errors import (
+    FormatMismatchError,
+    InputNotFoundError,
+    UnknownFormatError,
+    UnsupportedFormatError,
+)
+from roofline.ingest import ncu_csv, ncu_rep
+from roofline.ingest.common import describe_content, head
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    description: str
+    suffixes: tuple[str, ...]
+    read: Callable[[Path], pd.DataFrame] | None  # None: recognised, no reader yet
+    read_metrics: Callable[[Path], pd.DataFrame] | None = None
+
+
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format("ncu-rep", "Nsight Compute report (.ncu-rep, legacy .nsight-cuprof-report)",
+               ncu_rep.SUFFIXES, ncu_rep.read, ncu_rep.read_metrics),
+        Format("ncu-csv", "Nsight Compute CSV export (--csv with --metrics, --print-fp or --page details)",
+               (".csv",), ncu_csv.read, ncu_csv.read_metrics),
+        Format("torch-trace", "PyTorch profiler (Kineto) Chrome trace JSON (.json, .json.gz)",
+               (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz"), None),
+        Format("xplane", "XLA/XProf XSpace protobuf (.xplane.pb)", (".xplane.pb",), None),
+    )
+}
+
+PROFILE_SUFFIXES = tuple(s for f in FORMATS.values() for s in f.suffixes)
+
+
+def _name_says(path: Path) -> str | None:
+    name = path.name.lower()
+    for fmt in FORMATS.values():
+        if any(name.endswith(s) for s in fmt.suffixes):
+            return fmt.name
+    return None
+
+
+def sniff(path: str | Path) -> str:
+    """The format name of a file, from its content; raises a typed error naming the file."""
+    path = Path(path)
+    if not path.exists():
+        raise InputNotFoundError(path)
+    if path.is_dir():
+        raise UnknownFormatError(path, "is a directory; pass the profile files (or use read() on the folder)")
+    data = head(path, 64 * 1024)  # also rejects empty files and Git LFS pointers
+    named = _name_says(path)
+    found: str | None = None
+    if data.startswith(ncu_rep.MAGIC):
+        found = "ncu-rep"
+    elif ncu_csv.HEADER_MARK.encode() in data:
+        found = "ncu-csv"
+    elif data[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as fh:
+                inner = fh.read(64)
+        except (OSError, EOFError):
+            inner = b""
+        if inner.lstrip()[:1] in (b"{", b"["):
+            found = "torch-trace"
+    elif data.lstrip()[:1] in (b"{", b"["):
+        found = "torch-trace"
+    elif named == "xplane":
+        found = "xplane"
+
+    if named == "ncu-rep" and found != "ncu-rep":
+        raise FormatMismatchError(
+            path,
+            "named like an Nsight Compute report but it lacks the 'NVR\\0' magic; its content looks "
+            f"like {describe_content(data)}",
+        )
+    if found is None:
+        raise UnknownFormatError(
+            path,
+            f"not a profile format roofline reads (content looks like {describe_content(data)}); "
+            "`roofline formats` lists the formats",
+        )
+    return found
+
+
+def expand(paths: Iterable[str | Path]) -> list[Path]:
+    """Paths with folders replaced by the profile files inside them (sorted, recursive)."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(PROFILE_SUFFIXES)))
+        else:
+            out.append(p)
+    return out
+
+
+def reader_for(path: str | Path) -> Format:
+    fmt = FORMATS[sniff(path)]
+    if fmt.read is None:
+        raise UnsupportedFormatError(
+            path, f"is a {fmt.description}; roofline recognises it but has no reader for it yet"
+        )
+    return fmt

@@ -1,0 +1,77 @@
+"""FLOPs per precision on the CUDA cores: add + mul + 2·fma, from SASS thread-instruction counters.
+
+Formulas follow the current Nsight Compute section files (``shared/reference/formulas.md`` §2).
+Half precision: current ncu (2025.1 and later) counts each half thread instruction as a packed
+half2, so FP16 FLOPs = 2·hadd + 2·hmul + 4·hfma; ncu 2023.x and NERSC used hadd + hmul + 2·hfma.
+roofline always uses the current weighting, whatever ncu version wrote the report, so the same
+kernel gets the same FLOPs from every report; the weighting is written into the source column.
+"""
+
+from __future__ import annotations
+
+from roofline.metrics.resolve import Raw, Resolved, combine, count, unavailable
+
+#: (add, mul, fma) weights per precision
+WEIGHTS: dict[str, tuple[float, float, float]] = {
+    "fp64": (1.0, 1.0, 2.0),
+    "fp32": (1.0, 1.0, 2.0),
+    "fp16": (2.0, 2.0, 4.0),
+}
+#: the weighting ncu 2023.x and NERSC scripts used for half precision (kept for comparisons)
+FP16_LEGACY_WEIGHTS = (1.0, 1.0, 2.0)
+
+_OP_LETTER = {"fp64": "d", "fp32": "f", "fp16": "h"}
+
+HINT = (
+    "ncu --set full (ncu >= 2023.1 also needs the hierarchical roofline sections for fp16), "
+    "or --metrics smsp__sass_thread_inst_executed_op_{d,f,h}{add,mul,fma}_pred_on.sum"
+)
+
+
+def flops_from_counts(add: float, mul: float, fma: float, precision: str = "fp32") -> float:
+    """FLOPs from thread-level add, mul and fma instruction counts of one precision."""
+    wa, wm, wf = WEIGHTS[precision]
+    return wa * add + wm * mul + wf * fma
+
+
+def _bases(precision: str, op: str) -> list[str]:
+    letter = _OP_LETTER[precision]
+    return [
+        f"smsp__sass_thread_inst_executed_op_{letter}{op}_pred_on",
+        f"sm__sass_thread_inst_executed_op_{letter}{op}_pred_on",
+    ]
+
+
+def resolve_flops(raw: Raw, precision: str, duration: Resolved) -> Resolved:
+    """FLOPs of one CUDA-core precision for one launch."""
+    parts = [
+        (w, count(raw, _bases(precision, op), duration))
+        for w, op in zip(WEIGHTS[precision], ("add", "mul", "fma"))
+    ]
+    wa, wm, wf = WEIGHTS[precision]
+    letter = _OP_LETTER[precision]
+    label = f"{wa:g}·{letter}add + {wm:g}·{letter}mul + {wf:g}·{letter}fma".replace("1·", "")
+    res = combine(parts, label)
+    if not res.ok:
+        return unavailable(res.source.split("; ", 1)[-1], HINT)
+    return res
+
+
+def peak_flops(raw: Raw, precision: str, sm_clock: Resolved) -> Resolved:
+    """Peak FLOP/s of one CUDA-core precision at the profiled SM clock.
+
+    ``fma.peak_sustained`` is in thread instructions per cycle over all SMs; an FMA is 2 FLOPs
+    (4 for packed half2), exactly as NVIDIA's roofline sections build their peaks.
+    """
+    letter = _OP_LETTER[precision]
+    factor = WEIGHTS[precision][2]
+    for unit in ("sm", "smsp"):
+        name = f"{unit}__sass_thread_inst_executed_op_{letter}fma_pred_on.sum.peak_sustained"
+        v = raw.get(name)
+        if isinstance(v, (int, float)) and sm_clock.ok:
+            return Resolved(
+                factor * float(v) * sm_clock.value,
+                f"counters: {factor:g} × {name} × {sm_clock.source} "
+                f"({sm_clock.value / 1e9:.3f} GHz, profiled clock)",
+            )
+    return unavailable(f"no {letter}fma .peak_sustained counter in the report", "ncu --set full")

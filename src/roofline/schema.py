@@ -1,0 +1,248 @@
+"""The canonical schema: column names, their types and units, and provenance that survives Parquet.
+
+Described for people in ``docs/schema.md``; this module is the source of truth for code.
+Every unit is SI and sits in the column name (``_s``, ``_bytes``, ``_hz``, ``_per_s``).
+A quantity that could not be derived is NaN and its ``*_source`` column starts with
+``"unavailable:"`` followed by the reason and the ncu option that would collect it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from roofline.errors import SchemaError
+
+SCHEMA_VERSION = "1"
+PROVENANCE_KEY = "roofline.provenance"
+#: key under which Arrow schema metadata stores the provenance JSON
+PARQUET_META_KEY = b"roofline"
+
+UNAVAILABLE = "unavailable"
+
+# Identity of one profiled launch.
+IDENTITY_COLUMNS: dict[str, str] = {
+    "source_file": "string",
+    "format": "string",
+    "range_id": "Int64",
+    "nvtx_range": "string",
+    "kernel_id": "Int64",
+    "kernel_name": "string",  # demangled
+    "kernel_short_name": "string",  # function base name
+    "mangled_name": "string",
+    "grid_x": "Int64",
+    "grid_y": "Int64",
+    "grid_z": "Int64",
+    "block_x": "Int64",
+    "block_y": "Int64",
+    "block_z": "Int64",
+    "device_name": "string",
+    "compute_capability": "string",
+    "sm_count": "Int64",
+    "metric_set": "string",
+}
+
+# Measured and derived quantities; each has a companion ``<name>_source`` string column.
+QUANTITY_COLUMNS: dict[str, str] = {
+    "duration_s": "float64",
+    "flop_fp64": "float64",
+    "flop_fp32": "float64",
+    "flop_fp16": "float64",
+    "flop_tensor": "float64",
+    "dram_bytes": "float64",
+    "l2_bytes": "float64",
+    "l1_bytes": "float64",
+    "sm_clock_hz": "float64",
+    "dram_clock_hz": "float64",
+    "l2_clock_hz": "float64",
+    "l1_clock_hz": "float64",
+    "sm_boost_clock_hz": "float64",
+    "peak_flop_per_s_fp64": "float64",
+    "peak_flop_per_s_fp32": "float64",
+    "peak_flop_per_s_fp16": "float64",
+    "peak_flop_per_s_tensor": "float64",
+    "peak_dram_bytes_per_s": "float64",
+    "peak_l2_bytes_per_s": "float64",
+    "peak_l1_bytes_per_s": "float64",
+}
+
+# Quantities whose source is worth a column of its own (clocks only say where they came from
+# through the peaks that use them).
+SOURCED_COLUMNS: tuple[str, ...] = (
+    "duration_s",
+    "flop_fp64",
+    "flop_fp32",
+    "flop_fp16",
+    "flop_tensor",
+    "dram_bytes",
+    "l2_bytes",
+    "l1_bytes",
+    "peak_flop_per_s_fp64",
+    "peak_flop_per_s_fp32",
+    "peak_flop_per_s_fp16",
+    "peak_flop_per_s_tensor",
+    "peak_dram_bytes_per_s",
+    "peak_l2_bytes_per_s",
+    "peak_l1_bytes_per_s",
+)
+
+STATUS_COLUMNS: dict[str, str] = {
+    "tensor_path": "string",  # dominant tensor data path, e.g. src_fp16_bf16_tf32_dst_fp32
+    "replay_ok": "boolean",
+    "flags": "string",
+}
+
+FLOP_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor")
+PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
+
+
+def source_column(name: str) -> str:
+    return f"{name}_source"
+
+
+def kernel_columns() -> list[str]:
+    """Column order of the canonical kernels frame."""
+    cols = list(IDENTITY_COLUMNS)
+    for q in QUANTITY_COLUMNS:
+        cols.append(q)
+        if q in SOURCED_COLUMNS:
+            cols.append(source_column(q))
+    cols.extend(STATUS_COLUMNS)
+    return cols
+
+
+def kernel_dtypes() -> dict[str, str]:
+    dtypes: dict[str, str] = {}
+    dtypes.update(IDENTITY_COLUMNS)
+    for q, t in QUANTITY_COLUMNS.items():
+        dtypes[q] = t
+        if q in SOURCED_COLUMNS:
+            dtypes[source_column(q)] = "string"
+    dtypes.update(STATUS_COLUMNS)
+    return dtypes
+
+
+METRICS_COLUMNS: dict[str, str] = {
+    "source_file": "string",
+    "range_id": "Int64",
+    "kernel_id": "Int64",
+    "metric": "string",
+    "instance": "string",  # key of an instanced metric's value (opcode, PC...); <NA> for scalars
+    "value": "float64",  # numeric value (NaN for strings and unreadable kinds)
+    "value_text": "string",  # string value, or the raw text a CSV held
+    "unit": "string",
+}
+
+
+def empty_kernels_frame() -> pd.DataFrame:
+    return conform_kernels(pd.DataFrame(columns=kernel_columns()))
+
+
+def conform_kernels(frame: pd.DataFrame) -> pd.DataFrame:
+    """Give a kernels frame every canonical column, in order, with canonical dtypes.
+
+    Extra columns (added by later stages) are kept after the canonical ones.
+    """
+    dtypes = kernel_dtypes()
+    out = frame.copy()
+    for col, dtype in dtypes.items():
+        if col not in out.columns:
+            out[col] = pd.Series([pd.NA] * len(out), dtype=dtype, index=out.index)
+        else:
+            try:
+                out[col] = out[col].astype(dtype)
+            except (TypeError, ValueError) as exc:
+                raise SchemaError(f"column {col!r} cannot be {dtype}: {exc}") from exc
+    extra = [c for c in out.columns if c not in dtypes]
+    out = out[list(dtypes) + extra]
+    out.attrs = dict(frame.attrs)
+    return out
+
+
+def conform_metrics(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    for col, dtype in METRICS_COLUMNS.items():
+        if col not in out.columns:
+            out[col] = pd.Series([pd.NA] * len(out), dtype=dtype, index=out.index)
+        else:
+            out[col] = out[col].astype(dtype)
+    out = out[list(METRICS_COLUMNS)]
+    out.attrs = dict(frame.attrs)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Provenance: a list of one dict per input file, kept in ``frame.attrs`` and Parquet metadata.
+
+
+def get_provenance(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return list(frame.attrs.get(PROVENANCE_KEY, []))
+
+
+def set_provenance(frame: pd.DataFrame, records: list[dict[str, Any]]) -> pd.DataFrame:
+    frame.attrs[PROVENANCE_KEY] = [dict(r) for r in records]
+    return frame
+
+
+def merge_provenance(frames: list[pd.DataFrame]) -> list[dict[str, Any]]:
+    seen: list[dict[str, Any]] = []
+    for f in frames:
+        for rec in get_provenance(f):
+            if rec not in seen:
+                seen.append(rec)
+    return seen
+
+
+def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Write a frame to ``.parquet`` or ``.csv``; Parquet keeps the provenance in its metadata.
+
+    CSV cannot carry metadata, so a ``<name>.provenance.json`` is written beside it.
+    The write is atomic: a temporary file is renamed into place.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    meta = {"schema_version": SCHEMA_VERSION, "provenance": get_provenance(frame)}
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        md = dict(table.schema.metadata or {})
+        md[PARQUET_META_KEY] = json.dumps(meta, default=str).encode()
+        table = table.replace_schema_metadata(md)
+        pq.write_table(table, tmp)
+    elif suffix == ".csv":
+        frame.to_csv(tmp, index=False)
+        side = path.with_name(path.name + ".provenance.json")
+        side.write_text(json.dumps(meta, indent=2, default=str))
+    else:
+        raise SchemaError(f"{path}: output must end in .parquet or .csv")
+    tmp.replace(path)
+    return path
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read a table written by :func:`write_table`, provenance included."""
+    path = Path(path)
+    if path.suffix.lower() in (".parquet", ".pq"):
+        table = pq.read_table(path)
+        frame = table.to_pandas()
+        raw = (table.schema.metadata or {}).get(PARQUET_META_KEY)
+        if raw is not None:
+            meta = json.loads(raw)
+            if meta.get("schema_version") != SCHEMA_VERSION:
+                raise SchemaError(
+                    f"{path}: schema version {meta.get('schema_version')!r}, "
+                    f"this roofline reads {SCHEMA_VERSION!r}"
+                )
+            set_provenance(frame, meta.get("provenance", []))
+        return frame
+    frame = pd.read_csv(path)
+    side = path.with_name(path.name + ".provenance.json")
+    if side.exists():
+        set_provenance(frame, json.loads(side.read_text()).get("provenance", []))
+    return frame
