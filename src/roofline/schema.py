@@ -152,7 +152,8 @@ def conform_kernels(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     for col, dtype in dtypes.items():
         if col not in out.columns:
-            out[col] = pd.Series([pd.NA] * len(out), dtype=dtype, index=out.index)
+            fill = float("nan") if dtype == "float64" else pd.NA
+            out[col] = pd.Series([fill] * len(out), dtype=dtype, index=out.index)
         else:
             try:
                 out[col] = out[col].astype(dtype)
@@ -168,7 +169,8 @@ def conform_metrics(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     for col, dtype in METRICS_COLUMNS.items():
         if col not in out.columns:
-            out[col] = pd.Series([pd.NA] * len(out), dtype=dtype, index=out.index)
+            fill = float("nan") if dtype == "float64" else pd.NA
+            out[col] = pd.Series([fill] * len(out), dtype=dtype, index=out.index)
         else:
             out[col] = out[col].astype(dtype)
     out = out[list(METRICS_COLUMNS)]

@@ -1,0 +1,105 @@
+"""ncu CSV exports, checked against the CSV's own numbers read independently with csv."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+import roofline
+from conftest import CSVS, OWN, shared
+
+V100 = "ncu/sm70_v100_cutlass-cublas-gemm_roofline-metrics.csv"
+A100 = "ncu/sm80_a100_gemm-variants_roofline-metrics-printfp.csv"
+DETAILS = "ncu/sm75_t4_numba-copy-blocked_details-page.csv"
+
+
+def _values(path):
+    """{(id, metric): float} straight from the file, without roofline."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith('"ID"'))
+    out = {}
+    for rec in csv.DictReader(lines[start:]):
+        if rec["Metric Name"]:
+            try:
+                out[(int(rec["ID"]), rec["Metric Name"])] = float(rec["Metric Value"].replace(",", ""))
+            except ValueError:
+                pass
+    return out
+
+
+def test_csv_list_not_empty():
+    assert len(CSVS) >= 3
+
+
+@pytest.mark.parametrize("name", CSVS)
+def test_every_csv_ingests(name):
+    k = roofline.read(shared(f"ncu/{name}"))
+    assert len(k) > 0 and (k["format"] == "ncu-csv").all()
+    assert k["duration_s"].notna().all()
+
+
+def test_v100_csv_volta_tensor_is_pipe_tensor_times_512_and_time_from_cycles():
+    path = shared(V100)
+    vals = _values(path)
+    k = roofline.read(path)
+    assert len(k) == 11
+    assert (k["device_name"] == "Tesla V100-PCIE-32GB").all()
+    for _, row in k.iterrows():
+        i = row["kernel_id"]
+        pipe = vals.get((i, "sm__inst_executed_pipe_tensor.sum"), vals.get((i, "smsp__inst_executed_pipe_tensor.sum")))
+        assert row["flop_tensor"] == pipe * 512
+        assert row["dram_bytes"] == vals[(i, "dram__bytes.sum")]
+        assert row["l2_bytes"] == vals[(i, "lts__t_bytes.sum")]
+        assert "lts__t_bytes" in row["l2_bytes_source"]
+        assert row["l1_bytes"] == vals[(i, "l1tex__t_bytes.sum")]
+    assert "cycles_elapsed" in k.loc[0, "duration_s_source"]
+    # no peak counters in a --metrics CSV: the spec table fills them, labelled
+    assert k.loc[0, "peak_dram_bytes_per_s_source"].startswith("spec:")
+
+
+def test_a100_printfp_csv_counts_and_no_volta_factor_on_ampere():
+    path = shared(A100)
+    vals = _values(path)
+    k = roofline.read(path)
+    gemm = k[k["kernel_short_name"] == "gemm_v0"].iloc[0]
+    i = gemm["kernel_id"]
+    assert gemm["flop_fp32"] == 2 * vals[(i, "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum")]
+    assert gemm["flop_fp16"] == 4 * vals[(i, "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum")]
+    assert gemm["duration_s"] == pytest.approx(
+        vals[(i, "smsp__cycles_elapsed.avg")] / vals[(i, "smsp__cycles_elapsed.avg.per_second")]
+    )
+    # 104,857,600 pipe-tensor instructions on sm_80: x512 would be wrong, so unavailable
+    assert gemm["flop_tensor_source"].startswith("unavailable:") and "Volta" in gemm["flop_tensor_source"]
+
+
+def test_details_page_labels_map_to_metrics():
+    k = roofline.read(shared(DETAILS))
+    row = k.iloc[0]
+    assert row["duration_s"] == pytest.approx(21_058_944e-9)
+    assert row["sm_clock_hz"] == pytest.approx(584_998_877.44)
+    # DRAM bytes from the Memory Workload Analysis throughput (byte/s) × duration
+    assert row["dram_bytes"] == pytest.approx(196_456_177_859.63 * 21_058_944e-9, rel=1e-9)
+    assert row["flop_fp32_source"].startswith("unavailable:")
+    assert (row["grid_x"], row["block_x"]) == (1024, 256)
+
+
+def test_own_tiny_csv_units_and_device_from_program_output():
+    k = roofline.read(OWN / "tiny_metrics.csv")
+    row = k.iloc[0]
+    assert row["duration_s"] == pytest.approx(10.5e-6)
+    assert row["dram_bytes"] == pytest.approx(12.58e6)
+    assert row["flop_fp32"] == 2 * 1_048_576
+    assert row["flop_tensor"] == 0
+    assert row["device_name"] == "Tesla V100-SXM2-16GB"
+    assert row["kernel_short_name"] == "axpy"
+    res = roofline.analyze(k).iloc[0]
+    assert res["bound"] == "memory-bound"
+    assert res["intensity_dram_flop_per_byte"] == pytest.approx(2 * 1_048_576 / 12.58e6)
+
+
+def test_long_metrics_frame_is_lossless():
+    path = shared(V100)
+    m = roofline.read_metrics(path)
+    assert len(m) == len(_values(path))
+    assert set(m.columns) == {"source_file", "range_id", "kernel_id", "metric", "instance", "value", "value_text", "unit"}
