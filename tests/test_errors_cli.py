@@ -110,3 +110,19 @@ def test_cli_version_formats_help():
 def test_cli_usage_error_is_one_line_exit_2():
     p = _cli("analyze")
     assert p.returncode == 2 and "Traceback" not in p.stderr
+
+
+def test_cli_device_option_gives_csv_spec_peaks_and_folder_expansion(tmp_path):
+    csv_path = shared("ncu/sm80_a100_gemm-variants_roofline-metrics-printfp.csv")
+    p = _cli("analyze", csv_path, "--format", "json")
+    assert all(r["bound"] == "unavailable" for r in json.loads(p.stdout))
+    p = _cli("analyze", csv_path, "--device", "A100-PCIE-40GB", "--format", "json")
+    recs = json.loads(p.stdout)
+    assert recs[2]["peak_dram_bytes_per_s"] == pytest.approx(1.555e12)
+    assert recs[2]["peak_dram_bytes_per_s_source"].startswith("spec:")
+    assert recs[2]["bound"] == "compute-bound"
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.ncu-rep").write_bytes(shared(A10G).read_bytes())
+    (tmp_path / "d" / "notes.txt").write_text("not a profile")
+    k = roofline.read(tmp_path / "d")
+    assert len(k) == 4

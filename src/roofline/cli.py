@@ -40,7 +40,12 @@ def cli() -> None:
     "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
     help="What to print on stdout: a table for people, JSON or CSV records for scripts.",
 )
-def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str) -> None:
+@click.option(
+    "--device", default=None, metavar="NAME",
+    help="GPU name for profiles that do not record one (ncu CSV exports), e.g. 'A100-PCIE-40GB'; "
+    "it selects the spec-table peaks.",
+)
+def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, device: str | None) -> None:
     """Analyse profiles: per kernel time, FLOPs per precision, DRAM bytes, intensity, bound, % of roof.
 
     PATHS are profile files or folders of them. Bad files are reported one line each; the good
@@ -65,7 +70,14 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str) -> None:
     if not files:
         _err("no profile files found in " + ", ".join(map(str, paths)))
         sys.exit(EXIT_INPUT_ERRORS)
-    result = analyze_frame(concat(frames))
+    kernels = concat(frames)
+    if device:
+        from roofline.hardware.specs import fill_spec_peaks
+
+        missing = kernels["device_name"].isna()
+        kernels.loc[missing, "device_name"] = device
+        kernels = fill_spec_peaks(kernels)
+    result = analyze_frame(kernels)
     if out is not None:
         from roofline.schema import write_table
 
