@@ -8,7 +8,6 @@ to the full list of GPUs; keep every entry's source.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 
@@ -81,18 +80,20 @@ def fill_spec_peaks(frame: pd.DataFrame) -> pd.DataFrame:
     """Fill peaks the counters did not give from the spec table, labelled as such."""
     if frame.empty or "device_name" not in frame:
         return frame
-    out = frame.copy()
-    for idx, device in out["device_name"].items():
-        spec = lookup(device if isinstance(device, str) else None)
+    out = frame
+    for device in frame["device_name"].dropna().unique():
+        spec = lookup(str(device))
         if spec is None:
             continue
+        if out is frame:
+            out = frame.copy()
+        on_device = out["device_name"] == device
+        note = f"spec: {spec.source}, dense, at boost clock {spec.boost_clock_hz / 1e6:.0f} MHz (not the profiled clock"
         for col, attr in _FIELDS.items():
-            v = out.at[idx, col]
-            if v is None or pd.isna(v) or (isinstance(v, float) and math.isnan(v)):
-                why = out.at[idx, source_column(col)]
-                out.at[idx, col] = getattr(spec, attr)
-                out.at[idx, source_column(col)] = (
-                    f"spec: {spec.source}, dense, at boost clock {spec.boost_clock_hz / 1e6:.0f} MHz "
-                    f"(not the profiled clock; counters gave {why})"
-                )
+            mask = on_device & out[col].isna()
+            if not mask.any():
+                continue
+            src = source_column(col)
+            out.loc[mask, src] = note + "; counters gave " + out.loc[mask, src].fillna("nothing").astype(str) + ")"
+            out.loc[mask, col] = getattr(spec, attr)
     return out

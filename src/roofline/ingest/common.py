@@ -21,7 +21,7 @@ from roofline.schema import (
     QUANTITY_COLUMNS,
     SOURCED_COLUMNS,
     UNAVAILABLE,
-    conform_kernels,
+    kernels_from_records,
     set_provenance,
     source_column,
 )
@@ -119,9 +119,7 @@ def build_kernels_frame(
         row.update(derive(raw, launch.get("opcode_counts"), cc))
         _flag(row, raw)
         rows.append(row)
-    frame = pd.DataFrame(rows)
-    frame = conform_kernels(frame)
-    frame = fill_spec_peaks(frame)
+    frame = fill_spec_peaks(kernels_from_records(rows))
     return set_provenance(frame, [meta])
 
 
