@@ -126,3 +126,19 @@ def test_cli_device_option_gives_csv_spec_peaks_and_folder_expansion(tmp_path):
     (tmp_path / "d" / "notes.txt").write_text("not a profile")
     k = roofline.read(tmp_path / "d")
     assert len(k) == 4
+
+
+def test_read_each_never_loses_an_input(tmp_path):
+    bad = _bad_inputs(tmp_path)
+    good = shared(A10G)
+    frame, errs = roofline.read_each([good, *bad])
+    assert len(frame) == 4
+    assert {p for p, _ in errs} == set(bad)
+    assert all(isinstance(e, errors.RooflineError) for _, e in errs)
+
+
+def test_compressed_report_name_without_content_is_corrupt(tmp_path):
+    p = tmp_path / "x.ncu-repz"
+    p.write_bytes(b"\x00" * 100)
+    with pytest.raises(errors.CorruptReportError):
+        roofline.read(p)

@@ -67,6 +67,11 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, device: str | N
             except RooflineError as exc:
                 failures += 1
                 _err(str(exc))
+            except Exception as exc:  # noqa: BLE001 - one odd file must not stop the others
+                if os.environ.get("ROOFLINE_DEBUG"):
+                    raise
+                failures += 1
+                _err(f"{path}: unexpected {type(exc).__name__} while reading: {exc} (a bug; please report it)")
     if not files:
         _err("no profile files found in " + ", ".join(map(str, paths)))
         sys.exit(EXIT_INPUT_ERRORS)

@@ -28,13 +28,11 @@ def read(paths: str | Path | Iterable[str | Path]) -> pd.DataFrame:
 
 def read_each(paths: str | Path | Iterable[str | Path]) -> tuple[pd.DataFrame, list[tuple[Path, Exception]]]:
     """Like :func:`read` but never stops at a bad file: returns (frame, [(path, error), ...])."""
-    from roofline.errors import RooflineError
-
     frames, errors = [], []
     for p in expand(_as_list(paths)):
         try:
             frames.append(reader_for(p).read(Path(p)))  # type: ignore[misc]
-        except RooflineError as exc:
+        except Exception as exc:  # noqa: BLE001 - a batch never loses an input: record it
             errors.append((Path(p), exc))
     return concat(frames), errors
 

@@ -82,6 +82,8 @@ def sniff(path: str | Path) -> str:
         found = "torch-trace"
     elif named == "xplane":
         found = "xplane"
+    elif path.name.lower().endswith(".ncu-repz"):
+        found = "ncu-rep"  # compressed report: no documented magic, ncu_report decides
 
     if named == "ncu-rep" and found != "ncu-rep":
         raise FormatMismatchError(
