@@ -111,3 +111,59 @@ def test_integrated_gpu_has_no_dram_roof():
     }
     row = derive(raw)
     assert math.isnan(row["dram_bytes"]) and "integrated" in row["dram_bytes_source"]
+
+
+@pytest.mark.parametrize(
+    "op, kind",
+    [("IMMA.16832.S8.S8.SAT", "imma_int8"), ("HMMA.1688.F32.TF32", "hmma_tf32"), ("HMMA.16816.F32.BF16", "hmma_bf16"),
+     ("HMMA.1688.F32", "hmma_fp16"), ("DMMA.884", "dmma_fp64"), ("IMMA.8832.S4.S4", "imma_int4")],
+)
+def test_tensor_opcode_kinds(op, kind):
+    from roofline.metrics.tensor import opcode_kind
+
+    assert opcode_kind(op) == kind
+
+
+def test_int8_tensor_work_is_never_held_against_the_fp16_peak():
+    import roofline
+    from conftest import shared
+
+    k = roofline.read(shared("ncu/sm80_a100_cutlass-b2b-int8-gemm_full-nvtx.ncu-rep"))
+    assert (k["tensor_path"] == "imma_int8").all()
+    assert k["peak_flop_per_s_tensor"].isna().all()
+    assert k["peak_flop_per_s_tensor_source"].str.contains("imma_int8").all()
+
+
+def test_spec_compute_peaks_are_rescaled_to_the_profiled_clock():
+    import pandas as pd
+
+    from roofline.hardware.specs import fill_spec_peaks, lookup
+    from roofline.schema import conform_kernels
+
+    k = conform_kernels(pd.DataFrame([{"device_name": "Tesla V100-PCIE-32GB", "sm_clock_hz": 1.233e9}]))
+    out = fill_spec_peaks(k).iloc[0]
+    spec = lookup("Tesla V100-PCIE-32GB")
+    assert out["peak_flop_per_s_fp32"] == pytest.approx(spec.fp32 * 1.233e9 / spec.boost_clock_hz)
+    assert "scaled to the profiled SM clock 1233 MHz" in out["peak_flop_per_s_fp32_source"]
+    assert out["peak_dram_bytes_per_s"] == spec.dram_bytes_per_s
+
+
+def test_bandwidth_peak_from_pct_of_peak_when_no_peak_counter():
+    dur = duration_s({"gpu__time_duration.sum": 1e6})  # 1 ms
+    from roofline.metrics.memory import resolve_level
+
+    raw = {
+        "l1tex__lsu_writeback_active_mem_lg.sum": 1e6,  # × 128 B = 128 MB in 1 ms = 128 GB/s
+        "l1tex__lsu_writeback_active_mem_lg.sum.pct_of_peak_sustained_elapsed": 2.0,
+    }
+    b, peak = resolve_level(raw, "l1", (8, 6), dur)
+    assert b.value == 128e6
+    assert peak.value == pytest.approx(128e9 / 0.02)
+
+
+def test_nan_count_falls_back_to_the_next_form():
+    dur = duration_s({"gpu__time_duration.sum": 1e3})
+    raw = {"dram__bytes.sum": float("nan"), "dram__bytes_read.sum": 3.0, "dram__bytes_write.sum": 4.0}
+    from roofline.metrics.memory import resolve_level
+
+    assert resolve_level(raw, "dram", (8, 0), dur)[0].value == 7.0

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from roofline.metrics.tensor import is_fp16_path
+
 from roofline.schema import source_column
 
 TFLOP = 1e12
@@ -88,12 +90,25 @@ def fill_spec_peaks(frame: pd.DataFrame) -> pd.DataFrame:
         if out is frame:
             out = frame.copy()
         on_device = out["device_name"] == device
-        note = f"spec: {spec.source}, dense, at boost clock {spec.boost_clock_hz / 1e6:.0f} MHz (not the profiled clock"
         for col, attr in _FIELDS.items():
             mask = on_device & out[col].isna()
+            if col == "peak_flop_per_s_tensor" and "tensor_path" in out:
+                # the table holds the dense FP16/BF16 tensor peak only: never set int8/tf32/fp64 work against it
+                mask &= out["tensor_path"].map(lambda p: is_fp16_path(None if pd.isna(p) else str(p))).astype(bool)
             if not mask.any():
                 continue
             src = source_column(col)
-            out.loc[mask, src] = note + "; counters gave " + out.loc[mask, src].fillna("nothing").astype(str) + ")"
-            out.loc[mask, col] = getattr(spec, attr)
+            value = pd.Series(getattr(spec, attr), index=out.index)[mask]
+            note = f"spec: {spec.source}, dense, boost clock {spec.boost_clock_hz / 1e6:.0f} MHz"
+            if col != "peak_dram_bytes_per_s" and "sm_clock_hz" in out:
+                # compute peaks scale with the SM clock; rescale to the clock the kernel ran at
+                clk = out.loc[mask, "sm_clock_hz"]
+                known = clk.notna() & (clk > 0)
+                value = value.where(~known, value * clk / spec.boost_clock_hz)
+                note_s = pd.Series(note + " (no profiled clock known)", index=value.index)
+                note_s[known] = note + ", scaled to the profiled SM clock " + (clk[known] / 1e6).round(0).astype(int).astype(str) + " MHz"
+            else:
+                note_s = pd.Series(note + " (memory clock as specified)", index=value.index)
+            out.loc[mask, src] = note_s + "; counters gave " + out.loc[mask, src].fillna("nothing").astype(str)
+            out.loc[mask, col] = value
     return out

@@ -131,9 +131,9 @@ def _flag(row: dict[str, Any], raw: dict[str, Any]) -> None:
         flags.append(f"replay incomplete: {n_nan} of {len(raw)} metrics read are NaN")
         for q in SOURCED_COLUMNS:
             v = row.get(q)
-            src = row.get(source_column(q), "")
-            if isinstance(v, float) and math.isnan(v) and not str(src).startswith(UNAVAILABLE):
-                row[source_column(q)] = f"{UNAVAILABLE}: NaN in the report (replay did not complete) [{src}]"
+            src = str(row.get(source_column(q), "")).removeprefix(f"{UNAVAILABLE}: ")
+            if isinstance(v, float) and math.isnan(v):
+                row[source_column(q)] = f"{UNAVAILABLE}: NaN in the report (replay did not complete); {src}"
     for q in QUANTITY_COLUMNS:
         v = row.get(q)
         if isinstance(v, float) and v < 0:

@@ -29,6 +29,8 @@ _COUNTER_BASES = (
         "derived__lts__lts2xbar_bytes",
         "lts__t_bytes",
         "lts__t_sectors",
+        "l1tex__t_bytes",
+        "l1tex__t_sectors",
         "l1tex__m_xbar2l1tex_read_bytes",
         "l1tex__m_l1tex2xbar_write_bytes",
         "l1tex__lsu_writeback_active",
@@ -39,7 +41,13 @@ _COUNTER_BASES = (
         "derived__l1tex__lsu_writeback_bytes_mem_lgds",
     ]
 )
-_COUNTER_SUFFIXES = (".sum", ".sum.per_cycle_elapsed", ".sum.per_second", ".sum.peak_sustained")
+_COUNTER_SUFFIXES = (
+    ".sum",
+    ".sum.per_cycle_elapsed",
+    ".sum.per_second",
+    ".sum.peak_sustained",
+    ".sum.pct_of_peak_sustained_elapsed",
+)
 _CLOCK_UNITS = ("sm", "smsp", "dram", "lts", "l1tex", "gpc")
 
 RELEVANT_EXACT: frozenset[str] = frozenset(

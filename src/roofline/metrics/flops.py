@@ -9,7 +9,7 @@ kernel gets the same FLOPs from every report; the weighting is written into the 
 
 from __future__ import annotations
 
-from roofline.metrics.resolve import Raw, Resolved, combine, count, unavailable
+from roofline.metrics.resolve import Raw, Resolved, combine, count, num, unavailable
 
 #: (add, mul, fma) weights per precision
 WEIGHTS: dict[str, tuple[float, float, float]] = {
@@ -67,8 +67,8 @@ def peak_flops(raw: Raw, precision: str, sm_clock: Resolved) -> Resolved:
     factor = WEIGHTS[precision][2]
     for unit in ("sm", "smsp"):
         name = f"{unit}__sass_thread_inst_executed_op_{letter}fma_pred_on.sum.peak_sustained"
-        v = raw.get(name)
-        if isinstance(v, (int, float)) and sm_clock.ok:
+        v = num(raw, name)
+        if v and v > 0 and sm_clock.ok:
             return Resolved(
                 factor * float(v) * sm_clock.value,
                 f"counters: {factor:g} × {name} × {sm_clock.source} "

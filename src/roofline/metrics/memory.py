@@ -56,11 +56,11 @@ def unit_clock(raw: Raw, unit: str, duration: Resolved) -> Resolved:
     return unavailable(f"no {name}")
 
 
-def _sum_of(*bases: str, scale: float = 1.0) -> Callable[[Raw, Resolved], Resolved]:
+def _sum_of(*bases: str, scale: float = 1.0, rates: bool = True) -> Callable[[Raw, Resolved], Resolved]:
     def bytes_of(raw: Raw, duration: Resolved) -> Resolved:
         if len(bases) == 1:
-            return count(raw, [bases[0]], duration, scale)
-        parts = [(1.0, count(raw, [b], duration, scale)) for b in bases]
+            return count(raw, [bases[0]], duration, scale, rates)
+        parts = [(1.0, count(raw, [b], duration, scale, rates)) for b in bases]
         return combine(parts, " + ".join(bases))
 
     return bytes_of
@@ -82,10 +82,12 @@ DRAM_DEFS = (
     Definition(
         "dram",
         "dram__bytes",
-        _first(
+        _first(  # exact counts of any form before counts rebuilt from rates
+            _sum_of("dram__bytes", rates=False),
+            _sum_of("dram__bytes_read", "dram__bytes_write", rates=False),
+            _sum_of("dram__sectors_read", "dram__sectors_write", scale=SECTOR_BYTES, rates=False),
             _sum_of("dram__bytes"),
             _sum_of("dram__bytes_read", "dram__bytes_write"),
-            _sum_of("dram__sectors_read", "dram__sectors_write", scale=SECTOR_BYTES),
         ),
         (("dram__bytes.sum.peak_sustained", 1.0, "dram"),),
     ),
@@ -108,7 +110,10 @@ L2_DEFS = (
         "l2",
         "lts__t_bytes",
         _first(_sum_of("lts__t_bytes"), _sum_of("lts__t_sectors", scale=SECTOR_BYTES)),
-        (("lts__t_bytes.sum.peak_sustained", 1.0, "lts"),),
+        (
+            ("lts__t_bytes.sum.peak_sustained", 1.0, "lts"),
+            ("lts__t_sectors.sum.peak_sustained", SECTOR_BYTES, "lts"),
+        ),
     ),
     Definition(
         "l2",
@@ -194,6 +199,18 @@ def _peak(raw: Raw, d: Definition, duration: Resolved, label: str) -> Resolved:
             return Resolved(
                 per_cycle * scale * clk.value,
                 f"counters: {label} {tag}{metric} × {clk.source} ({clk.value / 1e9:.3f} GHz, profiled clock)",
+            )
+    # Older full sets store no .peak_sustained but do store how far the same counter got towards
+    # its peak: peak = achieved rate / (pct / 100), the same roof by construction.
+    bytes_res = d.bytes_of(raw, duration)
+    for metric, _, _ in d.peaks:
+        pct = num(raw, metric.replace(".peak_sustained", ".pct_of_peak_sustained_elapsed"))
+        if pct and pct > 0 and bytes_res.ok and duration.ok and duration.value > 0:
+            rate = bytes_res.value / duration.value
+            pct_name = metric.replace(".peak_sustained", ".pct_of_peak_sustained_elapsed")
+            return Resolved(
+                rate / (pct / 100.0),
+                f"counters: {label} achieved bytes/s ÷ {pct_name} (profiled clock)",
             )
     return unavailable(f"no .peak_sustained counter for the {label} definition")
 

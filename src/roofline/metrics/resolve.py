@@ -36,17 +36,19 @@ def unavailable(reason: str, hint: str | None = None) -> Resolved:
 
 
 def num(raw: Raw, name: str) -> float | None:
-    """The numeric value of ``name`` or None when absent or not a number.
+    """The finite numeric value of ``name``, or None when absent, not a number, or NaN.
 
-    NaN is returned as NaN (a failed replay), so callers can tell "missing" from "broken".
+    NaN (a replay that did not complete) counts as missing so that the fallback chains try the
+    next form; the kernel is flagged separately (``ingest.common``) and its sources say so.
     """
     v = raw.get(name)
     if v is None or isinstance(v, (str, bytes)):
         return None
     try:
-        return float(v)  # type: ignore[arg-type]
+        f = float(v)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
+    return None if math.isnan(f) else f
 
 
 def unit_of(metric_base: str) -> str:
@@ -111,7 +113,9 @@ def elapsed_cycles(raw: Raw, unit: str, duration: Resolved) -> Resolved:
     return unavailable(f"no {name} and no clock × duration")
 
 
-def count(raw: Raw, bases: Sequence[str], duration: Resolved, scale: float = 1.0) -> Resolved:
+def count(
+    raw: Raw, bases: Sequence[str], duration: Resolved, scale: float = 1.0, rates: bool = True
+) -> Resolved:
     """Total of a counter over the launch from the first form present, tried base by base.
 
     Forms, in order of preference: ``B.sum`` (a count), ``B.sum.per_cycle_elapsed`` × the
@@ -124,6 +128,8 @@ def count(raw: Raw, bases: Sequence[str], duration: Resolved, scale: float = 1.0
         v = num(raw, f"{base}.sum")
         if v is not None:
             return Resolved(v * scale, f"{base}.sum{tag}")
+    if not rates:
+        return unavailable(f"no {', '.join(b + '.sum' for b in bases)} count")
     for base in bases:
         rate = num(raw, f"{base}.sum.per_cycle_elapsed")
         if rate is not None:

@@ -76,6 +76,45 @@ def is_tensor_opcode(opcode_with_modifiers: str) -> bool:
     return op in MMA_OPCODES or op in GMMA_OPCODES or op.startswith("UTC")
 
 
+def opcode_kind(opcode_with_modifiers: str) -> str:
+    """The data path of a tensor instruction, e.g. ``hmma_fp16``, ``imma_int8``, ``dmma_fp64``."""
+    parts = opcode_with_modifiers.split(".")
+    op, mods = parts[0].lower(), {m.upper() for m in parts[1:]}
+    if op == "dmma":
+        return "dmma_fp64"
+    if op in ("imma", "igmma"):
+        return f"{op}_int4" if mods & {"S4", "U4"} else f"{op}_int8"
+    if op in ("bmma", "bgmma"):
+        return f"{op}_int1"
+    if op in ("qmma", "qgmma"):
+        return f"{op}_fp8"
+    if op in ("omma", "ogmma"):
+        return f"{op}_fp4"
+    if "TF32" in mods:
+        return f"{op}_tf32"
+    if "BF16" in mods:
+        return f"{op}_bf16"
+    return f"{op}_fp16"
+
+
+def is_fp16_path(path: str | None) -> bool:
+    """Whether a tensor path runs at the dense FP16/BF16 tensor rate (None: no tensor work)."""
+    if path is None:
+        return True
+    p = path.lower()
+    return "fp16" in p or "bf16" in p
+
+
+def dominant_opcode_kind(counts: Mapping[str, float]) -> str | None:
+    flops: dict[str, float] = {}
+    for key, n in counts.items():
+        per = flops_per_instruction(key) if is_tensor_opcode(key) and n else None
+        if per:
+            kind = opcode_kind(key)
+            flops[kind] = flops.get(kind, 0.0) + per * float(n)
+    return max(flops, key=lambda k: flops[k]) if flops else None
+
+
 def tensor_flops_from_opcodes(counts: Mapping[str, float]) -> Resolved:
     """Tensor FLOPs from per-opcode warp-instruction counts (pure function, no report needed)."""
     total = 0.0
@@ -146,12 +185,14 @@ def resolve_tensor(
                 pipe = Resolved(derived * cyc.value / 512.0, f"derived__smsp__inst_executed_pipe_tensor_x512 / 512 × {cyc.source}")
 
     if cc_major == 7 and cc_minor == 0 and pipe.ok:
-        return Resolved(pipe.value * 512.0, f"{pipe.source} × 512 (Volta HMMA.884: 512 FLOP per warp instruction)"), None
+        src = (f"{pipe.source} × 512 (Volta HMMA.884 with FP32 accumulate: 512 FLOP per warp "
+               "instruction; FP16-accumulate code issues fewer steps per MMA and would be undercounted)")
+        return Resolved(pipe.value * 512.0, src), ("hmma_fp16" if pipe.value > 0 else None)
 
     if opcode_counts is not None:
         res = tensor_flops_from_opcodes(opcode_counts)
         if res.ok:
-            return res, None
+            return res, dominant_opcode_kind(opcode_counts)
         return unavailable(res.source.removeprefix("unavailable: "), HINT), None
 
     if pipe.ok and pipe.value == 0:
@@ -176,6 +217,10 @@ def peak_tensor(raw: Raw, path: str | None, volta: bool, sm_clock: Resolved) -> 
     candidates = []
     if path:
         candidates.append(OPS_PREFIX + path)
+    if not is_fp16_path(path):
+        candidates = [c for c in candidates if num(raw, f"{c}.sum.peak_sustained")]
+        if not candidates:
+            return unavailable(f"no peak counter for the {path} tensor path in this report")
     candidates += [
         OPS_PREFIX + p
         for p in (
@@ -192,7 +237,7 @@ def peak_tensor(raw: Raw, path: str | None, volta: bool, sm_clock: Resolved) -> 
         v = num(raw, f"{base}.sum.peak_sustained")
         if v:
             return Resolved(v * sm_clock.value, f"counters: {base}.sum.peak_sustained × {clock}")
-    if volta:
+    if volta and is_fp16_path(path):
         for unit in ("sm", "smsp"):
             v = num(raw, f"{unit}__inst_executed_pipe_tensor.sum.peak_sustained")
             if v:
