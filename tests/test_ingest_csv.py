@@ -103,3 +103,23 @@ def test_long_metrics_frame_is_lossless():
     m = roofline.read_metrics(path)
     assert len(m) == len(_values(path))
     assert set(m.columns) == {"source_file", "range_id", "kernel_id", "metric", "instance", "value", "value_text", "unit"}
+
+
+@pytest.mark.parametrize(
+    "unit, factor, native",
+    [("Gbyte/second", 1e9, "byte/s"), ("Kbyte/s", 1e3, "byte/s"), ("Mbyte", 1e6, "byte"),
+     ("cycle/usecond", 1e6, "hz"), ("Mcycle", 1e6, "cycle"), ("usecond", 1e3, "ns"), ("inst", 1.0, "inst")],
+)
+def test_csv_unit_conversion(unit, factor, native):
+    from roofline.ingest.ncu_csv import convert_unit
+
+    assert convert_unit(unit) == (factor, native)
+
+
+def test_utf16_and_bom_csv_exports_read_like_utf8(tmp_path):
+    text = (OWN / "tiny_metrics.csv").read_text()
+    for name, data in (("u16.csv", text.encode("utf-16")), ("bom.csv", text.encode("utf-8-sig"))):
+        p = tmp_path / name
+        p.write_bytes(data)
+        k = roofline.read(p)
+        assert k.iloc[0]["flop_fp32"] == 2 * 1_048_576

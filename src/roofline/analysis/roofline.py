@@ -133,7 +133,8 @@ def _analyze_row(k: Mapping[str, Any]) -> dict[str, Any]:
     dram = _f(k.get("dram_bytes"))
     bw = _f(k.get("peak_dram_bytes_per_s"))
 
-    intensity = total / dram if dram > 0 else (math.inf if total > 0 else math.nan)
+    # NaN or negative (flagged) bytes give no intensity; zero bytes with FLOPs is infinite intensity
+    intensity = total / dram if dram > 0 else (math.inf if dram == 0 and total > 0 else math.nan)
     achieved = total / dur if dur > 0 else math.nan
     achieved_bw = dram / dur if dur > 0 else math.nan
     ridge = peak / bw if bw > 0 else math.nan

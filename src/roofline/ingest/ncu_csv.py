@@ -56,6 +56,40 @@ _GPU_IN_OUTPUT = re.compile(r"\b((?:NVIDIA |Tesla |Quadro )?(?:GeForce |RTX )?"
                             r"(?:[A-Z]{1,3}\d{2,4}[A-Za-z]*|RTX \d{4}|GTX \d{3,4})[\w\-]*(?: \w+GB)?)")
 
 
+_PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_PER = {"second": 1.0, "s": 1.0, "msecond": 1e3, "ms": 1e3, "usecond": 1e6, "us": 1e6, "nsecond": 1e9, "ns": 1e9}
+_SCALED_UNIT = re.compile(
+    r"([KMGT]?)(byte|cycle|inst|sector|request|warp|thread)(?:/(second|s|msecond|ms|usecond|us|nsecond|ns))?",
+    re.IGNORECASE,
+)
+
+
+def convert_unit(unit: str) -> tuple[float, str]:
+    """(factor, native unit) turning a CSV value into ncu's native unit (ns, Hz, byte, byte/s).
+
+    ncu's default ``--print-units auto`` scales values (``Gbyte/second``, ``Mcycle``,
+    ``cycle/usecond``); ``base`` keeps them raw. Unknown units keep factor 1 and their name.
+    """
+    known = _UNIT_FACTORS.get(unit.strip().lower())
+    if known:
+        return known
+    m = _SCALED_UNIT.fullmatch(unit.strip())
+    if not m:
+        return 1.0, unit
+    prefix, base, per = m.group(1).upper(), m.group(2).lower(), (m.group(3) or "").lower()
+    factor = _PREFIX[prefix] * (_PER[per] if per else 1.0)
+    if not per:
+        return factor, base
+    return factor, "hz" if base == "cycle" else f"{base}/s"
+
+
+def decode_text(data: bytes) -> str:
+    """CSV text in UTF-8 (with or without BOM) or UTF-16 (PowerShell redirects write that)."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
+
+
 def _parse_number(text: str) -> float | None:
     t = text.strip().replace(",", "")
     if not t:
@@ -96,8 +130,7 @@ def short_name(demangled: str) -> str:
 
 
 def _split(path: Path) -> tuple[list[str], list[list[str]]]:
-    text = path.read_text(encoding="utf-8", errors="replace")
-    lines = text.splitlines()
+    lines = decode_text(path.read_bytes()).splitlines()
     try:
         start = next(i for i, line in enumerate(lines) if line.startswith(HEADER_MARK))
     except StopIteration:
@@ -162,7 +195,7 @@ def read_raw(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             continue  # rule rows carry no metric
         value = _parse_number(rec.get("Metric Value", ""))
         unit = rec.get("Metric Unit", "")
-        factor, native = _UNIT_FACTORS.get(unit.lower(), (1.0, unit))
+        factor, native = convert_unit(unit)
         if value is None:
             launch["raw"].setdefault(metric, rec.get("Metric Value", ""))
             continue

@@ -68,7 +68,7 @@ def sniff(path: str | Path) -> str:
     found: str | None = None
     if data.startswith(ncu_rep.MAGIC):
         found = "ncu-rep"
-    elif ncu_csv.HEADER_MARK.encode() in data:
+    elif ncu_csv.HEADER_MARK in ncu_csv.decode_text(data):
         found = "ncu-csv"
     elif data[:2] == b"\x1f\x8b":
         try:
