@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from roofline.metrics import flops, memory, tensor
-from roofline.metrics.resolve import Raw, Resolved, clock_hz, duration_s, num, unavailable
+from roofline.metrics.resolve import Raw, Resolved, clock_hz, duration_s, num
 from roofline.schema import source_column
 
 _OPS = [f"{p}{o}" for p in "dfh" for o in ("add", "mul", "fma")]
@@ -142,4 +142,4 @@ def nan_inputs(raw: Raw) -> int:
     return sum(1 for v in raw.values() if isinstance(v, float) and math.isnan(v))
 
 
-__all__ = ["derive", "is_relevant", "compute_capability", "nan_inputs", "unavailable"]
+__all__ = ["derive", "is_relevant", "compute_capability", "nan_inputs"]

@@ -17,7 +17,6 @@ from roofline.metrics.resolve import (
     Resolved,
     combine,
     count,
-    elapsed_cycles,
     num,
     unavailable,
 )
@@ -215,4 +214,4 @@ def _peak(raw: Raw, d: Definition, duration: Resolved, label: str) -> Resolved:
     return unavailable(f"no .peak_sustained counter for the {label} definition")
 
 
-__all__ = ["resolve_level", "unit_clock", "elapsed_cycles", "INTEGRATED_CC"]
+__all__ = ["resolve_level", "unit_clock", "INTEGRATED_CC"]

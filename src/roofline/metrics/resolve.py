@@ -11,6 +11,7 @@ Hz, bytes, instruction counts) and returns a :class:`Resolved` value with a huma
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -158,6 +159,4 @@ def combine(parts: Sequence[tuple[float, Resolved]], label: str) -> Resolved:
 
 def _form(source: str) -> str:
     """Collapse a per-term source to its form, so three terms read as one description."""
-    import re
-
     return re.sub(r"_op_[a-z]+_pred_on", "_op_*_pred_on", source)

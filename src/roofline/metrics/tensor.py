@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from roofline.metrics.resolve import Raw, Resolved, count, num, unavailable
+from roofline.metrics.resolve import Raw, Resolved, count, elapsed_cycles, num, unavailable
 
 OPS_PREFIX = "sm__ops_path_tensor_"
 OPCODE_METRIC = "sass__inst_executed_per_opcode_with_modifier_all"
@@ -178,8 +178,6 @@ def resolve_tensor(
     if not pipe.ok:
         derived = num(raw, "derived__smsp__inst_executed_pipe_tensor_x512")
         if derived is not None and duration.ok:
-            from roofline.metrics.resolve import elapsed_cycles
-
             cyc = elapsed_cycles(raw, "smsp", duration)
             if cyc.ok:
                 pipe = Resolved(derived * cyc.value / 512.0, f"derived__smsp__inst_executed_pipe_tensor_x512 / 512 × {cyc.source}")
