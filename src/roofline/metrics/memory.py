@@ -181,13 +181,13 @@ def resolve_level(
             continue
         label = f"{level.upper()}[{d.name}]"
         bytes_res = Resolved(b.value, f"{label} {b.source}")
-        return bytes_res, _peak(raw, d, duration, label)
+        return bytes_res, _peak(raw, d, b, duration, label)
     names = ", ".join(d.name for d in defs)
     miss = unavailable(f"no {level.upper()} byte counters (looked for {names})", HINTS[level])
     return miss, unavailable(f"no {level.upper()} byte counters")
 
 
-def _peak(raw: Raw, d: Definition, duration: Resolved, label: str) -> Resolved:
+def _peak(raw: Raw, d: Definition, bytes_res: Resolved, duration: Resolved, label: str) -> Resolved:
     for metric, scale, unit in d.peaks:
         per_cycle = num(raw, metric)
         if not per_cycle:
@@ -201,7 +201,6 @@ def _peak(raw: Raw, d: Definition, duration: Resolved, label: str) -> Resolved:
             )
     # Older full sets store no .peak_sustained but do store how far the same counter got towards
     # its peak: peak = achieved rate / (pct / 100), the same roof by construction.
-    bytes_res = d.bytes_of(raw, duration)
     for metric, _, _ in d.peaks:
         pct = num(raw, metric.replace(".peak_sustained", ".pct_of_peak_sustained_elapsed"))
         if pct and pct > 0 and bytes_res.ok and duration.ok and duration.value > 0:
