@@ -117,10 +117,10 @@ def test_cli_device_option_gives_csv_spec_peaks_and_folder_expansion(tmp_path):
     p = _cli("analyze", csv_path, "--format", "json")
     assert all(r["bound"] == "unavailable" for r in json.loads(p.stdout))
     p = _cli("analyze", csv_path, "--device", "A100-PCIE-40GB", "--format", "json")
-    recs = json.loads(p.stdout)
+    recs = {r["kernel_id"]: r for r in json.loads(p.stdout)}
     assert recs[2]["peak_dram_bytes_per_s"] == pytest.approx(1.555e12)
     assert recs[2]["peak_dram_bytes_per_s_source"].startswith("spec:")
-    assert recs[2]["bound"] == "compute-bound"
+    assert recs[2]["binding_roof"] == "compute"
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "a.ncu-rep").write_bytes(shared(A10G).read_bytes())
     (tmp_path / "d" / "notes.txt").write_text("not a profile")

@@ -33,6 +33,16 @@ def cli() -> None:
     """Hierarchical roofline analysis of GPU profiles (Nsight Compute reports and CSV exports)."""
 
 
+def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[str, ...]:
+    from roofline.hardware.peaks import LEVELS
+
+    levels = tuple(v.strip().lower() for v in value.split(",") if v.strip())
+    bad = [lv for lv in levels if lv not in LEVELS]
+    if bad or not levels:
+        raise click.BadParameter(f"choose from {','.join(LEVELS)} (comma-separated); got {value!r}")
+    return levels
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "-o", type=click.Path(path_type=Path), help="Write the full table to .parquet or .csv.")
@@ -40,18 +50,87 @@ def cli() -> None:
     "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
     help="What to print on stdout: a table for people, JSON or CSV records for scripts.",
 )
+@click.option("--levels", default="dram,l2,l1", show_default=True, callback=_levels,
+              help="Memory levels of the hierarchical roofline, comma-separated.")
+@click.option(
+    "--peaks", "peaks_opt", default="counters", show_default=True, metavar="SOURCE",
+    help="Where the roofs come from: 'counters' (the report's own, spec table where missing), 'spec' "
+    "(the spec table), a GPU name from `roofline devices`, or a peaks file (.toml).",
+)
+@click.option("--clock", type=click.Choice(["profiled", "boost", "both"]), default="profiled", show_default=True,
+              help="Clock basis of compute and L1 roofs: as profiled, rescaled to the boost clock, or both views.")
 @click.option(
     "--device", default=None, metavar="NAME",
     help="GPU name for profiles that do not record one (ncu CSV exports), e.g. 'A100-PCIE-40GB'; "
-    "it selects the spec-table peaks.",
+    "it selects the spec-table peaks. Unknown names are an error listing the known ones.",
 )
-def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, device: str | None) -> None:
-    """Analyse profiles: per kernel time, FLOPs per precision, DRAM bytes, intensity, bound, % of roof.
+@click.option("--name", "name_rx", default=None, metavar="REGEX", help="Only kernels whose name matches.")
+@click.option("--bound", default=None, metavar="KIND", help="Only kernels with this bound: compute, memory, latency.")
+@click.option("--precision", default=None, metavar="P", help="Only kernels whose work is P: fp64, fp32, fp16, tensor, mixed.")
+@click.option("--nvtx", default=None, metavar="REGEX", help="Only kernels in NVTX ranges that match.")
+@click.option("--top", type=click.IntRange(min=1), default=None, help="Only the N longest (default: all, longest first).")
+@click.option("--by", type=click.Choice(["kernel", "nvtx", "program"]), default=None,
+              help="Aggregate to one roofline point per kernel name, NVTX range or program (input file).")
+@click.option("--latency-threshold", type=click.FloatRange(0, 100), default=20.0, show_default=True,
+              help="Under this %% of every roof a kernel is called latency-limited.")
+def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
+            clock: str, device: str | None, name_rx: str | None, bound: str | None, precision: str | None,
+            nvtx: str | None, top: int | None, by: str | None, latency_threshold: float) -> None:
+    """Hierarchical roofline of profiles: per kernel and memory level the intensity, attainable and
+    achieved FLOP/s, the binding roof, the % of it reached and the time at the roof.
 
     PATHS are profile files or folders of them. Bad files are reported one line each; the good
     ones are still analysed.
     """
     from roofline.analysis import analyze as analyze_frame
+    from roofline.analysis.aggregate import aggregate
+    from roofline.analysis.select import select
+    from roofline.hardware.specs import require
+
+    peaks = _peaks_option(peaks_opt)
+    if device:
+        require(device)  # unknown names fail before any file is read
+    kernels, failures, n_files = _ingest(paths)
+    if device:
+        from roofline.hardware.specs import fill_spec_peaks
+
+        missing = kernels["device_name"].isna()
+        kernels.loc[missing, "device_name"] = device
+        kernels = fill_spec_peaks(kernels)
+    try:
+        result = analyze_frame(kernels, peaks=peaks, levels=levels, clock=clock, latency_threshold_pct=latency_threshold)
+        if by:
+            result = aggregate(result, by=by, levels=levels, latency_threshold_pct=latency_threshold)
+        result = select(result, name=name_rx, bound=bound, precision=precision, nvtx=nvtx, top=top)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    if out is not None:
+        from roofline.schema import write_table
+
+        try:
+            write_table(result, out)
+        except (RooflineError, OSError) as exc:
+            _err(f"cannot write {out}: {exc}")
+            sys.exit(EXIT_INPUT_ERRORS)
+    _print(result, fmt, levels, by)
+    if failures:
+        _err(f"{failures} of {n_files} input(s) failed")
+        sys.exit(EXIT_INPUT_ERRORS)
+
+
+def _peaks_option(value: str) -> object:
+    """'counters' / 'spec' / a GPU name / a .toml file, validated before any profile is read."""
+    from roofline.hardware.peaks import Peaks
+    from roofline.hardware.specs import require
+
+    if value in ("counters", "spec"):
+        return value
+    if value.lower().endswith(".toml") or Path(value).exists():
+        return Peaks.from_toml(value)
+    return require(value).name
+
+
+def _ingest(paths: tuple[Path, ...]) -> tuple[pd.DataFrame, int, int]:
     from roofline.ingest import concat
     from roofline.ingest.registry import expand, reader_for
 
@@ -75,36 +154,37 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, device: str | N
     if not files:
         _err("no profile files found in " + ", ".join(map(str, paths)))
         sys.exit(EXIT_INPUT_ERRORS)
-    kernels = concat(frames)
-    if device:
-        from roofline.hardware.specs import fill_spec_peaks
-
-        missing = kernels["device_name"].isna()
-        kernels.loc[missing, "device_name"] = device
-        kernels = fill_spec_peaks(kernels)
-    result = analyze_frame(kernels)
-    if out is not None:
-        from roofline.schema import write_table
-
-        try:
-            write_table(result, out)
-        except (RooflineError, OSError) as exc:
-            _err(f"cannot write {out}: {exc}")
-            sys.exit(EXIT_INPUT_ERRORS)
-    _print(result, fmt)
-    if failures:
-        _err(f"{failures} of {len(files)} input(s) failed")
-        sys.exit(EXIT_INPUT_ERRORS)
+    return concat(frames), failures, len(files)
 
 
-def _print(result: pd.DataFrame, fmt: str) -> None:
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["table", "csv"]), default="table", show_default=True)
+def devices(fmt: str) -> None:
+    """List the GPUs of the spec table with their dense peaks and the source of every figure."""
+    from roofline.hardware.specs import specs_frame
+
+    frame = specs_frame()
+    if fmt == "csv":
+        click.echo(frame.to_csv(index=False), nl=False)
+        return
+    for gpu, rows in frame.groupby("gpu", sort=False):
+        figs = rows[rows["figure"] != "dram_bytes_per_s"]
+        dram = rows[rows["figure"] == "dram_bytes_per_s"].iloc[0]
+        click.echo(f"{gpu}: {int(dram['sm_count'])} SMs, boost {dram['boost_clock_mhz']:.0f} MHz, "
+                   f"DRAM {dram['dram_tb_per_s']:g} TB/s")
+        click.echo("  " + ", ".join(f"{r.figure} {r.dense_tflop_per_s:g}" for r in figs.itertuples()) + " (dense T/s)")
+
+
+def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | None) -> None:
     if fmt == "table":
         from roofline.report.table import format_table
 
         if not result.empty:
             devices = ", ".join(sorted(set(result["device_name"].dropna().astype(str)))) or "unknown device"
-            click.echo(f"{len(result)} kernel(s) on {devices}; roofline against DRAM")
-        click.echo(format_table(result))
+            what = f"{len(result)} {by or 'kernel'} row(s)"
+            click.echo(f"{what} on {devices}; hierarchical roofline over {', '.join(lv.upper() for lv in levels)}; "
+                       "longest first")
+        click.echo(format_table(result, levels=levels, by=by))
     elif fmt == "json":
         records = [
             {k: _jsonable(v) for k, v in rec.items()} for rec in result.to_dict("records")

@@ -1,5 +1,5 @@
-"""GPU hardware facts: the vetted spec table of datasheet peaks."""
+"""GPU hardware facts: the vetted spec table of datasheet peaks, and typed peak values."""
 
-from roofline.hardware.specs import SPECS, GpuSpec, fill_spec_peaks, lookup
+from roofline.hardware.specs import GpuSpec, UnknownDeviceError, fill_spec_peaks, known_devices, load_specs, lookup, require
 
-__all__ = ["SPECS", "GpuSpec", "fill_spec_peaks", "lookup"]
+__all__ = ["GpuSpec", "UnknownDeviceError", "fill_spec_peaks", "known_devices", "load_specs", "lookup", "require"]

@@ -1,85 +1,213 @@
-"""A vetted table of datasheet peaks, used only where a report has no peak counters of its own.
+"""The vetted spec table (``gpus.toml``): datasheet peaks by GPU name, each with its source.
 
-Values are NVIDIA's published dense (non-sparse) peaks at the boost clock. They are higher than
-the peaks ncu measures at its default base-locked clock (``--clock-control base``), so every
-value filled from here says so in its source column. The hierarchy issue extends this table
-to the full list of GPUs; keep every entry's source.
+The figures are dense (non-sparse) and quoted by the vendor at a boost clock. ncu measures at
+the clock the kernel ran at (``--clock-control base`` locks it to base by default), so a spec
+compute peak used beside counters is rescaled to the profiled SM clock through the per-SM rate
+(rate × SMs × clock); the source says so. Bandwidth is used as published.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from types import MappingProxyType
 
+import numpy as np
 import pandas as pd
 
-from roofline.metrics.tensor import is_fp16_path
-
+from roofline.errors import RooflineError
 from roofline.schema import source_column
 
 TFLOP = 1e12
-TB = 1e12
+
+#: keys of compute figures, CUDA-core first, then tensor paths
+COMPUTE_KEYS: tuple[str, ...] = (
+    "fp64", "fp32", "fp16",
+    "tensor_fp64", "tensor_tf32", "tensor_fp32", "tensor_fp16", "tensor_fp16_acc16", "tensor_bf16",
+    "tensor_fp8", "tensor_int8", "tensor_int4", "tensor_fp4",
+)
+#: bytes per cycle per SM that ncu's L1 roof assumes (lsu_writeback × 128, formulas.md §1)
+L1_BYTES_PER_CYCLE_PER_SM = 128
+
+
+class UnknownDeviceError(RooflineError):
+    """A GPU name that is not in the spec table: never replaced by a silent default."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"unknown GPU {name!r}; known GPUs: {', '.join(known_devices())} "
+                         "(or give your own peaks with --peaks FILE.toml)")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One published dense peak and the per-SM rate behind it."""
+
+    tflops: float  # TFLOP/s (TOPS for integer paths), dense, as published
+    flop_per_cycle_per_sm: float
+    derived: str | None = None  # why, when the figure is not printed in the spec's source
+
+    @property
+    def flop_per_s(self) -> float:
+        return self.tflops * TFLOP
 
 
 @dataclass(frozen=True)
 class GpuSpec:
     name: str
-    pattern: str  # regex matched (case-insensitive) against device names
+    pattern: str  # case-insensitive regex over the device names profilers record
+    vendor: str
+    architecture: str
+    compute_capability: str
+    sm_count: int
     boost_clock_hz: float
-    fp64: float
-    fp32: float
-    fp16: float  # CUDA-core half precision
-    tensor_fp16: float  # dense FP16/BF16 tensor, FP32 accumulate
+    boost_clock_source: str
     dram_bytes_per_s: float
+    dram_source: str
     source: str
-    extra: dict[str, float] = field(default_factory=dict)
+    figures: Mapping[str, Figure]
+
+    def implied_clock_hz(self, key: str) -> float:
+        """The clock a published figure implies: FLOP/s ÷ (SMs × per-SM rate)."""
+        f = self.figures[key]
+        return f.flop_per_s / (self.sm_count * f.flop_per_cycle_per_sm)
+
+    def flop_per_s_at(self, key: str, clock_hz: float) -> float:
+        """A compute peak at a given SM clock: per-SM rate × SMs × clock."""
+        return self.figures[key].flop_per_cycle_per_sm * self.sm_count * clock_hz
+
+    def figure_source(self, key: str) -> str:
+        f = self.figures[key]
+        return f"{self.name} {key} {f.tflops:g} T/s: {f.derived or self.source}"
+
+    def l1_bytes_per_s_at(self, clock_hz: float) -> float | None:
+        """L1 roof as ncu draws it (128 B/cycle/SM); NVIDIA only."""
+        if self.vendor != "NVIDIA":
+            return None
+        return L1_BYTES_PER_CYCLE_PER_SM * self.sm_count * clock_hz
 
 
-SPECS: tuple[GpuSpec, ...] = (
-    GpuSpec("V100 SXM2", r"v100.*sxm2", 1530e6, 7.8 * TFLOP, 15.7 * TFLOP, 31.4 * TFLOP,
-            125 * TFLOP, 0.900 * TB, "NVIDIA Tesla V100 datasheet (SXM2)"),
-    GpuSpec("V100 PCIe", r"v100.*pcie", 1380e6, 7.0 * TFLOP, 14.0 * TFLOP, 28.0 * TFLOP,
-            112 * TFLOP, 0.900 * TB, "NVIDIA Tesla V100 datasheet (PCIe)"),
-    GpuSpec("T4", r"\bt4\b", 1590e6, 0.254 * TFLOP, 8.1 * TFLOP, 16.2 * TFLOP,
-            65 * TFLOP, 0.320 * TB, "NVIDIA T4 datasheet"),
-    GpuSpec("A100 SXM4 80GB", r"a100.*sxm.*80|a100.*80gb.*sxm", 1410e6, 9.7 * TFLOP, 19.5 * TFLOP,
-            78 * TFLOP, 312 * TFLOP, 2.039 * TB, "NVIDIA A100 datasheet (80GB SXM)"),
-    GpuSpec("A100 PCIe 80GB", r"a100.*80gb.*pcie|a100.*pcie.*80", 1410e6, 9.7 * TFLOP, 19.5 * TFLOP,
-            78 * TFLOP, 312 * TFLOP, 1.935 * TB, "NVIDIA A100 datasheet (80GB PCIe)"),
-    GpuSpec("A100 40GB", r"a100", 1410e6, 9.7 * TFLOP, 19.5 * TFLOP,
-            78 * TFLOP, 312 * TFLOP, 1.555 * TB, "NVIDIA A100 datasheet (40GB, SXM4 and PCIe)"),
-    GpuSpec("GH200", r"gh200", 1980e6, 34 * TFLOP, 67 * TFLOP, 134 * TFLOP,
-            989.4 * TFLOP, 4.0 * TB, "NVIDIA GH200 datasheet (96GB HBM3)"),
-    GpuSpec("H200", r"h200", 1980e6, 34 * TFLOP, 67 * TFLOP, 134 * TFLOP,
-            989.4 * TFLOP, 4.8 * TB, "NVIDIA H200 datasheet (SXM)"),
-    GpuSpec("H100 PCIe", r"h100.*pcie", 1755e6, 26 * TFLOP, 51 * TFLOP, 102 * TFLOP,
-            756 * TFLOP, 2.0 * TB, "NVIDIA H100 datasheet (PCIe)"),
-    GpuSpec("H100 SXM", r"h100", 1980e6, 34 * TFLOP, 67 * TFLOP, 134 * TFLOP,
-            989.4 * TFLOP, 3.35 * TB, "NVIDIA H100 datasheet (SXM5)"),
-)
+def _parse(data: Mapping[str, object]) -> tuple[GpuSpec, ...]:
+    specs = []
+    for g in data["gpu"]:  # type: ignore[union-attr]
+        derived = g.get("derived", {})
+        figures = {
+            k: Figure(float(v[0]), float(v[1]), derived.get(k)) for k, v in g["dense"].items()
+        }
+        unknown = set(figures) - set(COMPUTE_KEYS)
+        if unknown:
+            raise ValueError(f"gpus.toml {g['name']}: unknown figure(s) {sorted(unknown)}")
+        specs.append(
+            GpuSpec(
+                name=g["name"], pattern=g["match"], vendor=g["vendor"], architecture=g["architecture"],
+                compute_capability=str(g["compute_capability"]), sm_count=int(g["sm_count"]),
+                boost_clock_hz=float(g["boost_clock_mhz"]) * 1e6, boost_clock_source=g["boost_clock_source"],
+                dram_bytes_per_s=float(g["dram_bytes_per_s"]), dram_source=g["dram_source"],
+                source=g["source"], figures=MappingProxyType(figures),
+            )
+        )
+    return tuple(specs)
+
+
+@lru_cache(maxsize=1)
+def load_specs() -> tuple[GpuSpec, ...]:
+    text = resources.files("roofline.hardware").joinpath("gpus.toml").read_text(encoding="utf-8")
+    return _parse(tomllib.loads(text))
+
+
+def known_devices() -> list[str]:
+    return [s.name for s in load_specs()]
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[\s_-]+", " ", name.strip().lower()).removeprefix("nvidia ").removeprefix("amd instinct ")
 
 
 def lookup(device_name: str | None) -> GpuSpec | None:
-    """The spec whose pattern matches a device name; the first match wins (specific first)."""
+    """The spec for a device name: an exact table name first, else the first matching pattern."""
     if not device_name or not isinstance(device_name, str):
         return None
-    for spec in SPECS:
+    specs = load_specs()
+    wanted = _norm(device_name)
+    for spec in specs:
+        if _norm(spec.name) == wanted:
+            return spec
+    for spec in specs:
         if re.search(spec.pattern, device_name, re.IGNORECASE):
             return spec
     return None
 
 
-_FIELDS = {
-    "peak_flop_per_s_fp64": "fp64",
-    "peak_flop_per_s_fp32": "fp32",
-    "peak_flop_per_s_fp16": "fp16",
-    "peak_flop_per_s_tensor": "tensor_fp16",
-    "peak_dram_bytes_per_s": "dram_bytes_per_s",
-}
+def require(device_name: str) -> GpuSpec:
+    """Like :func:`lookup`, but an unknown name is an error that lists the known ones."""
+    spec = lookup(device_name)
+    if spec is None:
+        raise UnknownDeviceError(device_name)
+    return spec
 
 
-def fill_spec_peaks(frame: pd.DataFrame) -> pd.DataFrame:
-    """Fill peaks the counters did not give from the spec table, labelled as such."""
+def tensor_key(path: str | None) -> tuple[str, bool]:
+    """Spec key of a tensor data path (ncu ops path or opcode kind) and whether it is sparse.
+
+    ``None`` (no tensor work) maps to dense FP16, the roof ncu draws by default.
+    """
+    if not path:
+        return "tensor_fp16", False
+    p = path.lower()
+    sparse = "sparsity_on" in p
+    if "fp64" in p:
+        return "tensor_fp64", False
+    if "fp16_bf16_tf32" in p:  # Turing's one aggregate path: its rate is the FP16 rate
+        return "tensor_fp16", sparse
+    for token, key in (("tf32", "tensor_tf32"), ("bf16", "tensor_bf16"), ("fp8", "tensor_fp8"),
+                       ("fp4", "tensor_fp4"), ("int8", "tensor_int8"), ("int4", "tensor_int4")):
+        if token in p:
+            return key, sparse
+    if "fp16_dst_fp16" in p:
+        return "tensor_fp16_acc16", sparse
+    if "fp16" in p:
+        return "tensor_fp16", sparse
+    return f"tensor_{p}", sparse  # e.g. int1: no spec figure, reported as unavailable
+
+
+def spec_tensor_figure(spec: GpuSpec, path: str | None) -> tuple[str, bool] | None:
+    """The figure of ``spec`` for a tensor path (FP16-accumulate falls back to FP32-accumulate)."""
+    key, sparse = tensor_key(path)
+    if key == "tensor_fp16_acc16" and key not in spec.figures:
+        key = "tensor_fp16"
+    if key == "tensor_bf16" and key not in spec.figures and "tensor_fp16" in spec.figures:
+        key = "tensor_fp16"  # Volta/Turing have no BF16 path; ncu folds it into FP16
+    return (key, sparse) if key in spec.figures else None
+
+
+def specs_frame() -> pd.DataFrame:
+    """The table as a frame: one row per GPU and figure, with its source (for docs and CLI)."""
+    rows = []
+    for s in load_specs():
+        for key, f in s.figures.items():
+            rows.append({
+                "gpu": s.name, "figure": key, "dense_tflop_per_s": f.tflops,
+                "flop_per_cycle_per_sm": f.flop_per_cycle_per_sm, "sm_count": s.sm_count,
+                "implied_clock_mhz": s.implied_clock_hz(key) / 1e6, "boost_clock_mhz": s.boost_clock_hz / 1e6,
+                "source": f.derived or s.source,
+            })
+        rows.append({"gpu": s.name, "figure": "dram_bytes_per_s", "dense_tflop_per_s": float("nan"),
+                     "sm_count": s.sm_count, "boost_clock_mhz": s.boost_clock_hz / 1e6,
+                     "source": s.dram_source, "dram_tb_per_s": s.dram_bytes_per_s / 1e12})
+    return pd.DataFrame(rows)
+
+
+def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True) -> pd.DataFrame:
+    """Fill peaks the counters did not give from the spec table, labelled as such.
+
+    Compute peaks are per-SM rate × SMs × the profiled SM clock when that clock is known and
+    ``at_profiled_clock`` (else the published figure); DRAM is the published bandwidth; L1 is ncu's
+    128 B/cycle/SM at the same clock. L2 bandwidth is not published, so it is never filled.
+    """
     if frame.empty or "device_name" not in frame:
         return frame
     out = frame
@@ -89,26 +217,68 @@ def fill_spec_peaks(frame: pd.DataFrame) -> pd.DataFrame:
             continue
         if out is frame:
             out = frame.copy()
-        on_device = out["device_name"] == device
-        for col, attr in _FIELDS.items():
-            mask = on_device & out[col].isna()
-            if col == "peak_flop_per_s_tensor" and "tensor_path" in out:
-                # the table holds the dense FP16/BF16 tensor peak only: never set int8/tf32/fp64 work against it
-                mask &= out["tensor_path"].map(lambda p: is_fp16_path(None if pd.isna(p) else str(p))).astype(bool)
-            if not mask.any():
-                continue
-            src = source_column(col)
-            value = pd.Series(getattr(spec, attr), index=out.index)[mask]
-            note = f"spec: {spec.source}, dense, boost clock {spec.boost_clock_hz / 1e6:.0f} MHz"
-            if col != "peak_dram_bytes_per_s" and "sm_clock_hz" in out:
-                # compute peaks scale with the SM clock; rescale to the clock the kernel ran at
-                clk = out.loc[mask, "sm_clock_hz"]
-                known = clk.notna() & (clk > 0)
-                value = value.where(~known, value * clk / spec.boost_clock_hz)
-                note_s = pd.Series(note + " (no profiled clock known)", index=value.index)
-                note_s[known] = note + ", scaled to the profiled SM clock " + (clk[known] / 1e6).round(0).astype(int).astype(str) + " MHz"
+        on_device = (out["device_name"] == device).to_numpy()
+        clk = None
+        if at_profiled_clock and "sm_clock_hz" in out:
+            clk = pd.to_numeric(out["sm_clock_hz"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        for col, key in (("peak_flop_per_s_fp64", "fp64"), ("peak_flop_per_s_fp32", "fp32"),
+                         ("peak_flop_per_s_fp16", "fp16")):
+            if key in spec.figures:
+                _fill_compute(out, col, spec, key, False, on_device, clk)
+        if "peak_flop_per_s_tensor" in out:
+            paths = out["tensor_path"] if "tensor_path" in out else pd.Series(pd.NA, index=out.index)
+            for path in pd.unique(paths[on_device].astype(object)):
+                path_s = None if pd.isna(path) else str(path)
+                fig = spec_tensor_figure(spec, path_s)
+                sel = on_device & (paths.isna() if path_s is None else (paths == path_s).fillna(False)).to_numpy()
+                if fig is not None:
+                    _fill_compute(out, "peak_flop_per_s_tensor", spec, fig[0], fig[1], sel, clk)
+        _fill_value(out, "peak_dram_bytes_per_s", on_device, spec.dram_bytes_per_s,
+                    f"spec: {spec.name} {spec.dram_bytes_per_s / 1e12:g} TB/s ({spec.dram_source}), as published")
+        l1_per_hz = spec.l1_bytes_per_s_at(1.0)
+        if l1_per_hz:
+            rate = f"spec: {L1_BYTES_PER_CYCLE_PER_SM} B/cycle/SM × {spec.sm_count} SMs ({spec.name}, ncu's L1 roof) × "
+            if clk is None:
+                _fill_value(out, "peak_l1_bytes_per_s", on_device, l1_per_hz * spec.boost_clock_hz,
+                            rate + f"the boost clock {spec.boost_clock_hz / 1e6:.0f} MHz")
             else:
-                note_s = pd.Series(note + " (memory clock as specified)", index=value.index)
-            out.loc[mask, src] = note_s + "; counters gave " + out.loc[mask, src].fillna("nothing").astype(str)
-            out.loc[mask, col] = value
+                mask = on_device & (clk > 0) & out["peak_l1_bytes_per_s"].isna().to_numpy()
+                if mask.any():
+                    out.loc[mask, source_column("peak_l1_bytes_per_s")] = (
+                        rate + "the profiled SM clock" + _prior(out, "peak_l1_bytes_per_s", mask))
+                    out.loc[mask, "peak_l1_bytes_per_s"] = l1_per_hz * clk[mask]
     return out
+
+
+def _prior(out: pd.DataFrame, col: str, mask) -> pd.Series:  # type: ignore[no-untyped-def]
+    """"; counters gave <what>" after a spec note, or nothing where the counters were cleared."""
+    prior = out.loc[mask, source_column(col)].astype("string")
+    return ("; counters gave " + prior).fillna("").astype(str)
+
+
+def _fill_value(out: pd.DataFrame, col: str, rows, value: float, note: str) -> None:  # type: ignore[no-untyped-def]
+    mask = rows & out[col].isna().to_numpy()
+    if mask.any():
+        out.loc[mask, source_column(col)] = note + _prior(out, col, mask)
+        out.loc[mask, col] = value
+
+
+def _fill_compute(out: pd.DataFrame, col: str, spec: GpuSpec, key: str, sparse: bool, rows, clk) -> None:  # type: ignore[no-untyped-def]
+    mask = rows & out[col].isna().to_numpy()
+    if not mask.any():
+        return
+    factor = 2.0 if sparse else 1.0
+    kind = "sparse (2:4, 2× dense)" if sparse else "dense"
+    base = f"spec: {spec.figure_source(key)}; {kind}"
+    value = pd.Series(spec.figures[key].flop_per_s * factor, index=out.index[mask])
+    note = pd.Series(f"{base}, as published (boost)" + ("" if clk is None else "; no profiled clock known"),
+                     index=value.index)
+    if clk is not None:
+        c = clk[mask]
+        known = c > 0
+        value[known] = spec.flop_per_s_at(key, 1.0) * factor * c[known]
+        note[known] = (f"{base}, {spec.figures[key].flop_per_cycle_per_sm:g} FLOP/cycle/SM × {spec.sm_count} SMs × "
+                       "the profiled SM clock " + pd.Series(c[known] / 1e6, index=value.index[known]).round(0)
+                       .astype(int).astype(str) + " MHz")
+    out.loc[mask, source_column(col)] = note + _prior(out, col, mask)
+    out.loc[mask, col] = value

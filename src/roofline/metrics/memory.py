@@ -115,6 +115,14 @@ L2_DEFS = (
         ),
     ),
     Definition(
+        # ncu 2022.x-2023.x hierarchical roofline sections: L2 -> L1 read traffic, roof from the
+        # same counter's .peak_sustained at the L2 clock (SpeedOfLight_HierarchicalSingleRooflineChart)
+        "l2",
+        "xbar2l1tex_read",
+        _sum_of("l1tex__m_xbar2l1tex_read_bytes"),
+        (("l1tex__m_xbar2l1tex_read_bytes.sum.peak_sustained", 1.0, "lts"),),
+    ),
+    Definition(
         "l2",
         "l1tex<->xbar",
         _sum_of("l1tex__m_xbar2l1tex_read_bytes", "l1tex__m_l1tex2xbar_write_bytes"),

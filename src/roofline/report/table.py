@@ -6,24 +6,34 @@ import math
 
 import pandas as pd
 
-_COLUMNS = [
+_HEAD = [
     ("kernel_id", "id", None),
     ("kernel_short_name", "kernel", None),
+    ("kernel_count", "n", None),
     ("duration_s", "time", "s"),
-    ("flop_fp64", "fp64", "FLOP"),
-    ("flop_fp32", "fp32", "FLOP"),
-    ("flop_fp16", "fp16", "FLOP"),
-    ("flop_tensor", "tensor", "FLOP"),
-    ("dram_bytes", "DRAM", "B"),
-    ("intensity_dram_flop_per_byte", "FLOP/B", ""),
+    ("flop_total", "FLOP", "FLOP"),
+    ("compute_precision", "precision", None),
+]
+_TAIL = [
     ("achieved_flop_per_s", "achieved", "FLOP/s"),
+    ("binding_roof", "roof", None),
     ("bound", "bound", None),
     ("pct_of_roof", "% roof", "%"),
+    ("pct_of_roof_boost", "% roof@boost", "%"),
+    ("over_roof", "!", "flag"),  # above a roof: a wrong peak, see analysis_note
 ]
 
 
-def summary_columns() -> list[str]:
-    return [c for c, _, _ in _COLUMNS]
+def _columns(levels: tuple[str, ...], by: str | None) -> list[tuple[str, str, str | None]]:
+    head = list(_HEAD)
+    if by:
+        head = [(by, by, None)] + [c for c in head if c[0] not in ("kernel_id", "kernel_short_name")]
+    mids = [(f"intensity_{lv}_flop_per_byte", f"I {lv.upper()}", "") for lv in levels]
+    return head + mids + _TAIL
+
+
+def summary_columns(levels: tuple[str, ...] = ("dram", "l2", "l1"), by: str | None = None) -> list[str]:
+    return [c for c, _, _ in _columns(levels, by)]
 
 
 def _si(v: float, unit: str) -> str:
@@ -45,17 +55,22 @@ def _si(v: float, unit: str) -> str:
     return f"{v:.3g} {unit}"
 
 
-def format_table(frame: pd.DataFrame, max_name: int = 40) -> str:
-    """A plain-text table; unavailable numbers print as ``n/a`` (never as 0)."""
+def format_table(frame: pd.DataFrame, levels: tuple[str, ...] = ("dram", "l2", "l1"), by: str | None = None,
+                 max_name: int = 40) -> str:
+    """A plain-text table; unavailable numbers print as ``n/a`` (never as 0). I = FLOP/byte."""
     if frame.empty:
         return "(no kernels)"
-    cols = [(c, h, u) for c, h, u in _COLUMNS if c in frame.columns]
+    cols = [(c, h, u) for c, h, u in _columns(levels, by) if c in frame.columns]
     shown = pd.DataFrame(index=frame.index)
     for c, h, u in cols:
         s = frame[c]
-        if u is None:
+        if u == "flag":
+            shown[h] = ["!" if v is True else "" for v in s.astype(object)]
+        elif u is None:
             vals = s.astype("string").fillna("n/a")
-            if c == "kernel_short_name":
+            if c == "program":
+                vals = vals.map(lambda t: t.replace("\\", "/").rsplit("/", 1)[-1])
+            if c in ("kernel_short_name", "kernel", "program", "nvtx", "compute_precision"):
                 vals = vals.map(lambda t: t if len(t) <= max_name else t[: max_name - 1] + "…")
             shown[h] = vals
         else:

@@ -1,0 +1,93 @@
+"""Programs, NVTX ranges and kernel names as roofline points of their own (XProf's program view).
+
+A group's point is total FLOPs over total time and total bytes per level over total time. Its
+roofs are the ones that make "time at the roof" add up: per precision the FLOP-weighted harmonic
+mean of the kernels' peaks (Σ FLOPs / Σ FLOPs_k/Peak_k, exact for the time the work would take at
+peak) and per level the time-weighted mean bandwidth. The same hierarchical rules then apply.
+A quantity missing for some kernels of a group makes the group's total a lower bound, and the
+note says how many kernels lacked it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical
+from roofline.hardware.peaks import LEVELS
+from roofline.schema import FLOP_COLUMNS, PRECISIONS, UNAVAILABLE, source_column
+
+GROUPINGS = {"program": "source_file", "nvtx": "nvtx_range", "kernel": "kernel_name"}
+
+
+def aggregate(
+    frame: pd.DataFrame,
+    by: str = "program",
+    levels: Sequence[str] = LEVELS,
+    latency_threshold_pct: float = LATENCY_THRESHOLD_PCT,
+) -> pd.DataFrame:
+    """One roofline row per group (and device), longest total time first."""
+    if by not in GROUPINGS:
+        raise ValueError(f"by must be one of {', '.join(GROUPINGS)}; got {by!r}")
+    key = GROUPINGS[by]
+    if frame.empty:
+        return pd.DataFrame(columns=[by, "device_name", "kernel_count", "duration_s"])
+    work = frame.copy()
+    work["_group"] = work[key].astype("string").fillna("(none)") if key in work else "(none)"
+    work["_device"] = work["device_name"].astype("string").fillna("(unknown device)")
+    dur = pd.to_numeric(work["duration_s"], errors="coerce")
+    work["_dur"] = dur.where(dur > 0)
+    for p, fc in zip(PRECISIONS, FLOP_COLUMNS):
+        f = pd.to_numeric(work[fc], errors="coerce")
+        pk = pd.to_numeric(work[f"peak_flop_per_s_{p}"], errors="coerce")
+        # time at peak per kernel: what the harmonic mean needs
+        work[f"_t_{p}"] = np.where(f > 0, f / pk.where(pk > 0), 0.0)
+        work[f"_pkw_{p}"] = pk * work["_dur"]
+    for lv in levels:
+        work[f"_bww_{lv}"] = pd.to_numeric(work[f"peak_{lv}_bytes_per_s"], errors="coerce") * work["_dur"]
+
+    sums = ["duration_s", *FLOP_COLUMNS, *(f"{lv}_bytes" for lv in levels)]
+    g = work.groupby(["_group", "_device"], sort=False, dropna=False)
+    out = g[sums].sum(min_count=1)
+    missing = work[sums].isna().groupby([work["_group"], work["_device"]], sort=False, dropna=False).sum()
+    out["kernel_count"] = g.size()
+    tdur = g["_dur"].sum(min_count=1)
+    for p, fc in zip(PRECISIONS, FLOP_COLUMNS):
+        t_at_peak = g[f"_t_{p}"].sum(min_count=1)
+        harmonic = out[fc] / t_at_peak
+        weighted = g[f"_pkw_{p}"].sum(min_count=1) / tdur
+        out[f"peak_flop_per_s_{p}"] = np.where(out[fc] > 0, harmonic, weighted)
+        out[source_column(f"peak_flop_per_s_{p}")] = f"{p} peaks of the group's kernels: FLOP-weighted harmonic mean"
+    for lv in levels:
+        out[f"peak_{lv}_bytes_per_s"] = g[f"_bww_{lv}"].sum(min_count=1) / tdur
+        out[source_column(f"peak_{lv}_bytes_per_s")] = f"time-weighted mean of the kernels' {lv} roofs"
+        out[source_column(f"{lv}_bytes")] = UNAVAILABLE + f": no {lv} bytes for any kernel of the group"
+    out["tensor_path"] = g["tensor_path"].agg(_only) if "tensor_path" in work else pd.NA
+    out[source_column("flop_fp32")] = UNAVAILABLE + ": no FLOP counters in any kernel of the group"
+
+    rows = hierarchical(out.reset_index(drop=True), levels, latency_threshold_pct)
+    rows.index = out.index
+    partial = _partial_notes(missing, out["kernel_count"])
+    note = rows["analysis_note"].astype(object)
+    rows["analysis_note"] = pd.Series(
+        ["; ".join(x for x in (p, n) if isinstance(x, str) and x) or None for p, n in zip(partial, note)],
+        index=rows.index, dtype="string",
+    )
+    result = pd.concat([out[["kernel_count", *sums]], rows], axis=1).reset_index()
+    result = result.rename(columns={"_group": by, "_device": "device_name"})
+    return result.sort_values("duration_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+
+
+def _only(s: pd.Series) -> object:
+    vals = s.dropna().unique()
+    return vals[0] if len(vals) == 1 else pd.NA
+
+
+def _partial_notes(missing: pd.DataFrame, counts: pd.Series) -> list[str]:
+    notes = []
+    for (_, row), n in zip(missing.iterrows(), counts):
+        parts = [f"{int(m)} of {n} kernels lack {c}" for c, m in row.items() if 0 < m < n]
+        notes.append("; ".join(parts))
+    return notes

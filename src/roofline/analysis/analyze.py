@@ -1,0 +1,159 @@
+"""``roofline.analyze``: choose the peaks and the clock basis, then add the roofline columns.
+
+Peaks (every one keeps its source in ``peak_*_source``):
+
+* ``None`` / ``"counters"``: the report's own ``.peak_sustained`` × cycles/s at the clock each
+  kernel ran at, with the spec table filling only what the counters lack (the ingest default);
+* ``"spec"``: the spec table for every kernel's device, replacing the counters;
+* a GPU name: the spec table entry of that GPU for every kernel;
+* a :class:`~roofline.hardware.peaks.Peaks` (from a TOML file, a measurement, or built by hand).
+
+Clock basis: ``"profiled"`` (default) keeps peaks at the clock the kernel ran at (ncu's
+``--clock-control base`` locks it to base). ``"boost"`` rescales every compute and L1 roof that was
+taken at the profiled SM clock by boost/profiled (device max clock); DRAM and L2 run in their own
+clock domains, which ncu does not report a boost value for, so they stay as profiled and say so.
+``"both"`` adds ``*_boost`` columns for the peak, attainable, binding roof, bound and % of roof.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical, roofline_columns
+from roofline.hardware.peaks import LEVELS, Peaks
+from roofline.hardware.specs import fill_spec_peaks, require, tensor_key
+from roofline.schema import PRECISIONS, UNAVAILABLE, get_provenance, set_provenance, source_column
+
+CLOCKS = ("profiled", "boost", "both")
+COMPUTE_PEAK_COLUMNS = tuple(f"peak_flop_per_s_{p}" for p in PRECISIONS)
+BANDWIDTH_PEAK_COLUMNS = tuple(f"peak_{lv}_bytes_per_s" for lv in LEVELS)
+_BOTH_COLUMNS = ("peak_flop_per_s", "attainable_flop_per_s", "binding_roof", "bound", "pct_of_roof")
+
+
+def analyze(
+    kernels: pd.DataFrame,
+    peaks: Peaks | str | None = None,
+    levels: Sequence[str] = LEVELS,
+    clock: str = "profiled",
+    latency_threshold_pct: float = LATENCY_THRESHOLD_PCT,
+) -> pd.DataFrame:
+    """The roofline frame: the kernels frame (same rows, same order) plus the roofline columns."""
+    levels = tuple(levels)
+    bad = [lv for lv in levels if lv not in LEVELS]
+    if bad or not levels:
+        raise ValueError(f"levels must be a non-empty subset of {', '.join(LEVELS)}; got {', '.join(levels) or 'none'}")
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {', '.join(CLOCKS)}; got {clock!r}")
+    framed = choose_peaks(kernels, peaks, published=(clock == "boost"))
+    if clock == "boost":
+        framed = at_boost_clock(framed)
+    extra = hierarchical(framed, levels, latency_threshold_pct)
+    if clock == "both":
+        boost = hierarchical(at_boost_clock(choose_peaks(kernels, peaks, published=True)), levels, latency_threshold_pct)
+        for c in _BOTH_COLUMNS:
+            extra[f"{c}_boost"] = boost[c]
+    base = framed.drop(columns=[c for c in extra.columns if c in framed.columns])
+    out = pd.concat([base, extra], axis=1)
+    out.attrs = {}
+    return set_provenance(out, get_provenance(kernels))
+
+
+def choose_peaks(kernels: pd.DataFrame, peaks: Peaks | str | None, published: bool = False) -> pd.DataFrame:
+    """The kernels frame with its peak columns taken from the chosen source."""
+    if peaks is None or peaks == "counters":
+        return kernels
+    if isinstance(peaks, Peaks):
+        return apply_peaks(kernels, peaks)
+    if peaks == "spec":
+        return _unfilled(fill_spec_peaks(_cleared(kernels), at_profiled_clock=not published), "the device's")
+    if isinstance(peaks, str):
+        spec = require(peaks)
+        named = _cleared(kernels).assign(device_name=spec.name)
+        filled = fill_spec_peaks(named, at_profiled_clock=not published)
+        filled["device_name"] = kernels["device_name"]
+        return _unfilled(filled, f"the {spec.name}")
+    raise TypeError(f"peaks must be None, 'counters', 'spec', a GPU name or a Peaks; got {type(peaks).__name__}")
+
+
+def _cleared(kernels: pd.DataFrame) -> pd.DataFrame:
+    out = kernels.copy()
+    for col in COMPUTE_PEAK_COLUMNS + BANDWIDTH_PEAK_COLUMNS:
+        out[col] = np.nan
+        out[source_column(col)] = pd.Series(pd.NA, index=out.index, dtype="string")
+    return out
+
+
+def _unfilled(frame: pd.DataFrame, whose: str) -> pd.DataFrame:
+    """Say why a spec-only peak is missing (L2 bandwidth is never published, or an unknown device)."""
+    for col in COMPUTE_PEAK_COLUMNS + BANDWIDTH_PEAK_COLUMNS:
+        src = source_column(col)
+        why = ("vendors publish no L2 bandwidth" if col == "peak_l2_bytes_per_s"
+               else f"{whose} spec table entry has no such figure (or the device is not in the table)")
+        frame[src] = frame[src].astype("string").fillna(f"{UNAVAILABLE}: --peaks spec: {why}")
+    return frame
+
+
+def apply_peaks(kernels: pd.DataFrame, peaks: Peaks) -> pd.DataFrame:
+    """Every kernel's peak columns from one :class:`Peaks` (the tensor roof per kernel's data path)."""
+    out = kernels.copy()
+    for p in ("fp64", "fp32", "fp16"):
+        _put(out, f"peak_flop_per_s_{p}", slice(None), peaks, p, False)
+    paths = out["tensor_path"] if "tensor_path" in out else pd.Series(pd.NA, index=out.index, dtype="string")
+    for path in pd.unique(paths.astype(object)):
+        path_s = None if pd.isna(path) else str(path)
+        rows = (paths.isna() if path_s is None else (paths == path_s).fillna(False)).to_numpy()
+        key, sparse = tensor_key(path_s)
+        for fallback in (key, "tensor_fp16" if key in ("tensor_fp16_acc16", "tensor_bf16") else None):
+            if fallback and fallback in peaks.compute:
+                key = fallback
+                break
+        _put(out, "peak_flop_per_s_tensor", rows, peaks, key, sparse)
+    for lv in LEVELS:
+        col = f"peak_{lv}_bytes_per_s"
+        pk = peaks.bandwidth.get(lv)
+        out[col] = pk.value if pk else np.nan
+        out[source_column(col)] = pk.describe() if pk else f"{UNAVAILABLE}: the peaks for {peaks.device} give no {lv} bandwidth"
+    return out
+
+
+def _put(out: pd.DataFrame, col: str, rows: object, peaks: Peaks, key: str, sparse: bool) -> None:
+    pk = peaks.compute.get(key)
+    if pk is None:
+        out.loc[rows, col] = np.nan
+        out.loc[rows, source_column(col)] = f"{UNAVAILABLE}: the peaks for {peaks.device} give no {key} figure"
+        return
+    scale = 2.0 if sparse and not pk.sparse else 1.0
+    note = pk.describe() + ("; × 2 for 2:4 sparsity (the kernel's counters show sparsity_on work)" if scale == 2 else "")
+    out.loc[rows, col] = pk.value * scale
+    out.loc[rows, source_column(col)] = f"{key} {note}"
+
+
+def at_boost_clock(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Compute and L1 roofs taken at the profiled SM clock, rescaled to the device's boost clock."""
+    if "sm_clock_hz" not in kernels or "sm_boost_clock_hz" not in kernels:
+        return kernels
+    out = kernels.copy()
+    clk = pd.to_numeric(out["sm_clock_hz"], errors="coerce")
+    boost = pd.to_numeric(out["sm_boost_clock_hz"], errors="coerce")
+    factor = boost / clk
+    ok = (clk > 0) & (boost > 0)
+    note = "; rescaled to the boost clock " + (boost / 1e6).round(0).astype("Int64").astype(str) + " MHz (× " \
+        + factor.round(3).astype(str) + ")"
+    for col in COMPUTE_PEAK_COLUMNS + ("peak_l1_bytes_per_s",):
+        src = out[source_column(col)].astype("string")
+        at_profiled = src.str.startswith("counters").fillna(False) | src.str.contains("profiled SM clock").fillna(False)
+        mask = ok & at_profiled & out[col].notna()
+        if mask.any():
+            out.loc[mask, col] = out.loc[mask, col] * factor[mask]
+            out.loc[mask, source_column(col)] = src[mask] + note[mask]
+    for lv in ("dram", "l2"):
+        col = source_column(f"peak_{lv}_bytes_per_s")
+        mask = ok & out[f"peak_{lv}_bytes_per_s"].notna()
+        out.loc[mask, col] = out.loc[mask, col].astype(str) + " (as profiled: no boost value for this clock domain)"
+    return out
+
+
+__all__ = ["analyze", "apply_peaks", "at_boost_clock", "choose_peaks", "roofline_columns", "CLOCKS"]

@@ -1,0 +1,62 @@
+"""Filters and top-N over a roofline frame: by name, bound, precision, NVTX range; sorted by time.
+
+XProf shows the top 1000 ops by default; here the default is every kernel, longest first, because
+a batch of profiles is usually small enough to read in full and a silent cut hides kernels.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from roofline.analysis.hierarchy import BOUNDS
+
+
+def select(
+    frame: pd.DataFrame,
+    name: str | None = None,
+    bound: str | None = None,
+    precision: str | None = None,
+    nvtx: str | None = None,
+    top: int | None = None,
+) -> pd.DataFrame:
+    """Rows matching every filter given, sorted by ``duration_s`` (longest first), at most ``top``.
+
+    ``name`` and ``nvtx`` are case-insensitive regular expressions searched in the demangled
+    kernel name / NVTX range; ``bound`` is one of :data:`BOUNDS` or a prefix of one ("latency",
+    "memory"); ``precision`` matches ``compute_precision`` ("fp32", "tensor" for any tensor path,
+    "mixed", "none").
+    """
+    mask = pd.Series(True, index=frame.index)
+    if name:
+        mask &= _search(frame, "kernel_name", name)
+    if nvtx:
+        mask &= _search(frame, "nvtx_range", nvtx)
+    if bound:
+        wanted = [b for b in BOUNDS if b.startswith(bound.lower())]
+        if not wanted:
+            raise ValueError(f"unknown bound {bound!r}; choose from {', '.join(BOUNDS)}")
+        mask &= frame["bound"].isin(wanted).fillna(False)
+    if precision:
+        prec = frame["compute_precision"].astype("string").str.lower()
+        p = precision.lower()
+        mask &= ((prec == p) | prec.str.startswith(p + ":")).fillna(False)
+    out = frame[mask.to_numpy()]
+    if "duration_s" in out:
+        out = out.sort_values("duration_s", ascending=False, na_position="last", kind="stable")
+    if top is not None:
+        if top < 1:
+            raise ValueError(f"top must be at least 1, got {top}")
+        out = out.head(top)
+    return out
+
+
+def _search(frame: pd.DataFrame, column: str, pattern: str) -> pd.Series:
+    try:
+        rx = re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise ValueError(f"bad pattern {pattern!r}: {exc}") from None
+    if column not in frame:
+        return pd.Series(False, index=frame.index)
+    return frame[column].astype("string").str.contains(rx, na=False).astype(bool)
