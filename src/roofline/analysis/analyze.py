@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical, roofline_columns
+from roofline.analysis.render import Factor, as_string, render
 from roofline.hardware.peaks import LEVELS, Peaks
 from roofline.hardware.specs import fill_spec_peaks, require, tensor_key
 from roofline.schema import PRECISIONS, UNAVAILABLE, get_provenance, set_provenance, source_column
@@ -133,26 +134,36 @@ def _put(out: pd.DataFrame, col: str, rows: object, peaks: Peaks, key: str, spar
 
 def at_boost_clock(kernels: pd.DataFrame) -> pd.DataFrame:
     """Compute and L1 roofs taken at the profiled SM clock, rescaled to the device's boost clock."""
-    if "sm_clock_hz" not in kernels or "sm_boost_clock_hz" not in kernels:
+    if "sm_clock_hz" not in kernels or "sm_boost_clock_hz" not in kernels or kernels.empty:
         return kernels
     out = kernels.copy()
-    clk = pd.to_numeric(out["sm_clock_hz"], errors="coerce")
-    boost = pd.to_numeric(out["sm_boost_clock_hz"], errors="coerce")
-    factor = boost / clk
+    n = len(out)
+    clk = pd.to_numeric(out["sm_clock_hz"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    boost = pd.to_numeric(out["sm_boost_clock_hz"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     ok = (clk > 0) & (boost > 0)
-    note = "; rescaled to the boost clock " + (boost / 1e6).round(0).astype("Int64").astype(str) + " MHz (× " \
-        + factor.round(3).astype(str) + ")"
-    for col in COMPUTE_PEAK_COLUMNS + ("peak_l1_bytes_per_s",):
-        src = out[source_column(col)].astype("string")
-        at_profiled = src.str.startswith("counters").fillna(False) | src.str.contains("profiled SM clock").fillna(False)
-        mask = ok & at_profiled & out[col].notna()
-        if mask.any():
-            out.loc[mask, col] = out.loc[mask, col] * factor[mask]
-            out.loc[mask, source_column(col)] = src[mask] + note[mask]
-    for lv in ("dram", "l2"):
-        col = source_column(f"peak_{lv}_bytes_per_s")
-        mask = ok & out[f"peak_{lv}_bytes_per_s"].notna()
-        out.loc[mask, col] = out.loc[mask, col].astype(str) + " (as profiled: no boost value for this clock domain)"
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(ok, boost / clk, np.nan)
+    boost_mhz = np.where(ok, np.round(boost / 1e6), 0)
+    factor3 = np.where(ok, np.round(factor, 3), 0)
+    clock_key = pd.factorize(boost_mhz * 1e4 + factor3)[0]
+
+    for col in COMPUTE_PEAK_COLUMNS + BANDWIDTH_PEAK_COLUMNS:
+        src = Factor(out, source_column(col))
+        values = pd.to_numeric(out[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        if col in ("peak_dram_bytes_per_s", "peak_l2_bytes_per_s"):
+            mask = ok & ~np.isnan(values)
+            suffix = lambda r: " (as profiled: no boost value for this clock domain)"  # noqa: E731
+        else:
+            # only roofs taken at the profiled SM clock move: counters, or spec figures scaled to it
+            moves = np.array([v.startswith("counters") or "profiled SM clock" in v for v in src.values] + [False])
+            mask = ok & moves[src.codes] & ~np.isnan(values)
+            values = np.where(mask, values * factor, values)
+            suffix = lambda r: f"; rescaled to the boost clock {boost_mhz[r]:.0f} MHz (× {factor3[r]:g})"  # noqa: E731
+        text = render([src.key(), mask, np.where(mask, clock_key, 0)], n,
+                      lambda r, src=src, mask=mask, suffix=suffix: (src.text(r) + suffix(r)) if mask[r]
+                      else (src.text(r) if src.codes[r] >= 0 else None))
+        out[col] = values
+        out[source_column(col)] = as_string(text, out.index)
     return out
 
 

@@ -25,8 +25,9 @@ def select(
 
     ``name`` and ``nvtx`` are case-insensitive regular expressions searched in the demangled
     kernel name / NVTX range; ``bound`` is one of :data:`BOUNDS` or a prefix of one ("latency",
-    "memory"); ``precision`` matches ``compute_precision`` ("fp32", "tensor" for any tensor path,
-    "mixed", "none").
+    "memory"); ``precision`` keeps kernels that did work in that precision (fp64, fp32, fp16, tensor:
+    a FLOP share above 0, so a mixed kernel shows under each of its precisions) or whose
+    ``compute_precision`` is it ("mixed", "none", or a tensor path such as "tensor:imma_int8").
     """
     mask = pd.Series(True, index=frame.index)
     if name:
@@ -41,7 +42,10 @@ def select(
     if precision:
         prec = frame["compute_precision"].astype("string").str.lower()
         p = precision.lower()
-        mask &= ((prec == p) | prec.str.startswith(p + ":")).fillna(False)
+        hit = ((prec == p) | prec.str.startswith(p + ":")).fillna(False)
+        if f"flop_share_{p}" in frame:
+            hit |= (pd.to_numeric(frame[f"flop_share_{p}"], errors="coerce") > 0).fillna(False)
+        mask &= hit
     out = frame[mask.to_numpy()]
     if "duration_s" in out:
         out = out.sort_values("duration_s", ascending=False, na_position="last", kind="stable")
