@@ -38,3 +38,14 @@ def ncu_fixtures(*suffixes: str) -> list[str]:
 
 REPORTS = ncu_fixtures(".ncu-rep", ".nsight-cuprof-report")
 CSVS = ncu_fixtures(".csv")
+
+
+def ncu_actions(path: Path):
+    """Every profiled launch of a report, straight from NVIDIA's ncu_report (independent of roofline)."""
+    import ncu_report
+
+    ctx = ncu_report.load_report(str(path))
+    for i in range(ctx.num_ranges()):
+        r = ctx.range_by_idx(i)
+        for j in range(r.num_actions()):
+            yield r.action_by_idx(j)

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import math
 
-import ncu_report
 import pytest
 
 import roofline
 
-from conftest import shared
+from conftest import ncu_actions as _actions, shared
 
 HIERARCHICAL = [
     "ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep",  # ncu 2025.1, lts2xbar / lsu_writeback_mem_lg
@@ -23,13 +22,6 @@ HIERARCHICAL = [
     "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep",  # ncu 2023.1 --set roofline: L2 = xbar2l1tex read
 ]
 
-
-def _actions(path):
-    ctx = ncu_report.load_report(str(path))
-    for i in range(ctx.num_ranges()):
-        r = ctx.range_by_idx(i)
-        for j in range(r.num_actions()):
-            yield r.action_by_idx(j)
 
 
 def _v(a, name):

@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import math
 
-import ncu_report
 import pytest
 
 import roofline
 from roofline.metrics.tensor import OPCODE_METRIC, tensor_flops_from_opcodes
 from roofline.schema import kernel_columns
 
-from conftest import REPORTS, shared
+from conftest import REPORTS, ncu_actions as _actions, shared
 
 T4 = "ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep"
 A10G = "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"
 
-
-def _actions(path):
-    ctx = ncu_report.load_report(str(path))
-    for i in range(ctx.num_ranges()):
-        r = ctx.range_by_idx(i)
-        for j in range(r.num_actions()):
-            yield r.action_by_idx(j)
 
 
 def test_fixture_list_not_empty():
