@@ -49,3 +49,29 @@ def ncu_actions(path: Path):
         r = ctx.range_by_idx(i)
         for j in range(r.num_actions()):
             yield r.action_by_idx(j)
+
+
+def kernel_row(**kw) -> dict:
+    """One synthetic kernel of the canonical schema with every roof known (values by hand)."""
+    row = {
+        "kernel_id": 0, "kernel_name": "k", "kernel_short_name": "k", "device_name": "GPU", "duration_s": 1e-3,
+        "source_file": "synthetic.ncu-rep",
+        "flop_fp64": 0.0, "flop_fp32": 1e9, "flop_fp16": 0.0, "flop_tensor": 0.0,
+        "dram_bytes": 1e8, "l2_bytes": 2e8, "l1_bytes": 4e8,
+        "peak_flop_per_s_fp64": 1e13, "peak_flop_per_s_fp32": 2e13, "peak_flop_per_s_fp16": 4e13,
+        "peak_flop_per_s_tensor": 3e14,
+        "peak_dram_bytes_per_s": 2e12, "peak_l2_bytes_per_s": 6e12, "peak_l1_bytes_per_s": 2e13,
+        "peak_flop_per_s_fp32_source": "counters: test",
+        "peak_dram_bytes_per_s_source": "counters: test",
+    }
+    row.update(kw)
+    return row
+
+
+def analysed(rows: list[dict]):
+    import pandas as pd
+
+    import roofline
+    from roofline.schema import conform_kernels
+
+    return roofline.analyze(conform_kernels(pd.DataFrame(rows)))

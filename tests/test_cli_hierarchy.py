@@ -55,3 +55,17 @@ def test_spec_peaks_and_both_clock_views():
     assert g["peak_flop_per_s_boost"] > g["peak_flop_per_s"]  # T4 profiled at 585 MHz, boost 1590
     p = _cli("devices")
     assert "H100 SXM: 132 SMs" in p.stdout and "MI300X" in p.stdout
+
+
+def test_report_command_writes_chart_and_page_and_prints_the_top(tmp_path):
+    out = tmp_path / "out"
+    p = _cli("report", shared(T4), "-o", out, "--svg", "--top", "2")
+    assert p.returncode == 0, p.stderr
+    assert (out / "roofline.png").stat().st_size > 10_000 and (out / "roofline.svg").exists()
+    page = (out / "report.html").read_text()
+    assert "wmma_gemm" in page and "Plotly" in page
+    table = [ln for ln in p.stdout.splitlines() if ln.split()[:1] and ln.split()[0].isdigit() and "row(s)" not in ln]
+    assert len(table) == 2 and "wmma_gemm" in table[0]  # the slowest kernels, longest first
+    p = _cli("analyze", shared(T4), "--html", tmp_path / "one" / "r.html")
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "one" / "r.html").exists() and (tmp_path / "one" / "roofline.png").exists()

@@ -73,32 +73,26 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
               help="Aggregate to one roofline point per kernel name, NVTX range or program (input file).")
 @click.option("--latency-threshold", type=click.FloatRange(0, 100), default=20.0, show_default=True,
               help="Under this %% of every roof a kernel is called latency-limited.")
+@click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
+              help="Also write the interactive HTML report (and the PNG chart beside it).")
 def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
             clock: str, device: str | None, name_rx: str | None, bound: str | None, precision: str | None,
-            nvtx: str | None, top: int | None, by: str | None, latency_threshold: float) -> None:
+            nvtx: str | None, top: int | None, by: str | None, latency_threshold: float,
+            html_path: Path | None) -> None:
     """Hierarchical roofline of profiles: per kernel and memory level the intensity, attainable and
     achieved FLOP/s, the binding roof, the % of it reached and the time at the roof.
 
     PATHS are profile files or folders of them. Bad files are reported one line each; the good
     ones are still analysed.
     """
-    from roofline.analysis import analyze as analyze_frame
     from roofline.analysis.aggregate import aggregate
     from roofline.analysis.select import select
-    from roofline.hardware.specs import require
 
-    peaks = _peaks_option(peaks_opt)
-    if device:
-        require(device)  # unknown names fail before any file is read
-    kernels, failures, n_files = _ingest(paths)
-    if device:
-        from roofline.hardware.specs import fill_spec_peaks
-
-        missing = kernels["device_name"].isna()
-        kernels.loc[missing, "device_name"] = device
-        kernels = fill_spec_peaks(kernels)
+    result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold)
     try:
-        result = analyze_frame(kernels, peaks=peaks, levels=levels, clock=clock, latency_threshold_pct=latency_threshold)
+        if html_path is not None:
+            _write_html(select(result, name=name_rx, bound=bound, precision=precision, nvtx=nvtx), html_path,
+                        levels, clock)
         if by:
             result = aggregate(result, by=by, levels=levels, latency_threshold_pct=latency_threshold)
         result = select(result, name=name_rx, bound=bound, precision=precision, nvtx=nvtx, top=top)
@@ -113,6 +107,78 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
             _err(f"cannot write {out}: {exc}")
             sys.exit(EXIT_INPUT_ERRORS)
     _print(result, fmt, levels, by)
+    if failures:
+        _err(f"{failures} of {n_files} input(s) failed")
+        sys.exit(EXIT_INPUT_ERRORS)
+
+
+def _analysed(paths: tuple[Path, ...], peaks_opt: str, device: str | None, levels: tuple[str, ...], clock: str,
+              latency_threshold: float) -> tuple[pd.DataFrame, int, int]:
+    """Read every input and analyse it: (kernel-level result, failed inputs, inputs)."""
+    from roofline.analysis import analyze as analyze_frame
+    from roofline.hardware.specs import require
+
+    peaks = _peaks_option(peaks_opt)
+    if device:
+        require(device)  # unknown names fail before any file is read
+    kernels, failures, n_files = _ingest(paths)
+    if device:
+        from roofline.hardware.specs import fill_spec_peaks
+
+        missing = kernels["device_name"].isna()
+        kernels.loc[missing, "device_name"] = device
+        kernels = fill_spec_peaks(kernels)
+    try:
+        result = analyze_frame(kernels, peaks=peaks, levels=levels, clock=clock, latency_threshold_pct=latency_threshold)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    return result, failures, n_files
+
+
+def _write_html(result: pd.DataFrame, path: Path, levels: tuple[str, ...], clock: str, top: int = 10) -> None:
+    from roofline.report import html, write_charts
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        html.write(result, path, levels, clock=clock, top=top)
+        write_charts(result, path.parent, levels, clock)
+    except OSError as exc:
+        _err(f"cannot write {path}: {exc}")
+        sys.exit(EXIT_INPUT_ERRORS)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", "-o", "out_dir", type=click.Path(path_type=Path), default=Path("roofline-report"),
+              show_default=True, help="Folder for roofline.png and report.html.")
+@click.option("--svg", is_flag=True, help="Also write the chart as SVG.")
+@click.option("--levels", default="dram,l2,l1", show_default=True, callback=_levels,
+              help="Memory levels of the hierarchical roofline, comma-separated.")
+@click.option("--peaks", "peaks_opt", default="counters", show_default=True, metavar="SOURCE",
+              help="'counters', 'spec', a GPU name, or a peaks file (.toml); see `roofline analyze --help`.")
+@click.option("--clock", type=click.Choice(["profiled", "boost"]), default="profiled", show_default=True,
+              help="Clock basis of the compute and L1 roofs drawn.")
+@click.option("--device", default=None, metavar="NAME", help="GPU name for profiles that do not record one.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Kernels in the terminal summary and the report's top table.")
+@click.option("--latency-threshold", type=click.FloatRange(0, 100), default=20.0, show_default=True,
+              help="Under this %% of every roof a kernel is called latency-limited.")
+def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str, ...], peaks_opt: str, clock: str,
+           device: str | None, top: int, latency_threshold: float) -> None:
+    """Write the roofline chart (PNG, SVG on request) and the interactive HTML report of profiles,
+    and print the slowest kernels with their roofline figures."""
+    from roofline.analysis.select import select
+    from roofline.report import write_report
+
+    result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold)
+    try:
+        written = write_report(result, out_dir, levels, clock=clock, svg=svg, top=top)
+    except OSError as exc:
+        _err(f"cannot write the report to {out_dir}: {exc}")
+        sys.exit(EXIT_INPUT_ERRORS)
+    _print(select(result, top=top), "table", levels, None)
+    for path in written:
+        click.echo(f"wrote {path}")
     if failures:
         _err(f"{failures} of {n_files} input(s) failed")
         sys.exit(EXIT_INPUT_ERRORS)

@@ -1,5 +1,49 @@
-"""Stage 4: what people read and look at (terminal tables now; PNG and HTML next)."""
+"""Stage 4: what people read and look at: terminal tables, PNG/SVG charts, the HTML report."""
 
-from roofline.report.table import format_table, summary_columns
+from __future__ import annotations
 
-__all__ = ["format_table", "summary_columns"]
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from roofline.hardware.peaks import LEVELS
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "device"
+
+
+def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
+                 svg: bool = False) -> list[Path]:
+    """``roofline.png`` for the device with the most kernel time, ``roofline-<device>.png`` for others."""
+    from roofline.report import png
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if result.empty or "device_name" not in result:
+        groups = [("", result)]
+    else:
+        dev = result["device_name"].astype("string").fillna("unknown device")
+        order = result.groupby(dev)["duration_s"].sum().sort_values(ascending=False).index
+        groups = [(str(d), result[(dev == d).to_numpy()]) for d in order]
+    written = []
+    for i, (device, frame) in enumerate(groups):
+        stem = "roofline" if i == 0 else f"roofline-{_slug(device)}"
+        for suffix in (".png", ".svg") if svg else (".png",):
+            written.append(png.write(frame, out / f"{stem}{suffix}", levels, clock=clock))
+    return written
+
+
+def write_report(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
+                 svg: bool = False, top: int = 10) -> list[Path]:
+    """The charts and ``report.html`` in ``out_dir``; returns the files written."""
+    from roofline.report import html
+
+    written = write_charts(result, out_dir, levels, clock, svg)
+    written.append(html.write(result, Path(out_dir) / "report.html", levels, clock=clock, top=top))
+    return written
+
+
+__all__ = ["write_charts", "write_report"]

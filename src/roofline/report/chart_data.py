@@ -1,0 +1,154 @@
+"""What a roofline chart shows, as data: the roofs with their labels, and one point per kernel and level.
+
+The PNG and the HTML report draw from these same frames, and the tests compare the drawn
+coordinates with them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from roofline.hardware.peaks import LEVELS
+from roofline.schema import PRECISIONS, source_column
+
+LEVEL_LABELS = {"dram": "DRAM/HBM", "l2": "L2", "l1": "L1"}
+
+
+@dataclass(frozen=True)
+class Roof:
+    kind: str  # "bandwidth" (sloped, bytes/s) or "compute" (flat, FLOP/s)
+    key: str  # a level ("dram") or a precision ("fp32", "tensor")
+    value: float
+    source: str  # the full source text of the representative kernel's peak
+    label: str  # short text for a legend: name, value, where it came from
+
+    @property
+    def short_source(self) -> str:
+        return short_source(self.source)
+
+
+def short_source(source: str) -> str:
+    """'counters', 'spec', 'user', 'measured' plus the clock basis, for a legend."""
+    s = source or ""
+    kind = s.split(":", 1)[0].split(" ")[-1] if ":" in s else "unknown"
+    if "boost" in s and "rescaled" in s:
+        return f"{kind}, boost clock"
+    if "profiled" in s:
+        return f"{kind}, as profiled"
+    if "as published" in s:
+        return f"{kind}, as published"
+    return kind
+
+
+def _si(v: float, unit: str) -> str:
+    for scale, p in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {p}{unit}"
+    return f"{v:.3g} {unit}"
+
+
+def _representative(frame: pd.DataFrame, col: str) -> tuple[float, str] | None:
+    """The time-weighted median of a peak over the kernels that have it, and that kernel's source."""
+    vals = pd.to_numeric(frame[col], errors="coerce") if col in frame else pd.Series(dtype=float)
+    ok = vals.notna() & (vals > 0)
+    if not ok.any():
+        return None
+    v = vals[ok].to_numpy()
+    w = pd.to_numeric(frame.loc[ok, "duration_s"], errors="coerce").fillna(0).to_numpy() if "duration_s" in frame \
+        else np.ones(len(v))
+    if w.sum() <= 0:
+        w = np.ones(len(v))
+    order = np.argsort(v, kind="stable")
+    cum = np.cumsum(w[order])
+    i = order[np.searchsorted(cum, cum[-1] / 2)]
+    src_col = source_column(col)
+    src = frame.loc[ok, src_col].iloc[i] if src_col in frame else ""
+    src = "" if src is None or src is pd.NA or (isinstance(src, float) and math.isnan(src)) else str(src)
+    return float(v[i]), src
+
+
+def roofs(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> list[Roof]:
+    """One sloped roof per memory level and one flat roof per precision the kernels used."""
+    out: list[Roof] = []
+    for lv in levels:
+        rep = _representative(frame, f"peak_{lv}_bytes_per_s")
+        if rep:
+            out.append(Roof("bandwidth", lv, rep[0], rep[1],
+                            f"{LEVEL_LABELS[lv]} {_si(rep[0], 'B/s')} ({short_source(rep[1])})"))
+    for p in PRECISIONS:
+        share = pd.to_numeric(frame.get(f"flop_share_{p}"), errors="coerce") if f"flop_share_{p}" in frame else None
+        if share is None or not (share > 0).any():
+            continue
+        used = frame[(share > 0).to_numpy()]
+        rep = _representative(used, f"peak_flop_per_s_{p}")
+        if rep:
+            name = p
+            if p == "tensor" and "tensor_path" in used:
+                paths = used["tensor_path"].dropna().astype(str).unique()
+                name = f"tensor {paths[0]}" if len(paths) == 1 else "tensor"
+            out.append(Roof("compute", p, rep[0], rep[1], f"{name} {_si(rep[0], 'FLOP/s')} ({short_source(rep[1])})"))
+    return out
+
+
+def ridges(roof_list: Sequence[Roof]) -> list[tuple[str, str, float, float]]:
+    """(level, precision, intensity, FLOP/s) where each sloped roof meets each flat one."""
+    out = []
+    for b in roof_list:
+        if b.kind != "bandwidth":
+            continue
+        for c in roof_list:
+            if c.kind == "compute":
+                out.append((b.key, c.key, c.value / b.value, c.value))
+    return out
+
+
+def plottable(frame: pd.DataFrame) -> pd.Series:
+    """Kernels that can be drawn: FLOPs and a time, so achieved FLOP/s is positive."""
+    ach = pd.to_numeric(frame.get("achieved_flop_per_s"), errors="coerce") if "achieved_flop_per_s" in frame \
+        else pd.Series(np.nan, index=frame.index)
+    return (ach > 0).fillna(False)
+
+
+def points(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> pd.DataFrame:
+    """Long frame: one row per plottable kernel and level with a finite, positive intensity."""
+    sub = frame[plottable(frame).to_numpy()]
+    rows = []
+    for lv in levels:
+        col = f"intensity_{lv}_flop_per_byte"
+        if col not in sub:
+            continue
+        x = pd.to_numeric(sub[col], errors="coerce")
+        ok = (x > 0) & np.isfinite(x)
+        part = pd.DataFrame({
+            "row": np.flatnonzero(plottable(frame).to_numpy())[ok.to_numpy()],
+            "kernel_id": sub.loc[ok, "kernel_id"] if "kernel_id" in sub else np.arange(ok.sum()),
+            "level": lv,
+            "intensity_flop_per_byte": x[ok],
+            "achieved_flop_per_s": pd.to_numeric(sub.loc[ok, "achieved_flop_per_s"], errors="coerce"),
+            "duration_s": pd.to_numeric(sub.loc[ok, "duration_s"], errors="coerce"),
+        })
+        rows.append(part)
+    if not rows:
+        return pd.DataFrame(columns=["row", "kernel_id", "level", "intensity_flop_per_byte", "achieved_flop_per_s",
+                                     "duration_s"])
+    return pd.concat(rows, ignore_index=True)
+
+
+def unplotted_count(frame: pd.DataFrame) -> int:
+    return int((~plottable(frame)).sum())
+
+
+def axis_limits(pts: pd.DataFrame, roof_list: Sequence[Roof]) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Log-axis limits that hold every point, roof and ridge, with a margin of one decade's half."""
+    xs = list(pts["intensity_flop_per_byte"]) + [r[2] for r in ridges(roof_list)]
+    ys = list(pts["achieved_flop_per_s"]) + [r.value for r in roof_list if r.kind == "compute"]
+    xs = [x for x in xs if x > 0 and math.isfinite(x)] or [0.1, 100.0]
+    ys = [y for y in ys if y > 0 and math.isfinite(y)] or [1e9, 1e13]
+    x0, x1 = 10 ** math.floor(math.log10(min(xs)) - 0.3), 10 ** math.ceil(math.log10(max(xs)) + 0.3)
+    y0, y1 = 10 ** math.floor(math.log10(min(ys)) - 0.3), 10 ** math.ceil(math.log10(max(ys)) + 0.3)
+    return (x0, x1), (y0, y1)

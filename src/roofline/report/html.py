@@ -1,0 +1,183 @@
+"""A self-contained interactive HTML report: one file, plotly.js and the data inside, opens offline.
+
+Page (``templates/report.html.j2``, behaviour in ``templates/report.js``): the device and its peaks
+with their sources; a program-level chart (each profile and each NVTX range as one point); a
+kernel-level hierarchical chart (WebGL scatter, one point per kernel and level) with hover details;
+filters by name, bound, precision and memory level; a sortable, paged statistics table; the top
+kernels by time.
+
+Kernel names come from untrusted files. They travel only inside a JSON block whose ``<``, ``>``
+and ``&`` are escaped as ``\\u003c``/``\\u003e``/``\\u0026``, so nothing in them can close the
+script element; the page's script writes them with ``textContent`` (never ``innerHTML``) and
+entity-escapes them for plotly's hover labels.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from jinja2 import Environment, select_autoescape
+from markupsafe import Markup
+
+from roofline import __version__
+from roofline.analysis.aggregate import aggregate
+from roofline.hardware.peaks import LEVELS
+from roofline.report.chart_data import LEVEL_LABELS, roofs, short_source
+from roofline.schema import PRECISIONS, get_provenance, source_column
+
+#: longest kernel name kept in the page (cutlass names run to 5 kB; the table shows the start)
+MAX_NAME = 400
+
+
+def _escape_json(text: str) -> str:
+    """JSON that is safe inside <script>: nothing in it can end the element or start a comment."""
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _numbers(values: object, digits: int = 5) -> str:
+    """A JSON array of numbers with ``digits`` significant digits; NaN and ±inf become null."""
+    arr = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    if arr.size == 0:
+        return "[]"
+    text = np.char.mod(f"%.{digits}g", np.where(np.isfinite(arr), arr, 0.0))
+    text = np.where(np.isfinite(arr), text, "null")
+    return "[" + ",".join(text.tolist()) + "]"
+
+
+def _codes(values: pd.Series) -> tuple[str, list[str]]:
+    """A string column as integer codes plus its distinct values (-1 for missing)."""
+    codes, uniques = pd.factorize(values.astype("string"), use_na_sentinel=True)
+    return "[" + ",".join(map(str, codes.tolist())) + "]", [str(u) for u in uniques]
+
+
+def _strings(values: pd.Series, limit: int = MAX_NAME) -> list[str]:
+    s = values.astype("string").fillna("")
+    return [t if len(t) <= limit else t[: limit - 1] + "…" for t in s.tolist()]
+
+
+def _column_block(frame: pd.DataFrame, levels: Sequence[str]) -> str:
+    """The kernels as columns: numbers compact, names as strings, categories as codes."""
+    parts = {
+        "id": _numbers(frame.get("kernel_id", pd.Series(range(len(frame)))), 12),
+        "time": _numbers(frame["duration_s"]),
+        "flop": _numbers(frame["flop_total"]),
+        "achieved": _numbers(frame["achieved_flop_per_s"]),
+        "pct": _numbers(frame["pct_of_roof"], 4),
+    }
+    for lv in levels:
+        parts[f"int_{lv}"] = _numbers(frame[f"intensity_{lv}_flop_per_byte"])
+        parts[f"bytes_{lv}"] = _numbers(frame[f"{lv}_bytes"])
+    cats = {}
+    for key, col in (("bound", "bound"), ("binding", "binding_roof"), ("precision", "compute_precision"),
+                     ("nvtx", "nvtx_range"), ("device", "device_name"), ("note", "analysis_note")):
+        codes, uniques = _codes(frame[col] if col in frame else pd.Series(pd.NA, index=frame.index))
+        parts[f"{key}_code"] = codes
+        cats[key] = uniques
+    names = {
+        "short": _strings(frame.get("kernel_short_name", frame.get("kernel_name", pd.Series("", index=frame.index))), 120),
+        "name": _strings(frame.get("kernel_name", pd.Series("", index=frame.index))),
+    }
+    body = ",".join(f'"{k}":{v}' for k, v in parts.items())
+    return "{" + body + "," + json.dumps(names)[1:-1] + ',"categories":' + json.dumps(cats) + "}"
+
+
+def _peak_table(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for device, sub in frame.groupby(frame["device_name"].astype("string").fillna("unknown device"), sort=False):
+        for r in roofs(sub, levels):
+            rows.append({"device": str(device), "roof": r.key, "kind": r.kind, "value": r.value,
+                         "label": r.label, "basis": short_source(r.source), "source": r.source})
+    return rows
+
+
+def _roof_lines(frame: pd.DataFrame, levels: Sequence[str]) -> dict[str, list[dict[str, object]]]:
+    """Roofs per device: kernels of different GPUs are never drawn under each other's roofs."""
+    out = {}
+    for device, sub in frame.groupby(frame["device_name"].astype("string").fillna(""), sort=False):
+        out[str(device)] = [{"kind": r.kind, "key": r.key, "value": r.value, "label": r.label} for r in roofs(sub, levels)]
+    return out
+
+
+def _groups(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, object]]:
+    out = []
+    bys = ["program"] + (["nvtx"] if "nvtx_range" in frame and frame["nvtx_range"].notna().any() else [])
+    for by in bys:
+        agg = aggregate(frame, by=by, levels=levels)
+        for _, g in agg.iterrows():
+            label = Path(str(g[by])).name if by == "program" else str(g[by])
+            item = {"by": by, "label": label, "device": "" if pd.isna(g["device_name"]) or g["device_name"] == "(unknown device)"
+                    else str(g["device_name"]), "time": _f(g["duration_s"]), "achieved": _f(g["achieved_flop_per_s"]),
+                    "pct": _f(g["pct_of_roof"]), "bound": str(g["bound"]), "kernels": int(g["kernel_count"])}
+            for lv in levels:
+                item[f"int_{lv}"] = _f(g[f"intensity_{lv}_flop_per_byte"])
+            out.append(item)
+    return out
+
+
+def _f(v: object) -> float | None:
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return f if np.isfinite(f) else None
+
+
+def _environment() -> Environment:
+    return Environment(autoescape=select_autoescape(default=True, default_for_string=True))
+
+
+def _asset(name: str) -> str:
+    return resources.files("roofline.report").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None,
+           clock: str = "profiled", top: int = 10) -> str:
+    """The report page as a string."""
+    from plotly.offline import get_plotlyjs
+
+    levels = tuple(lv for lv in levels if f"intensity_{lv}_flop_per_byte" in result)
+    frame = result.sort_values("duration_s", ascending=False, na_position="last", kind="stable") \
+        if "duration_s" in result else result
+    frame = frame.reset_index(drop=True)
+    devices = sorted(set(frame["device_name"].dropna().astype(str))) if "device_name" in frame else []
+    files = sorted({Path(str(p)).name for p in frame["source_file"].dropna()}) if "source_file" in frame else []
+    meta = {
+        "title": title or "Hierarchical roofline",
+        "devices": devices, "files": files, "clock": clock, "levels": list(levels),
+        "level_labels": {lv: LEVEL_LABELS[lv] for lv in levels}, "precisions": list(PRECISIONS),
+        "count": len(frame), "top": top, "version": __version__,
+        "provenance": get_provenance(result),
+    }
+    data = {
+        "meta": meta,
+        "roofs": _roof_lines(frame, levels) if len(frame) else {},
+        "peaks": _peak_table(frame, levels) if len(frame) else [],
+        "groups": _groups(frame, levels) if len(frame) else [],
+    }
+    kernels_json = _column_block(frame, levels) if len(frame) else "{}"
+    payload = json.dumps(data, default=str)[:-1] + ',"kernels":' + kernels_json + "}"
+    template = _environment().from_string(_asset("report.html.j2"))
+    return template.render(
+        title=meta["title"], devices=", ".join(devices) or "unknown device", files=", ".join(files), clock=clock,
+        count=len(frame), version=__version__,
+        data_json=Markup(_escape_json(payload)),  # noqa: S704 - escaped for <script> above
+        plotly_js=Markup(get_plotlyjs()),  # noqa: S704 - the plotly package's own bundle
+        report_js=Markup(_asset("report.js")),  # noqa: S704 - our own script, no data in it
+        css=Markup(_asset("report.css")),  # noqa: S704
+    )
+
+
+def write(result: pd.DataFrame, path: str | Path, levels: Sequence[str] = LEVELS, title: str | None = None,
+          clock: str = "profiled", top: int = 10) -> Path:
+    path = Path(path)
+    path.write_text(render(result, levels, title=title, clock=clock, top=top), encoding="utf-8")
+    return path
+
+
+__all__ = ["render", "write", "source_column"]

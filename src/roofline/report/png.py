@@ -1,0 +1,141 @@
+"""The hierarchical roofline as a static chart (matplotlib, Agg): PNG, or SVG on request.
+
+Log-log axes in FLOP/byte and FLOP/s; a sloped roof per memory level and a flat roof per precision
+the kernels used, each labelled with its value and source; ridge points marked; one marker per
+kernel and level (a colour per kernel, a shape per level, joined by a thin line as in NERSC's
+hierarchical charts); the longest kernels labelled without overlap.
+
+Every artist carries a ``gid`` (``roof:dram``, ``roof:fp32``, ``ridge:dram:fp32``,
+``kernel:<row>``) so tests read the drawn coordinates back and compare them with the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display on clusters; must precede pyplot
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from roofline.hardware.peaks import LEVELS  # noqa: E402
+from roofline.report.chart_data import (  # noqa: E402
+    LEVEL_LABELS,
+    axis_limits,
+    points,
+    ridges,
+    roofs,
+    unplotted_count,
+)
+
+LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^"}
+LEVEL_STYLES = {"dram": "-", "l2": "--", "l1": ":"}
+PRECISION_COLOURS = {"fp64": "#6a3d9a", "fp32": "#1f78b4", "fp16": "#33a02c", "tensor": "#e31a1c"}
+
+
+def title_for(frame: pd.DataFrame, clock: str = "profiled") -> str:
+    devices = sorted(set(frame["device_name"].dropna().astype(str))) if "device_name" in frame else []
+    files = sorted({Path(str(f)).name for f in frame["source_file"].dropna()}) if "source_file" in frame else []
+    profile = files[0] if len(files) == 1 else f"{len(files)} profiles"
+    return f"{', '.join(devices) or 'unknown device'} · clock: {clock} · {profile}"
+
+
+def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None, label_top: int = 8,
+         clock: str = "profiled") -> Figure:
+    """The roofline figure of one device's roofline frame."""
+    fig = plt.figure(figsize=(10, 6.5), dpi=110)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("performance (FLOP/s)")
+    ax.set_title(title or title_for(frame, clock), fontsize=10)
+    roof_list = roofs(frame, levels)
+    pts = points(frame, levels)
+    skipped = unplotted_count(frame)
+    if pts.empty:
+        ax.text(0.5, 0.5, "nothing to plot: no kernel has both FLOPs and bytes"
+                + (f" ({skipped} kernel(s) without)" if skipped else ""),
+                transform=ax.transAxes, ha="center", va="center", gid="empty")
+        ax.set_xlim(1e-2, 1e3)
+        ax.set_ylim(1e9, 1e15)
+        return fig
+    (x0, x1), (y0, y1) = axis_limits(pts, roof_list)
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    top_compute = max((r.value for r in roof_list if r.kind == "compute"), default=y1)
+    for r in roof_list:
+        if r.kind == "bandwidth":
+            x_end = top_compute / r.value
+            ax.plot([x0, x_end], [r.value * x0, top_compute], LEVEL_STYLES[r.key], color="0.25", lw=1.4,
+                    gid=f"roof:{r.key}", label=r.label)
+        else:
+            x_start = min((r.value / b.value for b in roof_list if b.kind == "bandwidth"), default=x0)
+            ax.plot([x_start, x1], [r.value, r.value], "-", color=PRECISION_COLOURS.get(r.key, "0.3"), lw=1.6,
+                    gid=f"roof:{r.key}", label=r.label)
+    for lv, p, x, y in ridges(roof_list):
+        ax.plot([x], [y], "o", ms=4, mfc="white", mec="0.2", gid=f"ridge:{lv}:{p}", zorder=4)
+
+    order = pts.groupby("row")["duration_s"].first().sort_values(ascending=False)
+    cmap = plt.get_cmap("tab10")
+    colour = {row: cmap(i % 10) for i, row in enumerate(order.index)}
+    for row, grp in pts.groupby("row", sort=False):
+        c = colour[row]
+        grp = grp.sort_values("intensity_flop_per_byte")
+        if len(grp) > 1:
+            ax.plot(grp["intensity_flop_per_byte"], grp["achieved_flop_per_s"], "-", color=c, lw=0.6, alpha=0.6,
+                    gid=f"join:{row}")
+        for _, pt in grp.iterrows():
+            ax.plot([pt["intensity_flop_per_byte"]], [pt["achieved_flop_per_s"]], LEVEL_MARKERS[pt["level"]],
+                    color=c, ms=6, mec="black", mew=0.4, gid=f"kernel:{row}:{pt['level']}", zorder=5)
+    _label_top(ax, frame, pts, list(order.index[:label_top]))
+    handles = [Line2D([], [], color="0.3", marker=LEVEL_MARKERS[lv], ls="none", label=f"kernel at {LEVEL_LABELS[lv]}")
+               for lv in levels if lv in set(pts["level"])]
+    extra = [Line2D([], [], ls="none", label=f"{skipped} kernel(s) without FLOPs or bytes: not drawn")] if skipped else []
+    roof_handles, _ = ax.get_legend_handles_labels()
+    ax.legend(handles=roof_handles + handles + extra, fontsize=7.5, loc="lower right", framealpha=0.9)
+    ax.grid(True, which="major", alpha=0.25)
+    fig.tight_layout()
+    return fig
+
+
+def _label_top(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int]) -> None:  # type: ignore[no-untyped-def]
+    """Name the longest kernels next to their DRAM (else first) point, moving labels apart."""
+    fig = ax.figure
+    fig.canvas.draw()
+    taken = []
+    names = frame["kernel_short_name"] if "kernel_short_name" in frame else frame.get("kernel_name")
+    for row in rows:
+        grp = pts[pts["row"] == row]
+        pt = grp[grp["level"] == "dram"].iloc[0] if (grp["level"] == "dram").any() else grp.iloc[0]
+        name = str(names.iloc[row]) if names is not None else f"kernel {row}"
+        name = name if len(name) <= 32 else name[:31] + "…"
+        x, y = pt["intensity_flop_per_byte"], pt["achieved_flop_per_s"]
+        dy = 8
+        for _ in range(12):
+            ann = ax.annotate(name, (x, y), xytext=(8, dy), textcoords="offset points", fontsize=7,
+                              arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.4"}, gid=f"label:{row}")
+            box = ann.get_window_extent(fig.canvas.get_renderer()).expanded(1.05, 1.15)
+            if not any(box.overlaps(t) for t in taken):
+                taken.append(box)
+                break
+            ann.remove()
+            dy = -dy if dy > 0 else -dy + 12  # alternate above and below, further out each time
+        else:
+            continue
+
+
+def write(frame: pd.DataFrame, path: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
+          title: str | None = None) -> Path:
+    """Write the chart to ``path`` (format from its suffix: .png or .svg)."""
+    path = Path(path)
+    fig = draw(frame, levels, title=title, clock=clock)
+    try:
+        fig.savefig(path, format=path.suffix.lstrip(".").lower() or "png")
+    finally:
+        plt.close(fig)
+    return path

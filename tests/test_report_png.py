@@ -1,0 +1,83 @@
+"""The PNG/SVG chart: roofs and points read back from the drawn figure and compared with the data."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+import roofline
+from roofline.report import png, write_charts
+from roofline.report.chart_data import roofs
+
+from conftest import analysed, kernel_row, shared
+
+XSS = "<script>alert(1)</script>"
+
+
+def _lines(fig):
+    return {ln.get_gid(): ln for ln in fig.axes[0].get_lines() if ln.get_gid()}
+
+
+def test_roofs_ridges_and_points_read_back_equal_the_data():
+    rows = [kernel_row(kernel_id=i, kernel_short_name=f"k{i}", kernel_name=f"k{i}", flop_fp32=10 ** (8 + i),
+                       duration_s=1e-3 * (i + 1)) for i in range(4)]
+    rows.append(kernel_row(kernel_id=4, kernel_name=XSS, kernel_short_name=XSS, flop_fp32=0.0, dram_bytes=1e6))
+    res = analysed(rows)
+    fig = png.draw(res)
+    try:
+        lines = _lines(fig)
+        # sloped roofs: y = bandwidth × x at both ends; flat roof at the fp32 peak
+        for lv, bw in (("dram", 2e12), ("l2", 6e12), ("l1", 2e13)):
+            x, y = lines[f"roof:{lv}"].get_data()
+            assert np.allclose(np.asarray(y) / np.asarray(x), bw)
+            assert y[-1] == pytest.approx(2e13)  # meets the top compute roof at the ridge
+        x, y = lines["roof:fp32"].get_data()
+        assert np.allclose(y, 2e13)
+        for lv, bw in (("dram", 2e12), ("l2", 6e12), ("l1", 2e13)):
+            (rx,), (ry,) = lines[f"ridge:{lv}:fp32"].get_data()
+            assert rx == pytest.approx(2e13 / bw) and ry == pytest.approx(2e13)
+        # one marker per kernel and level, at (intensity, achieved FLOP/s)
+        drawn = {g: ln for g, ln in lines.items() if g.startswith("kernel:")}
+        assert len(drawn) == 4 * 3
+        for row in range(4):
+            for lv in ("dram", "l2", "l1"):
+                (px,), (py,) = drawn[f"kernel:{row}:{lv}"].get_data()
+                assert px == pytest.approx(res.loc[row, f"intensity_{lv}_flop_per_byte"])
+                assert py == pytest.approx(res.loc[row, "achieved_flop_per_s"])
+        legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert "1 kernel(s) without FLOPs or bytes: not drawn" in legend
+        assert any(t.startswith("DRAM/HBM 2 TB/s (counters") for t in legend)
+        labels = [t.get_text() for t in fig.axes[0].texts]
+        assert "k3" in labels  # the longest kernel is named
+    finally:
+        plt.close(fig)
+
+
+def test_empty_profile_says_there_is_nothing_to_plot(tmp_path):
+    res = analysed([kernel_row(flop_fp32=0.0)])
+    fig = png.draw(res)
+    try:
+        assert any("nothing to plot" in t.get_text() for t in fig.axes[0].texts)
+    finally:
+        plt.close(fig)
+    res = analysed([kernel_row()]).iloc[0:0]
+    assert [p.name for p in write_charts(res, tmp_path, svg=True)] == ["roofline.png", "roofline.svg"]
+
+
+@pytest.mark.parametrize("name", ["ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep", "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep",
+                                  "ncu/sm80_a100_cutlass-b2b-int8-gemm_full-nvtx.ncu-rep"])
+def test_fixture_charts_render_and_match_their_roofs(tmp_path, name):
+    res = roofline.analyze(roofline.read(shared(name)))
+    (path,) = write_charts(res, tmp_path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    fig = png.draw(res)
+    try:
+        lines = _lines(fig)
+        for r in roofs(res):
+            _, y = lines[f"roof:{r.key}"].get_data()
+            assert (y[-1] if r.kind == "bandwidth" else y[0]) == pytest.approx(
+                r.value if r.kind == "compute" else max(q.value for q in roofs(res) if q.kind == "compute"))
+        assert res["device_name"].iloc[0] in fig.axes[0].get_title()
+    finally:
+        plt.close(fig)
