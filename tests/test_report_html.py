@@ -7,7 +7,6 @@ screenshot is kept in test-artifacts/ (git-ignored).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -37,9 +36,7 @@ def _rows():
 
 
 def _data(page_text: str) -> dict:
-    m = re.search(r'<script id="roofline-data" type="application/json">(.*?)</script>', page_text, re.S)
-    assert m, "data block missing"
-    return json.loads(m.group(1))
+    return html.read_data(page_text)
 
 
 def test_page_is_self_contained_and_names_cannot_break_out():
@@ -51,6 +48,12 @@ def test_page_is_self_contained_and_names_cannot_break_out():
     data = _data(text)
     assert XSS in data["kernels"]["name"] and QUOTES in data["kernels"]["name"]  # the JSON keeps them exactly
     assert data["kernels"]["time"][0] == pytest.approx(9e-3)  # longest first
+
+
+def test_large_data_is_compressed_and_reads_back():
+    text = html.render(analysed(_rows()), compress=True)
+    assert 'data-encoding="gzip+base64"' in text and XSS not in text
+    assert XSS in _data(text)["kernels"]["name"]
 
 
 def test_empty_profile_renders_a_page_that_says_so():
@@ -90,9 +93,10 @@ def _level_counts(page):
         .filter(t => (t.meta || '').startsWith('level:')).map(t => [t.meta.slice(6), t.x.length]))""")
 
 
-def test_report_in_headless_chromium(tmp_path):
+@pytest.mark.parametrize("compress", [False, True], ids=["plain-json", "gzip-base64"])
+def test_report_in_headless_chromium(tmp_path, compress):
     res = analysed(_rows())
-    path = html.write(res, tmp_path / "report.html")
+    path = html.write(res, tmp_path / "report.html", compress=compress)
     with _browser() as p:
         browser, page, problems = _open(p, path)
         try:
@@ -129,7 +133,7 @@ def test_report_in_headless_chromium(tmp_path):
             hover = page.locator(".hovertext").all_text_contents()
             assert any(XSS in h for h in hover)  # plotly's label shows the name as text
             ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+            page.screenshot(path=str(ARTIFACTS / f"report-{'gzip' if compress else 'json'}.png"), full_page=True)
             assert problems == []
         finally:
             browser.close()

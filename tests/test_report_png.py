@@ -38,13 +38,13 @@ def test_roofs_ridges_and_points_read_back_equal_the_data():
             (rx,), (ry,) = lines[f"ridge:{lv}:fp32"].get_data()
             assert rx == pytest.approx(2e13 / bw) and ry == pytest.approx(2e13)
         # one marker per kernel and level, at (intensity, achieved FLOP/s)
-        drawn = {g: ln for g, ln in lines.items() if g.startswith("kernel:")}
-        assert len(drawn) == 4 * 3
-        for row in range(4):
-            for lv in ("dram", "l2", "l1"):
-                (px,), (py,) = drawn[f"kernel:{row}:{lv}"].get_data()
-                assert px == pytest.approx(res.loc[row, f"intensity_{lv}_flop_per_byte"])
-                assert py == pytest.approx(res.loc[row, "achieved_flop_per_s"])
+        scatters = {c.get_gid(): c for c in fig.axes[0].collections if (c.get_gid() or "").startswith("level:")}
+        assert set(scatters) == {"level:dram", "level:l2", "level:l1"}
+        for lv in ("dram", "l2", "l1"):
+            xy = scatters[f"level:{lv}"].get_offsets()
+            assert len(xy) == 4
+            assert np.allclose(xy[:, 0], res.loc[0:3, f"intensity_{lv}_flop_per_byte"])
+            assert np.allclose(xy[:, 1], res.loc[0:3, "achieved_flop_per_s"])
         legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
         assert "1 kernel(s) without FLOPs or bytes: not drawn" in legend
         assert any(t.startswith("DRAM/HBM 2 TB/s (counters") for t in legend)

@@ -149,6 +149,6 @@ def axis_limits(pts: pd.DataFrame, roof_list: Sequence[Roof]) -> tuple[tuple[flo
     ys = list(pts["achieved_flop_per_s"]) + [r.value for r in roof_list if r.kind == "compute"]
     xs = [x for x in xs if x > 0 and math.isfinite(x)] or [0.1, 100.0]
     ys = [y for y in ys if y > 0 and math.isfinite(y)] or [1e9, 1e13]
-    x0, x1 = 10 ** math.floor(math.log10(min(xs)) - 0.3), 10 ** math.ceil(math.log10(max(xs)) + 0.3)
-    y0, y1 = 10 ** math.floor(math.log10(min(ys)) - 0.3), 10 ** math.ceil(math.log10(max(ys)) + 0.3)
+    x0, x1 = 10.0 ** math.floor(math.log10(min(xs)) - 0.3), 10.0 ** math.ceil(math.log10(max(xs)) + 0.3)
+    y0, y1 = 10.0 ** math.floor(math.log10(min(ys)) - 0.3), 10.0 ** math.ceil(math.log10(max(ys)) + 0.3)
     return (x0, x1), (y0, y1)

@@ -14,6 +14,8 @@ entity-escapes them for plotly's hover labels.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from collections.abc import Sequence
 from importlib import resources
@@ -32,6 +34,22 @@ from roofline.schema import PRECISIONS, get_provenance, source_column
 
 #: longest kernel name kept in the page (cutlass names run to 5 kB; the table shows the start)
 MAX_NAME = 400
+#: data larger than this travels gzip-compressed and base64-encoded (the browser's own
+#: DecompressionStream unpacks it): a 100,000-kernel report shrinks from ~30 MB to ~10 MB
+COMPRESS_ABOVE = 1_000_000
+
+
+def read_data(page: str) -> dict:
+    """The data block of a rendered page, decoded (for tests and for tools reading reports back)."""
+    import re
+
+    m = re.search(r'<script id="roofline-data" type="application/json" data-encoding="([^"]+)">(.*?)</script>', page, re.S)
+    if not m:
+        raise ValueError("no roofline data block in this page")
+    text = m.group(2)
+    if m.group(1) == "gzip+base64":
+        text = gzip.decompress(base64.b64decode(text)).decode("utf-8")
+    return json.loads(text)
 
 
 def _escape_json(text: str) -> str:
@@ -137,7 +155,7 @@ def _asset(name: str) -> str:
 
 
 def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None,
-           clock: str = "profiled", top: int = 10) -> str:
+           clock: str = "profiled", top: int = 10, compress: bool | None = None) -> str:
     """The report page as a string."""
     from plotly.offline import get_plotlyjs
 
@@ -162,11 +180,19 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
     }
     kernels_json = _column_block(frame, levels) if len(frame) else "{}"
     payload = json.dumps(data, default=str)[:-1] + ',"kernels":' + kernels_json + "}"
+    if compress is None:
+        compress = len(payload) > COMPRESS_ABOVE
+    if compress:
+        encoded = base64.b64encode(gzip.compress(payload.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
+        data_json, encoding = encoded, "gzip+base64"
+    else:
+        data_json, encoding = _escape_json(payload), "json"
     template = _environment().from_string(_asset("report.html.j2"))
     return template.render(
         title=meta["title"], devices=", ".join(devices) or "unknown device", files=", ".join(files), clock=clock,
         count=len(frame), version=__version__,
-        data_json=Markup(_escape_json(payload)),  # noqa: S704 - escaped for <script> above
+        data_json=Markup(data_json),  # noqa: S704 - escaped for <script>, or base64
+        data_encoding=encoding,
         plotly_js=Markup(get_plotlyjs()),  # noqa: S704 - the plotly package's own bundle
         report_js=Markup(_asset("report.js")),  # noqa: S704 - our own script, no data in it
         css=Markup(_asset("report.css")),  # noqa: S704
@@ -174,9 +200,9 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
 
 
 def write(result: pd.DataFrame, path: str | Path, levels: Sequence[str] = LEVELS, title: str | None = None,
-          clock: str = "profiled", top: int = 10) -> Path:
+          clock: str = "profiled", top: int = 10, compress: bool | None = None) -> Path:
     path = Path(path)
-    path.write_text(render(result, levels, title=title, clock=clock, top=top), encoding="utf-8")
+    path.write_text(render(result, levels, title=title, clock=clock, top=top, compress=compress), encoding="utf-8")
     return path
 
 

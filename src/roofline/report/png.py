@@ -5,8 +5,9 @@ the kernels used, each labelled with its value and source; ridge points marked; 
 kernel and level (a colour per kernel, a shape per level, joined by a thin line as in NERSC's
 hierarchical charts); the longest kernels labelled without overlap.
 
-Every artist carries a ``gid`` (``roof:dram``, ``roof:fp32``, ``ridge:dram:fp32``,
-``kernel:<row>``) so tests read the drawn coordinates back and compare them with the data.
+Every artist carries a ``gid`` (``roof:dram``, ``roof:fp32``, ``ridge:dram:fp32``, ``level:dram``
+for the kernels' markers at a level, in the order of ``chart_data.points``) so tests read the drawn
+coordinates back and compare them with the data.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ matplotlib.use("Agg")  # no display on clusters; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.collections import LineCollection  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
 from roofline.hardware.peaks import LEVELS  # noqa: E402
 from roofline.report.chart_data import (  # noqa: E402
@@ -34,6 +37,7 @@ from roofline.report.chart_data import (  # noqa: E402
 
 LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^"}
 LEVEL_STYLES = {"dram": "-", "l2": "--", "l1": ":"}
+JOIN_LIMIT = 500
 PRECISION_COLOURS = {"fp64": "#6a3d9a", "fp32": "#1f78b4", "fp16": "#33a02c", "tensor": "#e31a1c"}
 
 
@@ -80,18 +84,24 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
     for lv, p, x, y in ridges(roof_list):
         ax.plot([x], [y], "o", ms=4, mfc="white", mec="0.2", gid=f"ridge:{lv}:{p}", zorder=4)
 
+    # one scatter per level (a million markers stay one artist each), colour by kernel rank in time
     order = pts.groupby("row")["duration_s"].first().sort_values(ascending=False)
+    rank = pd.Series(range(len(order)), index=order.index)
     cmap = plt.get_cmap("tab10")
-    colour = {row: cmap(i % 10) for i, row in enumerate(order.index)}
-    for row, grp in pts.groupby("row", sort=False):
-        c = colour[row]
-        grp = grp.sort_values("intensity_flop_per_byte")
-        if len(grp) > 1:
-            ax.plot(grp["intensity_flop_per_byte"], grp["achieved_flop_per_s"], "-", color=c, lw=0.6, alpha=0.6,
-                    gid=f"join:{row}")
-        for _, pt in grp.iterrows():
-            ax.plot([pt["intensity_flop_per_byte"]], [pt["achieved_flop_per_s"]], LEVEL_MARKERS[pt["level"]],
-                    color=c, ms=6, mec="black", mew=0.4, gid=f"kernel:{row}:{pt['level']}", zorder=5)
+    for lv in levels:
+        part = pts[pts["level"] == lv]
+        if part.empty:
+            continue
+        colours = cmap(rank.loc[part["row"]].to_numpy() % 10)
+        ax.scatter(part["intensity_flop_per_byte"], part["achieved_flop_per_s"], c=colours, marker=LEVEL_MARKERS[lv],
+                   s=34, edgecolors="black", linewidths=0.4, zorder=5, gid=f"level:{lv}")
+    # thin lines join a kernel's levels, for the longest kernels (all of them join into noise past that)
+    joined = [grp.sort_values("intensity_flop_per_byte")[["intensity_flop_per_byte", "achieved_flop_per_s"]].to_numpy()
+              for row, grp in pts[pts["row"].isin(order.index[:JOIN_LIMIT])].groupby("row", sort=False) if len(grp) > 1]
+    if joined:
+        colours = [cmap(rank[row] % 10) for row in pts[pts["row"].isin(order.index[:JOIN_LIMIT])]
+                   .groupby("row", sort=False).size().index if (pts["row"] == row).sum() > 1]
+        ax.add_collection(LineCollection(joined, colors=colours, linewidths=0.6, alpha=0.6, gid="joins"))
     _label_top(ax, frame, pts, list(order.index[:label_top]))
     handles = [Line2D([], [], color="0.3", marker=LEVEL_MARKERS[lv], ls="none", label=f"kernel at {LEVEL_LABELS[lv]}")
                for lv in levels if lv in set(pts["level"])]
@@ -119,7 +129,8 @@ def _label_top(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int]) -> N
         for _ in range(12):
             ann = ax.annotate(name, (x, y), xytext=(8, dy), textcoords="offset points", fontsize=7,
                               arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.4"}, gid=f"label:{row}")
-            box = ann.get_window_extent(fig.canvas.get_renderer()).expanded(1.05, 1.15)
+            # the text's own box: an Annotation's extent also covers its arrow back to the point
+            box = Text.get_window_extent(ann, fig.canvas.get_renderer()).expanded(1.05, 1.15)
             if not any(box.overlaps(t) for t in taken):
                 taken.append(box)
                 break

@@ -2,279 +2,303 @@
    string from a profile is written with textContent, or entity-escaped for plotly labels. */
 (function () {
   'use strict';
-  var D = JSON.parse(document.getElementById('roofline-data').textContent);
-  var M = D.meta, K = D.kernels, N = M.count, LEVELS = M.levels;
-  var SYMBOLS = {dram: 'circle', l2: 'square', l1: 'triangle-up'};
-  var PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
-  var ROOF_COLOURS = {fp64: '#6a3d9a', fp32: '#1f78b4', fp16: '#33a02c', tensor: '#e31a1c'};
-  var DASH = {dram: 'solid', l2: 'dash', l1: 'dot'};
-  var PAGE = 50, JOIN_LIMIT = 2000;
-  var state = {filtered: [], page: 0, sortKey: 'time', sortDir: -1, levelsOn: {}};
+  var block = document.getElementById('roofline-data');
+  function decode() {
+    if (block.dataset.encoding !== 'gzip+base64') return Promise.resolve(JSON.parse(block.textContent));
+    var bin = atob(block.textContent), bytes = new Uint8Array(bin.length);
+    for (var b = 0; b < bin.length; b++) bytes[b] = bin.charCodeAt(b);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    return new Response(stream).text().then(JSON.parse);
+  }
+  var T0 = performance.now(), marks = {};
+  marks.script = Math.round(T0);
+  function mark(name) { marks[name] = Math.round(performance.now() - T0); }
+  decode().then(function (d) { mark('decoded'); return d; }).then(start).catch(function (e) {
+    document.body.insertBefore(document.createTextNode('This report could not be read: ' + e), document.body.firstChild);
+    throw e;
+  });
+  function start(D) {
+    var M = D.meta, K = D.kernels, N = M.count, LEVELS = M.levels;
+    var SYMBOLS = {dram: 'circle', l2: 'square', l1: 'triangle-up'};
+    var PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
+    var ROOF_COLOURS = {fp64: '#6a3d9a', fp32: '#1f78b4', fp16: '#33a02c', tensor: '#e31a1c'};
+    var DASH = {dram: 'solid', l2: 'dash', l1: 'dot'};
+    var PAGE = 50, JOIN_LIMIT = 2000, CHART_LIMIT = 20000;
+    var DISCRETE = PALETTE.map(function (c, j) { return [j / (PALETTE.length - 1), c]; });
+    var state = {filtered: [], page: 0, sortKey: 'time', sortDir: -1, levelsOn: {}};
 
-  function esc(s) {  // plotly renders a subset of HTML in labels: show names as text
-    return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-  }
-  function si(v, unit) {
-    if (v === null || v === undefined || !isFinite(v)) return 'n/a';
-    var a = Math.abs(v), p = [[1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k'], [1, ''], [1e-3, 'm'], [1e-6, 'µ'], [1e-9, 'n']];
-    if (a === 0) return '0 ' + unit;
-    for (var i = 0; i < p.length; i++) if (a >= p[i][0]) return (v / p[i][0]).toPrecision(3) + ' ' + p[i][1] + unit;
-    return v.toPrecision(3) + ' ' + unit;
-  }
-  function num(v, d) { return (v === null || v === undefined || !isFinite(v)) ? 'n/a' : Number(v).toPrecision(d || 3); }
-  function cat(key, i) { var c = K[key + '_code'][i]; return c < 0 ? '' : K.categories[key][c]; }
-  function el(tag, text, cls) { var e = document.createElement(tag); if (text !== undefined) e.textContent = text; if (cls) e.className = cls; return e; }
-  function drawn(i) {
-    if (!(K.achieved[i] > 0)) return false;
-    for (var j = 0; j < LEVELS.length; j++) { var x = K['int_' + LEVELS[j]][i]; if (x !== null && x > 0) return true; }
-    return false;
-  }
+    function esc(s) {  // plotly renders a subset of HTML in labels: show names as text
+      return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+    }
+    function si(v, unit) {
+      if (v === null || v === undefined || !isFinite(v)) return 'n/a';
+      var a = Math.abs(v), p = [[1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k'], [1, ''], [1e-3, 'm'], [1e-6, 'µ'], [1e-9, 'n']];
+      if (a === 0) return '0 ' + unit;
+      for (var i = 0; i < p.length; i++) if (a >= p[i][0]) return (v / p[i][0]).toPrecision(3) + ' ' + p[i][1] + unit;
+      return v.toPrecision(3) + ' ' + unit;
+    }
+    function num(v, d) { return (v === null || v === undefined || !isFinite(v)) ? 'n/a' : Number(v).toPrecision(d || 3); }
+    function cat(key, i) { var c = K[key + '_code'][i]; return c < 0 ? '' : K.categories[key][c]; }
+    function el(tag, text, cls) { var e = document.createElement(tag); if (text !== undefined) e.textContent = text; if (cls) e.className = cls; return e; }
+    function drawn(i) {
+      if (!(K.achieved[i] > 0)) return false;
+      for (var j = 0; j < LEVELS.length; j++) { var x = K['int_' + LEVELS[j]][i]; if (x !== null && x > 0) return true; }
+      return false;
+    }
 
-  // ---- filters -------------------------------------------------------------------------------
-  function precisionBase(p) { return p.indexOf('tensor') === 0 ? 'tensor' : p; }
-  function deviceRoofs() { return D.roofs[state.device] || []; }
-  function setupFilters() {
-    var dv = document.getElementById('f-device'), time = {};
-    for (var i = 0; i < N; i++) { var d = cat('device', i); time[d] = (time[d] || 0) + (K.time[i] || 0); }
-    Object.keys(time).sort(function (a, b) { return time[b] - time[a]; }).forEach(function (d) {
-      dv.appendChild(el('option', d || 'unknown device')).value = d;
-    });
-    state.device = dv.value || '';
-    dv.addEventListener('input', function () { state.device = dv.value; RANGE = null; applyFilters(); if (anyDrawn) drawPrograms(); });
-    var b = document.getElementById('f-bound');
-    (K.categories ? K.categories.bound : []).forEach(function (v) { b.appendChild(el('option', v)).value = v; });
-    var p = document.getElementById('f-precision'), seen = {};
-    (K.categories ? K.categories.precision : []).forEach(function (v) {
-      var base = precisionBase(v);
-      if (!seen[base]) { seen[base] = 1; p.appendChild(el('option', base)).value = base; }
-    });
-    var box = document.getElementById('f-levels');
-    LEVELS.forEach(function (lv) {
-      state.levelsOn[lv] = true;
-      var lab = el('label'), cb = el('input');
-      cb.type = 'checkbox'; cb.checked = true; cb.id = 'f-level-' + lv;
-      cb.addEventListener('change', function () { state.levelsOn[lv] = cb.checked; drawKernels(); });
-      lab.appendChild(cb); lab.appendChild(document.createTextNode(' ' + M.level_labels[lv] + ' '));
-      box.appendChild(lab);
-    });
-    ['f-name', 'f-bound', 'f-precision'].forEach(function (id) {
-      document.getElementById(id).addEventListener('input', applyFilters);
-    });
-  }
-  function nameMatcher(q) {
-    if (!q) return null;
-    var m = /^\/(.*)\/$/.exec(q);
-    if (m) { try { var rx = new RegExp(m[1], 'i'); return function (s) { return rx.test(s); }; } catch (e) { return function () { return false; }; } }
-    q = q.toLowerCase();
-    return function (s) { return s.toLowerCase().indexOf(q) >= 0; };
-  }
-  function applyFilters() {
-    var match = nameMatcher(document.getElementById('f-name').value.trim());
-    var bound = document.getElementById('f-bound').value, prec = document.getElementById('f-precision').value;
-    var out = [];
-    for (var i = 0; i < N; i++) {
-      if (cat('device', i) !== state.device) continue;
-      if (match && !match(K.name[i])) continue;
-      if (bound && cat('bound', i) !== bound) continue;
-      if (prec && precisionBase(cat('precision', i)) !== prec) continue;
-      out.push(i);
-    }
-    state.filtered = out; state.page = 0;
-    sortRows();
-    document.getElementById('f-count').textContent = out.length + ' of ' + N + ' kernel(s)';
-    drawKernels(); drawTable();
-  }
-
-  // ---- charts --------------------------------------------------------------------------------
-  var RANGE = null;
-  function ranges() {
-    if (RANGE) return RANGE;
-    var xs = [], ys = [];
-    for (var i = 0; i < N; i++) {
-      if (!(K.achieved[i] > 0) || cat('device', i) !== state.device) continue;
-      ys.push(K.achieved[i]);
-      LEVELS.forEach(function (lv) { var x = K['int_' + lv][i]; if (x > 0) xs.push(x); });
-    }
-    deviceRoofs().forEach(function (r) { if (r.kind === 'compute') ys.push(r.value); });
-    var top = topCompute();
-    deviceRoofs().forEach(function (r) { if (r.kind === 'bandwidth' && top) xs.push(top / r.value); });
-    function lim(a, lo, hi) {
-      if (!a.length) return [lo, hi];
-      var mn = Infinity, mx = -Infinity; a.forEach(function (v) { if (v < mn) mn = v; if (v > mx) mx = v; });
-      return [Math.floor(Math.log10(mn) - 0.3), Math.ceil(Math.log10(mx) + 0.3)];
-    }
-    RANGE = {x: lim(xs, -2, 3), y: lim(ys, 9, 15)};
-    return RANGE;
-  }
-  function topCompute() { var t = 0; deviceRoofs().forEach(function (r) { if (r.kind === 'compute' && r.value > t) t = r.value; }); return t; }
-  function roofTraces() {
-    var R = ranges(), x0 = Math.pow(10, R.x[0]), x1 = Math.pow(10, R.x[1]), top = topCompute() || Math.pow(10, R.y[1]);
-    var traces = [], minRidge = x1;
-    deviceRoofs().forEach(function (r) {
-      if (r.kind !== 'bandwidth') return;
-      var xe = top / r.value; if (xe < minRidge) minRidge = xe;
-      traces.push({type: 'scatter', mode: 'lines', x: [x0, xe], y: [r.value * x0, top], name: esc(r.label),
-        line: {color: '#444', dash: DASH[r.key] || 'solid', width: 1.5}, hoverinfo: 'name', meta: 'roof:' + r.key});
-    });
-    deviceRoofs().forEach(function (r) {
-      if (r.kind !== 'compute') return;
-      var xs = Math.min(minRidge, x1);
-      deviceRoofs().forEach(function (b) { if (b.kind === 'bandwidth') xs = Math.min(xs, r.value / b.value); });
-      traces.push({type: 'scatter', mode: 'lines', x: [xs, x1], y: [r.value, r.value], name: esc(r.label),
-        line: {color: ROOF_COLOURS[r.key] || '#333', width: 2}, hoverinfo: 'name', meta: 'roof:' + r.key});
-    });
-    return traces;
-  }
-  function layout(title) {
-    var R = ranges();
-    return {title: {text: esc(title), font: {size: 13}}, margin: {l: 70, r: 10, t: 40, b: 50}, hovermode: 'closest',
-      xaxis: {type: 'log', range: R.x, exponentformat: 'SI', title: {text: 'arithmetic intensity (FLOP/byte)'}},
-      yaxis: {type: 'log', range: R.y, exponentformat: 'SI', title: {text: 'performance (FLOP/s)'}},
-      legend: {font: {size: 10}}};
-  }
-  function drawKernels() {
-    var traces = roofTraces(), rows = state.filtered, joins = {x: [], y: []};
-    LEVELS.forEach(function (lv) {
-      if (!state.levelsOn[lv]) return;
-      var xs = [], ys = [], cd = [], col = [], text = [], key = 'int_' + lv;
-      for (var j = 0; j < rows.length; j++) {
-        var i = rows[j], x = K[key][i], y = K.achieved[i];
-        if (!(x > 0) || !(y > 0)) continue;
-        xs.push(x); ys.push(y); cd.push(i); col.push(PALETTE[i % PALETTE.length]); text.push(esc(K.short[i]));
-      }
-      traces.push({type: 'scattergl', mode: 'markers', name: 'kernels at ' + esc(M.level_labels[lv]), x: xs, y: ys,
-        customdata: cd, text: text, meta: 'level:' + lv,
-        marker: {symbol: SYMBOLS[lv], size: 8, color: col, line: {width: 0.5, color: '#000'}},
-        hovertemplate: '%{text}<br>' + esc(M.level_labels[lv]) + ': %{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
-    });
-    var on = LEVELS.filter(function (lv) { return state.levelsOn[lv]; });
-    for (var j = 0; j < rows.length && j < JOIN_LIMIT && on.length > 1; j++) {
-      var i = rows[j];
-      if (!(K.achieved[i] > 0)) continue;
-      on.forEach(function (lv) { var x = K['int_' + lv][i]; if (x > 0) { joins.x.push(x); joins.y.push(K.achieved[i]); } });
-      joins.x.push(null); joins.y.push(null);
-    }
-    if (joins.x.length) traces.push({type: 'scattergl', mode: 'lines', x: joins.x, y: joins.y, hoverinfo: 'skip',
-      line: {width: 0.6, color: 'rgba(80,80,80,0.35)'}, name: 'same kernel', meta: 'join'});
-    var hidden = 0; for (var k = 0; k < rows.length; k++) if (!drawn(rows[k])) hidden++;
-    if (hidden) traces.push({type: 'scatter', mode: 'markers', x: [null], y: [null], meta: 'undrawn',
-      name: hidden + ' kernel(s) without FLOPs or bytes: not drawn', marker: {opacity: 0}});
-    Plotly.react('kernel-chart', traces, layout('kernels: one point per kernel and memory level'),
-      {responsive: true, displaylogo: false});
-  }
-  function drawPrograms() {
-    var traces = roofTraces();
-    ['program', 'nvtx'].forEach(function (by) {
-      var gs = D.groups.filter(function (g) { return g.by === by && g.achieved > 0 && g.device === state.device; });
-      if (!gs.length) return;
+    // ---- filters -------------------------------------------------------------------------------
+    function precisionBase(p) { return p.indexOf('tensor') === 0 ? 'tensor' : p; }
+    function deviceRoofs() { return D.roofs[state.device] || []; }
+    function setupFilters() {
+      var dv = document.getElementById('f-device'), time = {};
+      for (var i = 0; i < N; i++) { var d = cat('device', i); time[d] = (time[d] || 0) + (K.time[i] || 0); }
+      Object.keys(time).sort(function (a, b) { return time[b] - time[a]; }).forEach(function (d) {
+        dv.appendChild(el('option', d || 'unknown device')).value = d;
+      });
+      state.device = dv.value || '';
+      dv.addEventListener('input', function () { state.device = dv.value; RANGE = null; applyFilters(); if (anyDrawn) drawPrograms(); });
+      var b = document.getElementById('f-bound');
+      (K.categories ? K.categories.bound : []).forEach(function (v) { b.appendChild(el('option', v)).value = v; });
+      var p = document.getElementById('f-precision'), seen = {};
+      (K.categories ? K.categories.precision : []).forEach(function (v) {
+        var base = precisionBase(v);
+        if (!seen[base]) { seen[base] = 1; p.appendChild(el('option', base)).value = base; }
+      });
+      var box = document.getElementById('f-levels');
       LEVELS.forEach(function (lv) {
-        var pts = gs.filter(function (g) { return g['int_' + lv] > 0; });
-        traces.push({type: 'scatter', mode: 'markers+text', name: by + ' at ' + esc(M.level_labels[lv]),
-          x: pts.map(function (g) { return g['int_' + lv]; }), y: pts.map(function (g) { return g.achieved; }),
-          text: pts.map(function (g) { return esc(g.label); }), textposition: 'top right', textfont: {size: 9},
-          marker: {symbol: SYMBOLS[lv], size: 11, color: by === 'program' ? '#111' : '#d95f02'},
-          hovertemplate: '%{text}<br>%{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
+        state.levelsOn[lv] = true;
+        var lab = el('label'), cb = el('input');
+        cb.type = 'checkbox'; cb.checked = true; cb.id = 'f-level-' + lv;
+        cb.addEventListener('change', function () { state.levelsOn[lv] = cb.checked; drawKernels(); });
+        lab.appendChild(cb); lab.appendChild(document.createTextNode(' ' + M.level_labels[lv] + ' '));
+        box.appendChild(lab);
       });
-    });
-    Plotly.newPlot('program-chart', traces, layout('programs and NVTX ranges (roofs of ' + esc(state.device || 'unknown device') + ')'),
-      {responsive: true, displaylogo: false});
-  }
+      ['f-name', 'f-bound', 'f-precision'].forEach(function (id) {
+        document.getElementById(id).addEventListener('input', applyFilters);
+      });
+    }
+    function nameMatcher(q) {
+      if (!q) return null;
+      var m = /^\/(.*)\/$/.exec(q);
+      if (m) { try { var rx = new RegExp(m[1], 'i'); return function (s) { return rx.test(s); }; } catch (e) { return function () { return false; }; } }
+      q = q.toLowerCase();
+      return function (s) { return s.toLowerCase().indexOf(q) >= 0; };
+    }
+    function applyFilters() {
+      var match = nameMatcher(document.getElementById('f-name').value.trim());
+      var bound = document.getElementById('f-bound').value, prec = document.getElementById('f-precision').value;
+      var out = [];
+      for (var i = 0; i < N; i++) {
+        if (cat('device', i) !== state.device) continue;
+        if (match && !match(K.name[i])) continue;
+        if (bound && cat('bound', i) !== bound) continue;
+        if (prec && precisionBase(cat('precision', i)) !== prec) continue;
+        out.push(i);
+      }
+      state.filtered = out; state.page = 0;
+      sortRows();
+      document.getElementById('f-count').textContent = out.length + ' of ' + N + ' kernel(s)';
+      drawKernels(); drawTable();
+    }
 
-  // ---- details, tables -----------------------------------------------------------------------
-  function showDetails(i) {
-    var dl = document.getElementById('details-list'); dl.textContent = '';
-    var rows = [['kernel', K.name[i]], ['id', K.id[i]], ['NVTX range', cat('nvtx', i) || '—'], ['device', cat('device', i)],
-      ['time', si(K.time[i], 's')], ['FLOPs', si(K.flop[i], 'FLOP')], ['precision', cat('precision', i)],
-      ['achieved', si(K.achieved[i], 'FLOP/s')]];
-    LEVELS.forEach(function (lv) {
-      rows.push([M.level_labels[lv] + ' bytes', si(K['bytes_' + lv][i], 'B')]);
-      rows.push([M.level_labels[lv] + ' intensity', num(K['int_' + lv][i]) + ' FLOP/B']);
-    });
-    rows.push(['binding roof', cat('binding', i)], ['bound', cat('bound', i)], ['% of roof', num(K.pct[i])], ['note', cat('note', i) || '—']);
-    rows.forEach(function (r) { dl.appendChild(el('dt', r[0])); dl.appendChild(el('dd', String(r[1]))); });
-    document.getElementById('details').dataset.kernel = String(i);
-  }
-  var COLUMNS = [['#', 'rank'], ['kernel', 'name'], ['NVTX', 'nvtx'], ['time', 'time'], ['FLOP', 'flop'],
-    ['precision', 'precision'], ['achieved', 'achieved']].concat(LEVELS.map(function (lv) { return ['I ' + M.level_labels[lv], 'int_' + lv]; }))
-    .concat([['roof', 'binding'], ['bound', 'bound'], ['% roof', 'pct'], ['note', 'note']]);
-  function value(key, i) {
-    if (key === 'rank') return i;
-    if (key === 'nvtx' || key === 'precision' || key === 'binding' || key === 'bound') return cat(key, i);
-    if (key === 'note') return drawn(i) ? cat('note', i) : 'not drawn: no FLOPs or bytes' + (cat('note', i) ? '; ' + cat('note', i) : '');
-    if (key === 'name') return K.name[i];
-    return K[key][i];
-  }
-  function cell(key, i) {
-    var v = value(key, i);
-    if (key === 'time') return si(v, 's'); if (key === 'flop') return si(v, 'FLOP'); if (key === 'achieved') return si(v, 'FLOP/s');
-    if (key === 'pct' || key.indexOf('int_') === 0) return num(v);
-    if (key === 'rank') return String(v + 1);
-    return v === null || v === undefined ? '' : String(v);
-  }
-  function sortRows() {
-    var k = state.sortKey, d = state.sortDir;
-    state.filtered.sort(function (a, b) {
-      var x = value(k, a), y = value(k, b);
-      if (x === y) return a - b;
-      if (x === null || x === '' || x === undefined) return 1;
-      if (y === null || y === '' || y === undefined) return -1;
-      return (x < y ? -1 : 1) * d;
-    });
-  }
-  function header(table, sortable) {
-    var tr = el('tr');
-    COLUMNS.forEach(function (c) {
-      var th = el('th', c[0]);
-      if (sortable) th.addEventListener('click', function () {
-        state.sortDir = state.sortKey === c[1] ? -state.sortDir : (c[1] === 'name' || c[1] === 'rank' ? 1 : -1);
-        state.sortKey = c[1]; sortRows(); state.page = 0; drawTable();
+    // ---- charts --------------------------------------------------------------------------------
+    var RANGE = null;
+    function ranges() {
+      if (RANGE) return RANGE;
+      var xs = [], ys = [];
+      for (var i = 0; i < N; i++) {
+        if (!(K.achieved[i] > 0) || cat('device', i) !== state.device) continue;
+        ys.push(K.achieved[i]);
+        LEVELS.forEach(function (lv) { var x = K['int_' + lv][i]; if (x > 0) xs.push(x); });
+      }
+      deviceRoofs().forEach(function (r) { if (r.kind === 'compute') ys.push(r.value); });
+      var top = topCompute();
+      deviceRoofs().forEach(function (r) { if (r.kind === 'bandwidth' && top) xs.push(top / r.value); });
+      function lim(a, lo, hi) {
+        if (!a.length) return [lo, hi];
+        var mn = Infinity, mx = -Infinity; a.forEach(function (v) { if (v < mn) mn = v; if (v > mx) mx = v; });
+        return [Math.floor(Math.log10(mn) - 0.3), Math.ceil(Math.log10(mx) + 0.3)];
+      }
+      RANGE = {x: lim(xs, -2, 3), y: lim(ys, 9, 15)};
+      return RANGE;
+    }
+    function topCompute() { var t = 0; deviceRoofs().forEach(function (r) { if (r.kind === 'compute' && r.value > t) t = r.value; }); return t; }
+    function roofTraces() {
+      var R = ranges(), x0 = Math.pow(10, R.x[0]), x1 = Math.pow(10, R.x[1]), top = topCompute() || Math.pow(10, R.y[1]);
+      var traces = [], minRidge = x1;
+      deviceRoofs().forEach(function (r) {
+        if (r.kind !== 'bandwidth') return;
+        var xe = top / r.value; if (xe < minRidge) minRidge = xe;
+        traces.push({type: 'scatter', mode: 'lines', x: [x0, xe], y: [r.value * x0, top], name: esc(r.label),
+          line: {color: '#444', dash: DASH[r.key] || 'solid', width: 1.5}, hoverinfo: 'name', meta: 'roof:' + r.key});
       });
-      tr.appendChild(th);
-    });
-    table.querySelector('thead').appendChild(tr);
-  }
-  function fill(tbody, rows) {
-    tbody.textContent = '';
-    rows.forEach(function (i) {
-      var tr = el('tr'); tr.dataset.kernel = String(i);
-      COLUMNS.forEach(function (c) {
-        var td = el('td', cell(c[1], i), c[1] === 'name' ? 'name' : (/^(time|flop|achieved|pct|rank|int_)/.test(c[1]) ? 'num' : ''));
-        tr.appendChild(td);
+      deviceRoofs().forEach(function (r) {
+        if (r.kind !== 'compute') return;
+        var xs = Math.min(minRidge, x1);
+        deviceRoofs().forEach(function (b) { if (b.kind === 'bandwidth') xs = Math.min(xs, r.value / b.value); });
+        traces.push({type: 'scatter', mode: 'lines', x: [xs, x1], y: [r.value, r.value], name: esc(r.label),
+          line: {color: ROOF_COLOURS[r.key] || '#333', width: 2}, hoverinfo: 'name', meta: 'roof:' + r.key});
       });
-      tr.addEventListener('click', function () { showDetails(i); });
-      tbody.appendChild(tr);
-    });
-  }
-  function drawTable() {
-    var pages = Math.max(1, Math.ceil(state.filtered.length / PAGE));
-    if (state.page >= pages) state.page = pages - 1;
-    fill(document.querySelector('#stats-table tbody'), state.filtered.slice(state.page * PAGE, (state.page + 1) * PAGE));
-    document.getElementById('page').textContent = 'page ' + (state.page + 1) + ' of ' + pages;
-  }
-  function drawPeaks() {
-    var tb = document.querySelector('#peaks-table tbody');
-    D.peaks.forEach(function (p) {
+      return traces;
+    }
+    function layout(title) {
+      var R = ranges();
+      return {title: {text: esc(title), font: {size: 13}}, margin: {l: 70, r: 10, t: 40, b: 50}, hovermode: 'closest',
+        xaxis: {type: 'log', range: R.x, exponentformat: 'SI', title: {text: 'arithmetic intensity (FLOP/byte)'}},
+        yaxis: {type: 'log', range: R.y, exponentformat: 'SI', title: {text: 'performance (FLOP/s)'}},
+        legend: {font: {size: 10}}};
+    }
+    function chartRows() {
+      // K is longest first, so the lowest indices are the longest kernels of the current filter
+      var rows = state.filtered.slice().sort(function (a, b) { return a - b; });
+      return rows.length > CHART_LIMIT ? rows.slice(0, CHART_LIMIT) : rows;
+    }
+    function drawKernels() {
+      var traces = roofTraces(), rows = chartRows(), joins = {x: [], y: []};
+      LEVELS.forEach(function (lv) {
+        if (!state.levelsOn[lv]) return;
+        var xs = [], ys = [], cd = [], col = [], text = [], key = 'int_' + lv;
+        for (var j = 0; j < rows.length; j++) {
+          var i = rows[j], x = K[key][i], y = K.achieved[i];
+          if (!(x > 0) || !(y > 0)) continue;
+          xs.push(x); ys.push(y); cd.push(i); col.push(i % PALETTE.length); text.push(esc(K.short[i]));
+        }
+        traces.push({type: 'scattergl', mode: 'markers', name: 'kernels at ' + esc(M.level_labels[lv]), x: xs, y: ys,
+          customdata: cd, text: text, meta: 'level:' + lv,
+          marker: {symbol: SYMBOLS[lv], size: 8, color: col, cmin: 0, cmax: PALETTE.length - 1, colorscale: DISCRETE},
+          hovertemplate: '%{text}<br>' + esc(M.level_labels[lv]) + ': %{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
+      });
+      var on = LEVELS.filter(function (lv) { return state.levelsOn[lv]; });
+      for (var j = 0; j < rows.length && j < JOIN_LIMIT && on.length > 1; j++) {
+        var i = rows[j];
+        if (!(K.achieved[i] > 0)) continue;
+        on.forEach(function (lv) { var x = K['int_' + lv][i]; if (x > 0) { joins.x.push(x); joins.y.push(K.achieved[i]); } });
+        joins.x.push(null); joins.y.push(null);
+      }
+      if (joins.x.length) traces.push({type: 'scattergl', mode: 'lines', x: joins.x, y: joins.y, hoverinfo: 'skip',
+        line: {width: 0.6, color: 'rgba(80,80,80,0.35)'}, name: 'same kernel', meta: 'join'});
+      var hidden = 0; for (var k = 0; k < state.filtered.length; k++) if (!drawn(state.filtered[k])) hidden++;
+      if (hidden) traces.push({type: 'scatter', mode: 'markers', x: [null], y: [null], meta: 'undrawn',
+        name: hidden + ' kernel(s) without FLOPs or bytes: not drawn', marker: {opacity: 0}});
+      Plotly.react('kernel-chart', traces, layout('kernels: one point per kernel and memory level'),
+        {responsive: true, displaylogo: false});
+    }
+    function drawPrograms() {
+      var traces = roofTraces();
+      ['program', 'nvtx'].forEach(function (by) {
+        var gs = D.groups.filter(function (g) { return g.by === by && g.achieved > 0 && g.device === state.device; });
+        if (!gs.length) return;
+        LEVELS.forEach(function (lv) {
+          var pts = gs.filter(function (g) { return g['int_' + lv] > 0; });
+          traces.push({type: 'scatter', mode: 'markers+text', name: by + ' at ' + esc(M.level_labels[lv]),
+            x: pts.map(function (g) { return g['int_' + lv]; }), y: pts.map(function (g) { return g.achieved; }),
+            text: pts.map(function (g) { return esc(g.label); }), textposition: 'top right', textfont: {size: 9},
+            marker: {symbol: SYMBOLS[lv], size: 11, color: by === 'program' ? '#111' : '#d95f02'},
+            hovertemplate: '%{text}<br>%{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
+        });
+      });
+      Plotly.newPlot('program-chart', traces, layout('programs and NVTX ranges (roofs of ' + esc(state.device || 'unknown device') + ')'),
+        {responsive: true, displaylogo: false});
+    }
+
+    // ---- details, tables -----------------------------------------------------------------------
+    function showDetails(i) {
+      var dl = document.getElementById('details-list'); dl.textContent = '';
+      var rows = [['kernel', K.name[i]], ['id', K.id[i]], ['NVTX range', cat('nvtx', i) || '—'], ['device', cat('device', i)],
+        ['time', si(K.time[i], 's')], ['FLOPs', si(K.flop[i], 'FLOP')], ['precision', cat('precision', i)],
+        ['achieved', si(K.achieved[i], 'FLOP/s')]];
+      LEVELS.forEach(function (lv) {
+        rows.push([M.level_labels[lv] + ' bytes', si(K['bytes_' + lv][i], 'B')]);
+        rows.push([M.level_labels[lv] + ' intensity', num(K['int_' + lv][i]) + ' FLOP/B']);
+      });
+      rows.push(['binding roof', cat('binding', i)], ['bound', cat('bound', i)], ['% of roof', num(K.pct[i])], ['note', cat('note', i) || '—']);
+      rows.forEach(function (r) { dl.appendChild(el('dt', r[0])); dl.appendChild(el('dd', String(r[1]))); });
+      document.getElementById('details').dataset.kernel = String(i);
+    }
+    var COLUMNS = [['#', 'rank'], ['kernel', 'name'], ['NVTX', 'nvtx'], ['time', 'time'], ['FLOP', 'flop'],
+      ['precision', 'precision'], ['achieved', 'achieved']].concat(LEVELS.map(function (lv) { return ['I ' + M.level_labels[lv], 'int_' + lv]; }))
+      .concat([['roof', 'binding'], ['bound', 'bound'], ['% roof', 'pct'], ['note', 'note']]);
+    function value(key, i) {
+      if (key === 'rank') return i;
+      if (key === 'nvtx' || key === 'precision' || key === 'binding' || key === 'bound') return cat(key, i);
+      if (key === 'note') return drawn(i) ? cat('note', i) : 'not drawn: no FLOPs or bytes' + (cat('note', i) ? '; ' + cat('note', i) : '');
+      if (key === 'name') return K.name[i];
+      return K[key][i];
+    }
+    function cell(key, i) {
+      var v = value(key, i);
+      if (key === 'time') return si(v, 's'); if (key === 'flop') return si(v, 'FLOP'); if (key === 'achieved') return si(v, 'FLOP/s');
+      if (key === 'pct' || key.indexOf('int_') === 0) return num(v);
+      if (key === 'rank') return String(v + 1);
+      return v === null || v === undefined ? '' : String(v);
+    }
+    function sortRows() {
+      var k = state.sortKey, d = state.sortDir;
+      state.filtered.sort(function (a, b) {
+        var x = value(k, a), y = value(k, b);
+        if (x === y) return a - b;
+        if (x === null || x === '' || x === undefined) return 1;
+        if (y === null || y === '' || y === undefined) return -1;
+        return (x < y ? -1 : 1) * d;
+      });
+    }
+    function header(table, sortable) {
       var tr = el('tr');
-      [p.device, p.roof, si(p.value, p.kind === 'compute' ? 'FLOP/s' : 'B/s'), p.basis, p.source].forEach(function (v) { tr.appendChild(el('td', v)); });
-      tb.appendChild(tr);
-    });
-  }
+      COLUMNS.forEach(function (c) {
+        var th = el('th', c[0]);
+        if (sortable) th.addEventListener('click', function () {
+          state.sortDir = state.sortKey === c[1] ? -state.sortDir : (c[1] === 'name' || c[1] === 'rank' ? 1 : -1);
+          state.sortKey = c[1]; sortRows(); state.page = 0; drawTable();
+        });
+        tr.appendChild(th);
+      });
+      table.querySelector('thead').appendChild(tr);
+    }
+    function fill(tbody, rows) {
+      tbody.textContent = '';
+      rows.forEach(function (i) {
+        var tr = el('tr'); tr.dataset.kernel = String(i);
+        COLUMNS.forEach(function (c) {
+          var td = el('td', cell(c[1], i), c[1] === 'name' ? 'name' : (/^(time|flop|achieved|pct|rank|int_)/.test(c[1]) ? 'num' : ''));
+          tr.appendChild(td);
+        });
+        tr.addEventListener('click', function () { showDetails(i); });
+        tbody.appendChild(tr);
+      });
+    }
+    function drawTable() {
+      var pages = Math.max(1, Math.ceil(state.filtered.length / PAGE));
+      if (state.page >= pages) state.page = pages - 1;
+      fill(document.querySelector('#stats-table tbody'), state.filtered.slice(state.page * PAGE, (state.page + 1) * PAGE));
+      document.getElementById('page').textContent = 'page ' + (state.page + 1) + ' of ' + pages;
+    }
+    function drawPeaks() {
+      var tb = document.querySelector('#peaks-table tbody');
+      D.peaks.forEach(function (p) {
+        var tr = el('tr');
+        [p.device, p.roof, si(p.value, p.kind === 'compute' ? 'FLOP/s' : 'B/s'), p.basis, p.source].forEach(function (v) { tr.appendChild(el('td', v)); });
+        tb.appendChild(tr);
+      });
+    }
 
-  // ---- start ---------------------------------------------------------------------------------
-  var anyDrawn = false; for (var i = 0; i < N; i++) if (drawn(i)) { anyDrawn = true; break; }
-  if (!anyDrawn) document.getElementById('empty').hidden = false;
-  setupFilters(); drawPeaks();
-  header(document.getElementById('stats-table'), true);
-  header(document.getElementById('top-table'), false);
-  var top = []; for (var t = 0; t < N && t < M.top; t++) top.push(t);  // kernels arrive longest first
-  fill(document.querySelector('#top-table tbody'), top);
-  document.getElementById('unplotted').textContent = '';
-  if (anyDrawn) { drawPrograms(); }
-  applyFilters();
-  var gd = document.getElementById('kernel-chart');
-  gd.on('plotly_hover', function (ev) { var p = ev.points[0]; if (p && p.customdata !== undefined) showDetails(p.customdata); });
-  gd.on('plotly_click', function (ev) { var p = ev.points[0]; if (p && p.customdata !== undefined) showDetails(p.customdata); });
-  document.getElementById('prev').addEventListener('click', function () { if (state.page > 0) { state.page--; drawTable(); } });
-  document.getElementById('next').addEventListener('click', function () { state.page++; drawTable(); });
-  window.rooflineReport = {state: state, kernels: K, applyFilters: applyFilters, showDetails: showDetails, ready: true};
+    // ---- start ---------------------------------------------------------------------------------
+    var anyDrawn = false; for (var i = 0; i < N; i++) if (drawn(i)) { anyDrawn = true; break; }
+    if (!anyDrawn) document.getElementById('empty').hidden = false;
+    mark('start'); setupFilters(); drawPeaks(); mark('filters+peaks');
+    header(document.getElementById('stats-table'), true);
+    header(document.getElementById('top-table'), false);
+    var top = []; for (var t = 0; t < N && t < M.top; t++) top.push(t);  // kernels arrive longest first
+    fill(document.querySelector('#top-table tbody'), top);
+    document.getElementById('unplotted').textContent = '';
+    if (anyDrawn) { drawPrograms(); }
+    mark('programs');
+    applyFilters();
+    mark('kernels');
+    var gd = document.getElementById('kernel-chart');
+    gd.on('plotly_hover', function (ev) { var p = ev.points[0]; if (p && p.customdata !== undefined) showDetails(p.customdata); });
+    gd.on('plotly_click', function (ev) { var p = ev.points[0]; if (p && p.customdata !== undefined) showDetails(p.customdata); });
+    document.getElementById('prev').addEventListener('click', function () { if (state.page > 0) { state.page--; drawTable(); } });
+    document.getElementById('next').addEventListener('click', function () { state.page++; drawTable(); });
+    window.rooflineReport = {state: state, kernels: K, marks: marks, applyFilters: applyFilters, showDetails: showDetails, ready: true};
+  }
 }());
