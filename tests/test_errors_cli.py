@@ -37,7 +37,7 @@ def _bad_inputs(tmp_path):
         tmp_path / "csv.ncu-rep": errors.FormatMismatchError,
         tmp_path / "json.ncu-rep": errors.FormatMismatchError,
         tmp_path / "random.bin": errors.UnknownFormatError,
-        tmp_path / "trace.pt.trace.json.gz": errors.UnsupportedFormatError,
+        tmp_path / "trace.pt.trace.json.gz": errors.NoKernelsError,  # a trace with no GPU events
     }
 
 

@@ -19,7 +19,9 @@ import pyarrow.parquet as pq
 
 from roofline.errors import SchemaError
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+#: versions this roofline still reads (2 added `rank` and `attribution`; older tables lack them)
+READABLE_SCHEMA_VERSIONS = ("1", "2")
 PROVENANCE_KEY = "roofline.provenance"
 #: key under which Arrow schema metadata stores the provenance JSON
 PARQUET_META_KEY = b"roofline"
@@ -46,6 +48,7 @@ IDENTITY_COLUMNS: dict[str, str] = {
     "compute_capability": "string",
     "sm_count": "Int64",
     "metric_set": "string",
+    "rank": "Int64",  # distributed rank of a trace (distributedInfo.rank); None for ncu reports
 }
 
 # Measured and derived quantities; each has a companion ``<name>_source`` string column.
@@ -96,6 +99,7 @@ STATUS_COLUMNS: dict[str, str] = {
     "tensor_path": "string",  # dominant tensor data path, e.g. src_fp16_bf16_tf32_dst_fp32
     "replay_ok": "boolean",
     "flags": "string",
+    "attribution": "string",  # traces: how a GPU row was tied to its CPU op ("op", "orphan: ...")
 }
 
 FLOP_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor")
@@ -254,7 +258,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raw = (table.schema.metadata or {}).get(PARQUET_META_KEY)
         if raw is not None:
             meta = json.loads(raw)
-            if meta.get("schema_version") != SCHEMA_VERSION:
+            if meta.get("schema_version") not in READABLE_SCHEMA_VERSIONS:
                 raise SchemaError(
                     f"{path}: schema version {meta.get('schema_version')!r}, "
                     f"this roofline reads {SCHEMA_VERSION!r}"

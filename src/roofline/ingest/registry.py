@@ -19,7 +19,7 @@ from roofline.errors import (
     UnknownFormatError,
     UnsupportedFormatError,
 )
-from roofline.ingest import ncu_csv, ncu_rep
+from roofline.ingest import ncu_csv, ncu_rep, torch_trace
 from roofline.ingest.common import describe_content, head
 
 
@@ -40,7 +40,7 @@ FORMATS: dict[str, Format] = {
         Format("ncu-csv", "Nsight Compute CSV export (--csv with --metrics, --print-fp or --page details)",
                (".csv",), ncu_csv.read, ncu_csv.read_metrics),
         Format("torch-trace", "PyTorch profiler (Kineto) Chrome trace JSON (.json, .json.gz)",
-               (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz"), None),
+               (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz"), torch_trace.read),
         Format("xplane", "XLA/XProf XSpace protobuf (.xplane.pb)", (".xplane.pb",), None),
     )
 }

@@ -1,0 +1,302 @@
+"""PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip: one row per GPU operation.
+
+Every schema era is read (``shared/reference/trace_formats.md`` §2): the 1.8-era bare array with
+capitalised categories and ``external id``; 1.9 with ``schemaVersion``; 1.10+ ``cpu_op``/``kernel``/
+``ac2g``; 2.x with ``cuda_driver`` and float ``ts``. NVIDIA and ROCm alike.
+
+A row is a CPU operator with the GPU work it launched (kernels, memcpys, memsets): its GPU time
+is the sum of their durations, FLOPs and bytes come from the op's shapes (``metrics/op_models.py``),
+memcpy/memset bytes and NCCL message sizes from their own args. GPU events are tied to their op by
+the launch's ``correlation`` → runtime event → ``External id`` (or, failing that, the innermost op
+whose span holds the launch on the same thread), then by the event's own ``External id``. GPU
+events that cannot be tied (launched before the window opened, graph replays) are rows of their
+own, labelled in ``attribution``: GPU time is never dropped. CUPTI range-profiler events carry
+measured FP instruction counts; their rows use those.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gc
+import gzip
+import zlib
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError
+from roofline.ingest.common import check_exists, provenance_record
+from roofline.metrics.flops import flops_from_counts
+from roofline.metrics.op_models import collective_bytes, cost
+from roofline.schema import UNAVAILABLE, kernels_from_records, set_provenance
+
+CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "runtime"})
+KERNEL_CATS = frozenset({"kernel", "Kernel"})
+COPY_CATS = frozenset({"gpu_memcpy", "Memcpy", "gpu_memset", "Memset"})
+RANGE_CAT = "cuda_profiler_range"
+NO_CACHE = (f"{UNAVAILABLE}: a PyTorch trace has no cache counters; profile the kernel with "
+            "ncu --section SpeedOfLight_HierarchicalSingleRooflineChart for L2/L1")
+NO_MODEL = "{u}: no FLOP model for {op} (time is counted; see docs/traces.md for the ops modelled)"
+
+
+def _load(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    import orjson
+
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise CorruptReportError(path, f"gzip stream is damaged or truncated ({exc})") from None
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptReportError(path, f"not valid JSON ({exc})") from None
+    if isinstance(data, list):
+        return data, {}
+    if isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
+        return data["traceEvents"], data
+    raise FormatMismatchError(path, "is JSON but not a PyTorch profiler trace (no traceEvents list)")
+
+
+class _Ops:
+    """CPU operators: by External id, and per thread for innermost-op lookups by time."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, float, float, Any, Any, dict[str, Any]]] = []
+        self.by_ext: dict[Any, int] = {}
+        self.threads: dict[tuple[Any, Any], tuple[list[float], list[int]]] = {}
+
+    def add(self, e: dict[str, Any], ts: float, dur: float) -> None:
+        args = e.get("args") or {}
+        ext = args.get("External id", args.get("external id"))
+        i = len(self.rows)
+        self.rows.append((e.get("name", ""), ts, ts + dur, e.get("pid"), e.get("tid"), args))
+        if ext is not None and ext not in self.by_ext:
+            self.by_ext[ext] = i
+
+    def index(self) -> None:
+        per: dict[tuple[Any, Any], list[int]] = defaultdict(list)
+        for i, r in enumerate(self.rows):
+            per[(r[3], r[4])].append(i)
+        for key, idx in per.items():
+            idx.sort(key=lambda i: self.rows[i][1])
+            self.threads[key] = ([self.rows[i][1] for i in idx], idx)
+
+    def innermost(self, pid: Any, tid: Any, ts: float) -> int | None:
+        found = self.threads.get((pid, tid))
+        if not found:
+            return None
+        starts, idx = found
+        j = bisect.bisect_right(starts, ts) - 1
+        for k in range(j, max(-1, j - 64), -1):  # nested ops: the latest start that still holds ts
+            if self.rows[idx[k]][2] >= ts:
+                return idx[k]
+        return None
+
+
+def read(path: str | Path) -> pd.DataFrame:
+    """The canonical frame of a Kineto trace: one row per CPU op with GPU work, plus orphan GPU events."""
+    path = Path(path)
+    check_exists(path)
+    enabled = gc.isenabled()
+    gc.disable()  # the parse makes millions of small objects; cyclic GC only slows it down
+    try:
+        events, top = _load(path)
+        return _build(path, events, top)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _build(path: Path, events: list[dict[str, Any]], top: dict[str, Any]) -> pd.DataFrame:
+    devices = {p.get("id"): p for p in (top.get("deviceProperties") or []) if isinstance(p, dict)}
+    rank = (top.get("distributedInfo") or {}).get("rank") if isinstance(top.get("distributedInfo"), dict) else None
+    ops, runtimes, gpu, ranges, steps = _Ops(), {}, [], [], []
+    skipped = 0
+    for e in events:
+        if not isinstance(e, dict) or e.get("ph") != "X":
+            continue
+        cat = e.get("cat")
+        ts, dur = e.get("ts"), e.get("dur")
+        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
+            skipped += 1
+            continue
+        if cat in CPU_CATS:
+            ops.add(e, ts, dur)
+        elif cat in KERNEL_CATS or cat in COPY_CATS:
+            gpu.append(e)
+        elif cat in RUNTIME_CATS:
+            args = e.get("args") or {}
+            corr = args.get("correlation")
+            if corr is not None:
+                runtimes[corr] = (ts, e.get("pid"), e.get("tid"), args.get("External id", args.get("external id")),
+                                  e.get("name", ""))
+        elif cat == RANGE_CAT:
+            ranges.append(e)
+        elif cat == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep#"):
+            steps.append((ts, ts + dur, e["name"]))
+    if not gpu and not ranges:
+        why = "no GPU events (kernel, memcpy, memset or CUPTI range): a CPU-only trace, nothing to put on a GPU roofline"
+        if skipped:
+            why += f"; {skipped} events lacked ts or dur"
+        raise NoKernelsError(path, why)
+    ops.index()
+    steps.sort()
+    groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    orphans: list[tuple[dict[str, Any], str]] = []
+    for e in gpu:
+        args = e.get("args") or {}
+        op, label = _link(args, runtimes, ops)
+        if op is None:
+            orphans.append((e, label))
+        else:
+            groups[op].append(e)
+
+    rows = []
+    for op, evs in groups.items():
+        rows.append(_op_row(ops.rows[op], evs, devices, steps, "op"))
+    for e, label in orphans:
+        rows.append(_op_row(None, [e], devices, steps, label))
+    for e in ranges:
+        rows.append(_range_row(e, devices))
+    rows.sort(key=lambda r: r.pop("_ts"))
+    for i, r in enumerate(rows):
+        r["kernel_id"] = i
+        r["rank"] = rank
+        r["source_file"] = str(path)
+    from roofline.hardware.specs import fill_spec_peaks
+
+    frame = fill_spec_peaks(kernels_from_records(rows))
+    import orjson
+
+    meta = provenance_record(path, "torch-trace", reader=f"orjson {orjson.__version__}")
+    meta.update(_trace_meta(top, events, gpu + ranges, orphans, groups, skipped))
+    return set_provenance(frame, [meta])
+
+
+def _link(args: dict[str, Any], runtimes: dict[Any, Any], ops: _Ops) -> tuple[int | None, str]:
+    rt = runtimes.get(args.get("correlation"))
+    if rt is not None:
+        op = ops.by_ext.get(rt[3]) if rt[3] is not None else None
+        if op is None:
+            op = ops.innermost(rt[1], rt[2], rt[0])
+        if op is not None:
+            return op, "op"
+        if "Graph" in rt[4]:
+            return None, "orphan: graph replay (the graph's ops are not in the trace)"
+        return None, "orphan: launch outside any CPU op"
+    ext = args.get("External id", args.get("external id"))
+    op = ops.by_ext.get(ext) if ext is not None else None
+    if op is not None:
+        return op, "op"
+    return None, "orphan: launched outside the capture window (no launch event)"
+
+
+def _step(steps: list[tuple[float, float, str]], ts: float) -> str | None:
+    j = bisect.bisect_right(steps, (ts, float("inf"), "")) - 1
+    return steps[j][2] if j >= 0 and steps[j][1] >= ts else None
+
+
+def _op_row(op: tuple | None, evs: list[dict[str, Any]], devices: dict[Any, Any], steps: list, label: str) -> dict:
+    dur_us = sum(float(e["dur"]) for e in evs)
+    main = max(evs, key=lambda e: float(e["dur"]))
+    margs = main.get("args") or {}
+    dev = margs.get("device", main.get("pid"))
+    prop = devices.get(dev) or (next(iter(devices.values())) if len(devices) == 1 else {})
+    copied = sum(float((e.get("args") or {}).get("bytes") or 0) for e in evs if e.get("cat") in COPY_CATS)
+    name = op[0] if op else main.get("name", "")
+    row: dict[str, Any] = {
+        "_ts": op[1] if op else float(main["ts"]), "format": "torch-trace", "kernel_name": name,
+        "kernel_short_name": name if op else _short(name), "mangled_name": main.get("name"),
+        "nvtx_range": _step(steps, op[1] if op else float(main["ts"])) if steps else None,
+        "device_name": prop.get("name"), "sm_count": prop.get("numSms"),
+        "compute_capability": f"{prop['computeMajor']}.{prop['computeMinor']}" if "computeMajor" in prop else None,
+        "duration_s": dur_us * 1e-6, "duration_s_source": f"Σ dur of {len(evs)} GPU event(s) ({main.get('cat')})",
+        "attribution": label, "replay_ok": True,
+    }
+    grid = margs.get("grid")
+    block = margs.get("block")
+    for i, axis in enumerate("xyz"):
+        row[f"grid_{axis}"] = grid[i] if isinstance(grid, list) and len(grid) > i else None
+        row[f"block_{axis}"] = block[i] if isinstance(block, list) and len(block) > i else None
+    args = op[5] if op else {}
+    c = cost(name, args.get("Input Dims", args.get("Input dims")), args.get("Input type"), args.get("Concrete Inputs")) \
+        if op else None
+    for p in ("fp64", "fp32", "fp16", "tensor"):
+        row[f"flop_{p}"] = 0.0 if c else float("nan")
+    nelems = margs.get("In msg nelems", args.get("In msg nelems"))
+    coll = collective_bytes(nelems, margs.get("dtype", args.get("dtype"))) if nelems is not None else None
+    if c is not None:
+        col = {"tensor": "flop_tensor", "fp16": "flop_fp16", "bf16": "flop_fp16", "fp32": "flop_fp32",
+               "fp64": "flop_fp64"}.get(c.precision)
+        if col:
+            row[col] = c.flops
+        src = f"model: {c.formula} (from Input Dims; {len(evs)} GPU event(s))"
+        for p in ("fp64", "fp32", "fp16", "tensor"):
+            row[f"flop_{p}_source"] = src
+        row["tensor_path"] = c.tensor_path
+        row["dram_bytes"], row["dram_bytes_source"] = c.bytes, "model: inputs + outputs from shapes, each once"
+    elif coll is not None:
+        row["dram_bytes"] = coll
+        row["dram_bytes_source"] = "NCCL message: In msg nelems × dtype size"
+        for p in ("fp64", "fp32", "fp16", "tensor"):
+            row[f"flop_{p}_source"] = f"{UNAVAILABLE}: a collective moves data; its reduction FLOPs are not modelled"
+    elif copied and all(e.get("cat") in COPY_CATS for e in evs):
+        row["dram_bytes"], row["dram_bytes_source"] = copied, "memcpy/memset args: bytes"
+        for p in ("fp64", "fp32", "fp16", "tensor"):
+            row[f"flop_{p}"], row[f"flop_{p}_source"] = 0.0, "memcpy/memset: no FLOPs"
+    else:
+        why = NO_MODEL.format(u=UNAVAILABLE, op=name) if op else f"{UNAVAILABLE}: {label}; no CPU op shapes to model it"
+        if op and not args.get("Input Dims", args.get("Input dims")):
+            why = f"{UNAVAILABLE}: no Input Dims for {name}; record with torch.profiler.profile(record_shapes=True)"
+        for p in ("fp64", "fp32", "fp16", "tensor"):
+            row[f"flop_{p}_source"] = why
+        row["dram_bytes"], row["dram_bytes_source"] = float("nan"), why
+    row["l2_bytes_source"] = row["l1_bytes_source"] = NO_CACHE
+    return row
+
+
+def _short(name: str) -> str:
+    base = name.split("(")[0].split("<")[0].strip()
+    return base.rsplit(" ", 1)[-1].rsplit("::", 1)[-1] or name[:60]
+
+
+def _range_row(e: dict[str, Any], devices: dict[Any, Any]) -> dict[str, Any]:
+    """A CUPTI range-profiler event: measured FP instruction counts, FLOPs = add + mul + 2·fma."""
+    args = e.get("args") or {}
+    prop = next(iter(devices.values())) if devices else {}
+    row: dict[str, Any] = {
+        "_ts": float(e["ts"]), "format": "torch-trace", "kernel_name": e.get("name", ""),
+        "kernel_short_name": _short(e.get("name", "")), "device_name": prop.get("name"),
+        "duration_s": float(e["dur"]) * 1e-6, "duration_s_source": "cuda_profiler_range dur",
+        "attribution": "measured: CUPTI range profiler", "replay_ok": True,
+        "l2_bytes_source": NO_CACHE, "l1_bytes_source": NO_CACHE,
+        "dram_bytes": float("nan"), "dram_bytes_source": f"{UNAVAILABLE}: the range profiler recorded no DRAM counters",
+    }
+    for letter, p in (("d", "fp64"), ("f", "fp32"), ("h", "fp16")):
+        vals = [args.get(f"smsp__sass_thread_inst_executed_op_{letter}{op}_pred_on.sum") for op in ("add", "mul", "fma")]
+        if all(isinstance(v, (int, float)) for v in vals):
+            row[f"flop_{p}"] = flops_from_counts(*vals, p)
+            row[f"flop_{p}_source"] = f"measured: CUPTI range profiler {letter}add + {letter}mul + 2·{letter}fma"
+        else:
+            row[f"flop_{p}"] = float("nan")
+            row[f"flop_{p}_source"] = f"{UNAVAILABLE}: the range profiler did not record {letter}add/{letter}mul/{letter}fma"
+    row["flop_tensor"], row["flop_tensor_source"] = float("nan"), f"{UNAVAILABLE}: no tensor counters in the range profiler"
+    return row
+
+
+def _trace_meta(top: dict, events: list, gpu: list, orphans: list, groups: dict, skipped: int) -> dict[str, Any]:
+    total = sum(float(e["dur"]) for e in gpu)
+    orphan = sum(float(e["dur"]) for e, _ in orphans)
+    return {
+        "trace_events": len(events), "gpu_events": len(gpu), "ops_with_gpu_work": len(groups),
+        "gpu_time_s": total * 1e-6, "orphan_gpu_time_s": orphan * 1e-6,
+        "attributed_share": (total - orphan) / total if total else None,
+        "events_without_ts_or_dur": skipped,
+        "distributed": top.get("distributedInfo"),
+        "with_flops": top.get("with_flops"), "schema_version": top.get("schemaVersion"),
+    }
