@@ -90,14 +90,16 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
 
     result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold)
     try:
-        if html_path is not None:
-            _write_html(select(result, name=name_rx, bound=bound, precision=precision, nvtx=nvtx), html_path,
-                        levels, clock)
+        # name and NVTX filters pick kernels, before any grouping; bound, precision and top pick rows
+        result = select(result, name=name_rx, nvtx=nvtx)
+        kernels_view = select(result, bound=bound, precision=precision)
         if by:
             result = aggregate(result, by=by, levels=levels, latency_threshold_pct=latency_threshold)
-        result = select(result, name=name_rx, bound=bound, precision=precision, nvtx=nvtx, top=top)
+        result = select(result, bound=bound, precision=precision, top=top)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    if html_path is not None:
+        _write_html(kernels_view, html_path, levels, clock)
     if out is not None:
         from roofline.schema import write_table
 
@@ -132,7 +134,27 @@ def _analysed(paths: tuple[Path, ...], peaks_opt: str, device: str | None, level
         result = analyze_frame(kernels, peaks=peaks, levels=levels, clock=clock, latency_threshold_pct=latency_threshold)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    if peaks == "counters":
+        failures += _unknown_trace_gpus(result)
     return result, failures, n_files
+
+
+def _unknown_trace_gpus(result: pd.DataFrame) -> int:
+    """Traces carry no peak counters: a GPU the spec table does not know is an error that says what to do."""
+    from roofline.hardware.specs import lookup
+
+    if result.empty or "format" not in result:
+        return 0
+    traces = result[result["format"].isin(["torch-trace", "xplane"]).fillna(False).to_numpy()]
+    bad = 0
+    for (src, dev), _ in traces.groupby([traces["source_file"].astype(str),
+                                         traces["device_name"].astype("string").fillna("")], sort=False):
+        if not dev or lookup(dev) is None:
+            what = f"GPU {dev!r} is not in the spec table" if dev else "the trace names no GPU (no deviceProperties)"
+            _err(f"{src}: {what} and traces carry no peak counters; pass --peaks '<GPU>' "
+                 "(see `roofline devices`) or --peaks FILE.toml")
+            bad += 1
+    return bad
 
 
 def _write_html(result: pd.DataFrame, path: Path, levels: tuple[str, ...], clock: str, top: int = 10) -> None:

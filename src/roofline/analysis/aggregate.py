@@ -38,38 +38,52 @@ def aggregate(
     work["_group"] = work[key].astype("string").fillna("(none)") if key in work else "(none)"
     work["_device"] = work["device_name"].astype("string").fillna("(unknown device)")
     dur = pd.to_numeric(work["duration_s"], errors="coerce")
-    work["_dur"] = dur.where(dur > 0)
-    for p, fc in zip(PRECISIONS, FLOP_COLUMNS):
-        f = pd.to_numeric(work[fc], errors="coerce")
-        pk = pd.to_numeric(work[f"peak_flop_per_s_{p}"], errors="coerce")
-        # time at peak per kernel: what the harmonic mean needs
-        work[f"_t_{p}"] = np.where(f > 0, f / pk.where(pk > 0), 0.0)
-        work[f"_pkw_{p}"] = pk * work["_dur"]
-    for lv in levels:
-        work[f"_bww_{lv}"] = pd.to_numeric(work[f"peak_{lv}_bytes_per_s"], errors="coerce") * work["_dur"]
-
+    timed = (dur > 0).fillna(False).to_numpy()
+    # kernels without a positive time cannot contribute to a rate: leave all their quantities out
+    work["_untimed"] = ~timed
+    work["_dur"] = dur.where(timed)
     sums = ["duration_s", *FLOP_COLUMNS, *(f"{lv}_bytes" for lv in levels)]
+    for c in sums:
+        work[c] = pd.to_numeric(work[c], errors="coerce").where(timed)
+    for p, fc in zip(PRECISIONS, FLOP_COLUMNS):
+        f = work[fc]
+        pk = pd.to_numeric(work[f"peak_flop_per_s_{p}"], errors="coerce")
+        pk = pk.where(np.isfinite(pk) & (pk > 0))
+        # time at peak per kernel (what the harmonic mean needs); a kernel with work but no roof
+        # makes the group's roof unknown, as it would for one kernel
+        work[f"_t_{p}"] = np.where(f > 0, f / pk, 0.0)
+        work[f"_nopeak_{p}"] = ((f > 0) & pk.isna()).astype(int)
+        work[f"_pkw_{p}"] = pk * work["_dur"]
+        work[f"_pkd_{p}"] = work["_dur"].where(pk.notna())
+    for lv in levels:
+        bw = pd.to_numeric(work[f"peak_{lv}_bytes_per_s"], errors="coerce")
+        bw = bw.where(np.isfinite(bw) & (bw > 0))
+        work[f"_bww_{lv}"] = bw * work["_dur"]
+        work[f"_bwd_{lv}"] = work["_dur"].where(bw.notna())  # time of the kernels that have this roof
+
     g = work.groupby(["_group", "_device"], sort=False, dropna=False)
     out = g[sums].sum(min_count=1)
     missing = work[sums].isna().groupby([work["_group"], work["_device"]], sort=False, dropna=False).sum()
+    untimed = g["_untimed"].sum()
     out["kernel_count"] = g.size()
-    tdur = g["_dur"].sum(min_count=1)
     for p, fc in zip(PRECISIONS, FLOP_COLUMNS):
         t_at_peak = g[f"_t_{p}"].sum(min_count=1)
-        harmonic = out[fc] / t_at_peak
-        weighted = g[f"_pkw_{p}"].sum(min_count=1) / tdur
+        harmonic = (out[fc] / t_at_peak).where(g[f"_nopeak_{p}"].sum() == 0)
+        weighted = g[f"_pkw_{p}"].sum(min_count=1) / g[f"_pkd_{p}"].sum(min_count=1)
         out[f"peak_flop_per_s_{p}"] = np.where(out[fc] > 0, harmonic, weighted)
-        out[source_column(f"peak_flop_per_s_{p}")] = f"{p} peaks of the group's kernels: FLOP-weighted harmonic mean"
+        out[source_column(f"peak_flop_per_s_{p}")] = np.where(
+            g[f"_nopeak_{p}"].sum() > 0, f"{UNAVAILABLE}: some kernels with {p} work have no {p} roof",
+            f"{p} peaks of the group's kernels: FLOP-weighted harmonic mean")
     for lv in levels:
-        out[f"peak_{lv}_bytes_per_s"] = g[f"_bww_{lv}"].sum(min_count=1) / tdur
-        out[source_column(f"peak_{lv}_bytes_per_s")] = f"time-weighted mean of the kernels' {lv} roofs"
-        out[source_column(f"{lv}_bytes")] = UNAVAILABLE + f": no {lv} bytes for any kernel of the group"
+        out[f"peak_{lv}_bytes_per_s"] = g[f"_bww_{lv}"].sum(min_count=1) / g[f"_bwd_{lv}"].sum(min_count=1)
+        out[source_column(f"peak_{lv}_bytes_per_s")] = f"mean of the kernels' {lv} roofs, weighted by their time"
+        out[source_column(f"{lv}_bytes")] = UNAVAILABLE + f": no {lv} bytes for any timed kernel of the group"
     out["tensor_path"] = g["tensor_path"].agg(_only) if "tensor_path" in work else pd.NA
-    out[source_column("flop_fp32")] = UNAVAILABLE + ": no FLOP counters in any kernel of the group"
+    out[source_column("flop_fp32")] = UNAVAILABLE + ": no FLOP counters in any timed kernel of the group"
 
     rows = hierarchical(out.reset_index(drop=True), levels, latency_threshold_pct)
     rows.index = out.index
-    partial = _partial_notes(missing, out["kernel_count"])
+    partial = _partial_notes(missing.sub(untimed, axis=0), out["kernel_count"] - untimed, untimed)
     note = rows["analysis_note"].astype(object)
     rows["analysis_note"] = pd.Series(
         ["; ".join(x for x in (p, n) if isinstance(x, str) and x) or None for p, n in zip(partial, note)],
@@ -85,9 +99,10 @@ def _only(s: pd.Series) -> object:
     return vals[0] if len(vals) == 1 else pd.NA
 
 
-def _partial_notes(missing: pd.DataFrame, counts: pd.Series) -> list[str]:
+def _partial_notes(missing: pd.DataFrame, counts: pd.Series, untimed: pd.Series) -> list[str]:
     notes = []
-    for (_, row), n in zip(missing.iterrows(), counts):
-        parts = [f"{int(m)} of {n} kernels lack {c}" for c, m in row.items() if 0 < m < n]
+    for (_, row), n, u in zip(missing.iterrows(), counts, untimed):
+        parts = [f"{int(u)} kernel(s) without a positive duration left out"] if u else []
+        parts += [f"{int(m)} of {n} timed kernels lack {c} (totals are lower bounds)" for c, m in row.items() if 0 < m < n]
         notes.append("; ".join(parts))
     return notes

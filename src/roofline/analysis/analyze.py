@@ -56,7 +56,8 @@ def analyze(
         boost = hierarchical(at_boost_clock(choose_peaks(kernels, peaks, published=True)), levels, latency_threshold_pct)
         for c in _BOTH_COLUMNS:
             extra[f"{c}_boost"] = boost[c]
-    base = framed.drop(columns=[c for c in extra.columns if c in framed.columns])
+    stale = [c for c in framed.columns if c in extra.columns or c.endswith("_boost")]
+    base = framed.drop(columns=stale)
     out = pd.concat([base, extra], axis=1)
     out.attrs = {}
     return set_provenance(out, get_provenance(kernels))
@@ -126,8 +127,9 @@ def _put(out: pd.DataFrame, col: str, rows: object, peaks: Peaks, key: str, spar
         out.loc[rows, col] = np.nan
         out.loc[rows, source_column(col)] = f"{UNAVAILABLE}: the peaks for {peaks.device} give no {key} figure"
         return
-    scale = 2.0 if sparse and not pk.sparse else 1.0
-    note = pk.describe() + ("; × 2 for 2:4 sparsity (the kernel's counters show sparsity_on work)" if scale == 2 else "")
+    scale = 2.0 if sparse and not pk.sparse else (0.5 if pk.sparse and not sparse else 1.0)
+    note = pk.describe() + {2.0: "; × 2 for 2:4 sparsity (the kernel's counters show sparsity_on work)",
+                            0.5: "; ÷ 2: the peak is 2:4 sparse, the kernel's work is dense", 1.0: ""}[scale]
     out.loc[rows, col] = pk.value * scale
     out.loc[rows, source_column(col)] = f"{key} {note}"
 
@@ -155,7 +157,8 @@ def at_boost_clock(kernels: pd.DataFrame) -> pd.DataFrame:
             suffix = lambda r: " (as profiled: no boost value for this clock domain)"  # noqa: E731
         else:
             # only roofs taken at the profiled SM clock move: counters, or spec figures scaled to it
-            moves = np.array([v.startswith("counters") or "profiled SM clock" in v for v in src.values] + [False])
+            moves = np.array([v.startswith("counters") or "profiled SM clock" in v or "(as profiled" in v
+                              for v in src.values] + [False])
             mask = ok & moves[src.codes] & ~np.isnan(values)
             values = np.where(mask, values * factor, values)
             suffix = lambda r: f"; rescaled to the boost clock {boost_mhz[r]:.0f} MHz (× {factor3[r]:g})"  # noqa: E731

@@ -70,6 +70,10 @@ def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
     return pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
+def _finite(x: np.ndarray) -> np.ndarray:
+    return np.where(np.isfinite(x), x, np.nan)
+
+
 def _stack(columns: Sequence[np.ndarray]) -> np.ndarray:
     """Columns side by side in Fortran order: row-wise reductions over few columns run 3× faster."""
     return np.asarray(columns).T
@@ -98,7 +102,8 @@ def hierarchical(
     rows = np.arange(n)
     with np.errstate(divide="ignore", invalid="ignore"):
         flops = _stack([_col(kernels, c) for c in FLOP_COLUMNS]) if n else np.empty((0, 4))
-        peaks = _stack([_col(kernels, f"peak_flop_per_s_{p}") for p in PRECISIONS]) if n else np.empty((0, 4))
+        # a non-finite peak is no peak: an infinite roof would silently drop the compute roof
+        peaks = _stack([_finite(_col(kernels, f"peak_flop_per_s_{p}")) for p in PRECISIONS]) if n else np.empty((0, 4))
         have = ~np.isnan(flops)
         any_have = have.any(axis=1)
         total = np.where(any_have, np.nansum(flops, axis=1), np.nan)
@@ -133,7 +138,7 @@ def hierarchical(
         level_ok, level_no_bytes = [], []
         for lv in levels:
             nbytes = _col(kernels, f"{lv}_bytes")
-            bw = _col(kernels, f"peak_{lv}_bytes_per_s")
+            bw = _finite(_col(kernels, f"peak_{lv}_bytes_per_s"))
             ok = (nbytes >= 0) & (bw > 0)
             level_ok.append(ok)
             level_no_bytes.append(~(nbytes >= 0))  # NaN, or negative (flagged at ingest)
@@ -269,8 +274,8 @@ class _Texts:
             if no_peak_bits[r]:
                 parts.append(f"no compute roof for {_names(int(no_peak_bits[r]), PRECISIONS)} "
                              f"({self.peak_srcs[int(first_no_peak[r])].text(r)})")
-            if v["dur"][r] == 0:
-                parts.append("zero duration: nothing achieved can be computed")
+            if v["dur"][r] <= 0:
+                parts.append(f"{'zero' if v['dur'][r] == 0 else 'negative'} duration: nothing achieved can be computed")
             for j, lv in enumerate(levels):
                 if absent[r, j]:
                     what = (f"no {lv.upper()} bytes ({self.bytes_src[j].text(r)})" if v["no_bytes"][r, j]
@@ -289,5 +294,5 @@ class _Texts:
             return "; ".join(parts) or None
 
         keys = [missing_bits, no_flops, flop_src, no_peak_bits, first_no_peak * (no_peak_bits > 0), no_peak_src,
-                v["dur"] == 0, *level_keys, no_level, v["over"], over_idx, over_src, v["latency"]]
+                np.sign(np.nan_to_num(v["dur"], nan=1.0)).astype(np.int64) + 1, *level_keys, no_level, v["over"], over_idx, over_src, v["latency"]]
         return render(keys, n, fn)

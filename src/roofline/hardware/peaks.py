@@ -156,11 +156,16 @@ _ENTRY_KEYS = {"value", "detail", "clock_basis", "clock_mhz", "sparse"}
 
 
 def _line_of(text: str, key: str, section: str | None = None) -> int | None:
-    """1-based line of ``key = ...`` (inside ``[section]`` when given); tomllib gives no positions."""
+    """1-based line of ``key = ...`` (inside ``[section]`` when given), else of a table header
+    ``[section.key]`` / ``[key]`` / ``[[key]]`` or a dotted ``key.x = ...``; tomllib gives no positions."""
     in_section = section is None
-    pat = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+    pat = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*[=.]")
+    full = f"{section}.{key}" if section else key
+    header = re.compile(rf"^\s*\[\[?\s*({re.escape(full)}|{re.escape(key)})\s*(\.|\]|$)")
     for n, line in enumerate(text.splitlines(), 1):
-        head = re.match(r"^\s*\[([^\]]+)\]", line)
+        if header.match(line):
+            return n
+        head = re.match(r"^\s*\[\[?([^\]]+)\]", line)
         if head:
             in_section = section is not None and head.group(1).strip() == section
             continue
@@ -196,7 +201,17 @@ def _load_toml(path: Path) -> Peaks:
     if basis not in CLOCK_BASES:
         raise fail(f"must be one of {', '.join(CLOCK_BASES)}", "clock_basis")
     clock = _number(data.get("clock_mhz"), lambda p: fail(p, "clock_mhz"))
-    base = Peaks.from_spec(data["base"]) if "base" in data else None
+    for field_name in ("device", "detail", "base"):
+        if field_name in data and not isinstance(data[field_name], str):
+            raise fail("must be a string", field_name)
+    base = None
+    if "base" in data:
+        from roofline.hardware.specs import UnknownDeviceError
+
+        try:
+            base = Peaks.from_spec(data["base"])
+        except UnknownDeviceError as exc:
+            raise fail(str(exc), "base") from None
     device = str(data.get("device") or (base.device if base else path.stem))
     detail = str(data.get("detail", f"peaks file {path.name}"))
     groups: dict[str, dict[str, Peak]] = {"compute": dict(base.compute) if base else {},

@@ -217,7 +217,7 @@ def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True) -> pd.D
             continue
         if out is frame:
             out = frame.copy()
-        on_device = (out["device_name"] == device).to_numpy()
+        on_device = (out["device_name"] == device).fillna(False).to_numpy(dtype=bool)
         clk = None
         if at_profiled_clock and "sm_clock_hz" in out:
             clk = pd.to_numeric(out["sm_clock_hz"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)

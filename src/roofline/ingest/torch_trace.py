@@ -207,7 +207,7 @@ def _op_row(op: tuple | None, evs: list[dict[str, Any]], devices: dict[Any, Any]
     margs = main.get("args") or {}
     dev = margs.get("device", main.get("pid"))
     prop = devices.get(dev) or (next(iter(devices.values())) if len(devices) == 1 else {})
-    copied = sum(float((e.get("args") or {}).get("bytes") or 0) for e in evs if e.get("cat") in COPY_CATS)
+    copied, host = _copy_bytes(evs)
     name = op[0] if op else main.get("name", "")
     row: dict[str, Any] = {
         "_ts": op[1] if op else float(main["ts"]), "format": "torch-trace", "kernel_name": name,
@@ -245,8 +245,14 @@ def _op_row(op: tuple | None, evs: list[dict[str, Any]], devices: dict[Any, Any]
         row["dram_bytes_source"] = "NCCL message: In msg nelems × dtype size"
         for p in ("fp64", "fp32", "fp16", "tensor"):
             row[f"flop_{p}_source"] = f"{UNAVAILABLE}: a collective moves data; its reduction FLOPs are not modelled"
-    elif copied and all(e.get("cat") in COPY_CATS for e in evs):
-        row["dram_bytes"], row["dram_bytes_source"] = copied, "memcpy/memset args: bytes"
+    elif all(e.get("cat") in COPY_CATS for e in evs):
+        if host:
+            row["dram_bytes"] = float("nan")
+            row["dram_bytes_source"] = (f"{UNAVAILABLE}: host<->device copy of {host:.0f} B: bound by PCIe/NVLink, "
+                                        "not by device memory")
+        else:
+            row["dram_bytes"] = copied
+            row["dram_bytes_source"] = "memcpy/memset args: bytes (device-to-device copies read and write: × 2)"
         for p in ("fp64", "fp32", "fp16", "tensor"):
             row[f"flop_{p}"], row[f"flop_{p}_source"] = 0.0, "memcpy/memset: no FLOPs"
     else:
@@ -258,6 +264,23 @@ def _op_row(op: tuple | None, evs: list[dict[str, Any]], devices: dict[Any, Any]
         row["dram_bytes"], row["dram_bytes_source"] = float("nan"), why
     row["l2_bytes_source"] = row["l1_bytes_source"] = NO_CACHE
     return row
+
+
+def _copy_bytes(evs: list[dict[str, Any]]) -> tuple[float, float]:
+    """(device-memory bytes, host<->device bytes) of the memcpy/memset events among ``evs``."""
+    device = host = 0.0
+    for e in evs:
+        if e.get("cat") not in COPY_CATS:
+            continue
+        n = float((e.get("args") or {}).get("bytes") or 0)
+        name = str(e.get("name", ""))
+        if "memset" in name.lower() or "Memset" in str(e.get("cat")):
+            device += n
+        elif "DtoD" in name:
+            device += 2 * n
+        else:  # HtoD, DtoH, HtoH, PtoP: the link bounds them
+            host += n
+    return device, host
 
 
 def _short(name: str) -> str:

@@ -29,8 +29,12 @@ def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
         order = result.groupby(dev)["duration_s"].sum().sort_values(ascending=False).index
         groups = [(str(d), result[(dev == d).to_numpy()]) for d in order]
     written = []
+    stems: set[str] = set()
     for i, (device, frame) in enumerate(groups):
         stem = "roofline" if i == 0 else f"roofline-{_slug(device)}"
+        if stem in stems:  # two devices whose names differ only in case or punctuation
+            stem = f"{stem}-{i}"
+        stems.add(stem)
         for suffix in (".png", ".svg") if svg else (".png",):
             written.append(png.write(frame, out / f"{stem}{suffix}", levels, clock=clock))
     return written

@@ -55,7 +55,7 @@ def _si(v: float, unit: str) -> str:
 def _representative(frame: pd.DataFrame, col: str) -> tuple[float, str] | None:
     """The time-weighted median of a peak over the kernels that have it, and that kernel's source."""
     vals = pd.to_numeric(frame[col], errors="coerce") if col in frame else pd.Series(dtype=float)
-    ok = vals.notna() & (vals > 0)
+    ok = vals.notna() & (vals > 0) & np.isfinite(vals.astype(float))
     if not ok.any():
         return None
     v = vals[ok].to_numpy()

@@ -98,7 +98,8 @@ def _column_block(frame: pd.DataFrame, levels: Sequence[str]) -> str:
         parts[f"{key}_code"] = codes
         cats[key] = uniques
     names = {
-        "short": _strings(frame.get("kernel_short_name", frame.get("kernel_name", pd.Series("", index=frame.index))), 120),
+        "short": _strings(frame.get("kernel_short_name", pd.Series(pd.NA, index=frame.index)).astype("string")
+                          .fillna(frame.get("kernel_name", pd.Series("", index=frame.index)).astype("string")), 120),
         "name": _strings(frame.get("kernel_name", pd.Series("", index=frame.index))),
     }
     body = ",".join(f'"{k}":{v}' for k, v in parts.items())
@@ -179,7 +180,7 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         "groups": _groups(frame, levels) if len(frame) else [],
     }
     kernels_json = _column_block(frame, levels) if len(frame) else "{}"
-    payload = json.dumps(data, default=str)[:-1] + ',"kernels":' + kernels_json + "}"
+    payload = json.dumps(data, default=str, allow_nan=False)[:-1] + ',"kernels":' + kernels_json + "}"
     if compress is None:
         compress = len(payload) > COMPRESS_ABOVE
     if compress:

@@ -57,14 +57,14 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("performance (FLOP/s)")
-    ax.set_title(title or title_for(frame, clock), fontsize=10)
+    ax.set_title(title or title_for(frame, clock), fontsize=10, parse_math=False)  # names may hold "$"
     roof_list = roofs(frame, levels)
     pts = points(frame, levels)
     skipped = unplotted_count(frame)
     if pts.empty:
         ax.text(0.5, 0.5, "nothing to plot: no kernel has both FLOPs and bytes"
                 + (f" ({skipped} kernel(s) without)" if skipped else ""),
-                transform=ax.transAxes, ha="center", va="center", gid="empty")
+                transform=ax.transAxes, ha="center", va="center", gid="empty", parse_math=False)
         ax.set_xlim(1e-2, 1e3)
         ax.set_ylim(1e9, 1e15)
         return fig
@@ -118,16 +118,16 @@ def _label_top(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int]) -> N
     fig = ax.figure
     fig.canvas.draw()
     taken = []
-    names = frame["kernel_short_name"] if "kernel_short_name" in frame else frame.get("kernel_name")
+    names = _display_names(frame)
     for row in rows:
         grp = pts[pts["row"] == row]
         pt = grp[grp["level"] == "dram"].iloc[0] if (grp["level"] == "dram").any() else grp.iloc[0]
-        name = str(names.iloc[row]) if names is not None else f"kernel {row}"
+        name = names[row]
         name = name if len(name) <= 32 else name[:31] + "…"
         x, y = pt["intensity_flop_per_byte"], pt["achieved_flop_per_s"]
         dy = 8
         for _ in range(12):
-            ann = ax.annotate(name, (x, y), xytext=(8, dy), textcoords="offset points", fontsize=7,
+            ann = ax.annotate(name, (x, y), xytext=(8, dy), textcoords="offset points", fontsize=7, parse_math=False,
                               arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.4"}, gid=f"label:{row}")
             # the text's own box: an Annotation's extent also covers its arrow back to the point
             box = Text.get_window_extent(ann, fig.canvas.get_renderer()).expanded(1.05, 1.15)
@@ -138,6 +138,14 @@ def _label_top(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int]) -> N
             dy = -dy if dy > 0 else -dy + 12  # alternate above and below, further out each time
         else:
             continue
+
+
+def _display_names(frame: pd.DataFrame) -> list[str]:
+    """Short names, falling back to the full name, then to the row number."""
+    short = frame["kernel_short_name"] if "kernel_short_name" in frame else pd.Series(pd.NA, index=frame.index)
+    full = frame["kernel_name"] if "kernel_name" in frame else pd.Series(pd.NA, index=frame.index)
+    both = short.astype("string").fillna(full.astype("string"))
+    return [str(v) if not pd.isna(v) else f"kernel {i}" for i, v in enumerate(both)]
 
 
 def write(frame: pd.DataFrame, path: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",

@@ -28,7 +28,7 @@
     var state = {filtered: [], page: 0, sortKey: 'time', sortDir: -1, levelsOn: {}};
 
     function esc(s) {  // plotly renders a subset of HTML in labels: show names as text
-      return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+      return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');  // plotly knows no &quot;
     }
     function si(v, unit) {
       if (v === null || v === undefined || !isFinite(v)) return 'n/a';
