@@ -30,13 +30,20 @@ from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsEr
 from roofline.ingest.common import check_exists, provenance_record
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.op_models import collective_bytes, cost
-from roofline.schema import UNAVAILABLE, kernels_from_records, set_provenance
+from roofline.schema import UNAVAILABLE, conform_kernels, set_provenance
 
 CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "runtime"})
 KERNEL_CATS = frozenset({"kernel", "Kernel"})
 COPY_CATS = frozenset({"gpu_memcpy", "Memcpy", "gpu_memset", "Memset"})
 RANGE_CAT = "cuda_profiler_range"
+#: category -> what the reader does with it: 1 CPU op, 2 GPU event, 3 launch, 4 CUPTI range, 5 annotation
+KINDS = {**{c: 1 for c in CPU_CATS}, **{c: 2 for c in KERNEL_CATS | COPY_CATS}, **{c: 3 for c in RUNTIME_CATS},
+         RANGE_CAT: 4, "user_annotation": 5}
+NUMBER = (int, float)
+FLOP_SOURCES = tuple(f"flop_{p}_source" for p in ("fp64", "fp32", "fp16", "tensor"))
+ZERO_FLOPS = {f"flop_{p}": 0.0 for p in ("fp64", "fp32", "fp16", "tensor")}
+NAN_FLOPS = {f"flop_{p}": float("nan") for p in ("fp64", "fp32", "fp16", "tensor")}
 NO_CACHE = (f"{UNAVAILABLE}: a PyTorch trace has no cache counters; profile the kernel with "
             "ncu --section SpeedOfLight_HierarchicalSingleRooflineChart for L2/L1")
 NO_MODEL = "{u}: no FLOP model for {op} (time is counted; see docs/traces.md for the ops modelled)"
@@ -72,11 +79,12 @@ class _Ops:
 
     def add(self, e: dict[str, Any], ts: float, dur: float) -> None:
         args = e.get("args") or {}
-        ext = args.get("External id", args.get("external id"))
-        i = len(self.rows)
-        self.rows.append((e.get("name", ""), ts, ts + dur, e.get("pid"), e.get("tid"), args))
+        ext = args.get("External id")
+        if ext is None:
+            ext = args.get("external id")
         if ext is not None and ext not in self.by_ext:
-            self.by_ext[ext] = i
+            self.by_ext[ext] = len(self.rows)
+        self.rows.append((e.get("name", ""), ts, ts + dur, e.get("pid"), e.get("tid"), args))
 
     def index(self) -> None:
         per: dict[tuple[Any, Any], list[int]] = defaultdict(list)
@@ -117,27 +125,31 @@ def _build(path: Path, events: list[dict[str, Any]], top: dict[str, Any]) -> pd.
     rank = (top.get("distributedInfo") or {}).get("rank") if isinstance(top.get("distributedInfo"), dict) else None
     ops, runtimes, gpu, ranges, steps = _Ops(), {}, [], [], []
     skipped = 0
+    kinds = KINDS
     for e in events:
-        if not isinstance(e, dict) or e.get("ph") != "X":
+        try:
+            kind = kinds.get(e.get("cat"))
+        except (AttributeError, TypeError):  # not an event object, or an unhashable cat
             continue
-        cat = e.get("cat")
+        if kind is None or e.get("ph") != "X":
+            continue
         ts, dur = e.get("ts"), e.get("dur")
-        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
+        if ts.__class__ not in NUMBER or dur.__class__ not in NUMBER:
             skipped += 1
             continue
-        if cat in CPU_CATS:
+        if kind == 1:
             ops.add(e, ts, dur)
-        elif cat in KERNEL_CATS or cat in COPY_CATS:
+        elif kind == 2:
             gpu.append(e)
-        elif cat in RUNTIME_CATS:
-            args = e.get("args") or {}
-            corr = args.get("correlation")
+        elif kind == 3:
+            args = e.get("args")
+            corr = args.get("correlation") if args else None
             if corr is not None:
                 runtimes[corr] = (ts, e.get("pid"), e.get("tid"), args.get("External id", args.get("external id")),
                                   e.get("name", ""))
-        elif cat == RANGE_CAT:
+        elif kind == 4:
             ranges.append(e)
-        elif cat == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep#"):
+        elif str(e.get("name", "")).startswith("ProfilerStep#"):
             steps.append((ts, ts + dur, e["name"]))
     if not gpu and not ranges:
         why = "no GPU events (kernel, memcpy, memset or CUPTI range): a CPU-only trace, nothing to put on a GPU roofline"
@@ -170,7 +182,11 @@ def _build(path: Path, events: list[dict[str, Any]], top: dict[str, Any]) -> pd.
         r["source_file"] = str(path)
     from roofline.hardware.specs import fill_spec_peaks
 
-    frame = fill_spec_peaks(kernels_from_records(rows))
+    columns = dict.fromkeys(k for r in rows[:1] for k in r)  # first row's keys, then any others
+    for r in rows:
+        if len(r) != len(columns) or r.keys() != columns.keys():
+            columns.update(dict.fromkeys(r))
+    frame = fill_spec_peaks(conform_kernels(pd.DataFrame({c: [r.get(c) for r in rows] for c in columns})))
     import orjson
 
     meta = provenance_record(path, "torch-trace", reader=f"orjson {orjson.__version__}")
@@ -202,12 +218,18 @@ def _step(steps: list[tuple[float, float, str]], ts: float) -> str | None:
 
 
 def _op_row(op: tuple | None, evs: list[dict[str, Any]], devices: dict[Any, Any], steps: list, label: str) -> dict:
-    dur_us = sum(float(e["dur"]) for e in evs)
-    main = max(evs, key=lambda e: float(e["dur"]))
+    if len(evs) == 1:
+        main = evs[0]
+        dur_us = float(main["dur"])
+    else:
+        dur_us = sum(float(e["dur"]) for e in evs)
+        main = max(evs, key=lambda e: float(e["dur"]))
     margs = main.get("args") or {}
     dev = margs.get("device", main.get("pid"))
     prop = devices.get(dev) or (next(iter(devices.values())) if len(devices) == 1 else {})
-    copied, host = _copy_bytes(evs)
+    copies = [e for e in evs if e.get("cat") in COPY_CATS]
+    copies_only = len(copies) == len(evs)
+    copied, host = _copy_bytes(copies) if copies else (0.0, 0.0)
     name = op[0] if op else main.get("name", "")
     row: dict[str, Any] = {
         "_ts": op[1] if op else float(main["ts"]), "format": "torch-trace", "kernel_name": name,
@@ -218,16 +240,15 @@ def _op_row(op: tuple | None, evs: list[dict[str, Any]], devices: dict[Any, Any]
         "duration_s": dur_us * 1e-6, "duration_s_source": f"Σ dur of {len(evs)} GPU event(s) ({main.get('cat')})",
         "attribution": label, "replay_ok": True,
     }
-    grid = margs.get("grid")
-    block = margs.get("block")
-    for i, axis in enumerate("xyz"):
-        row[f"grid_{axis}"] = grid[i] if isinstance(grid, list) and len(grid) > i else None
-        row[f"block_{axis}"] = block[i] if isinstance(block, list) and len(block) > i else None
+    grid, block = margs.get("grid"), margs.get("block")
+    if isinstance(grid, list) and len(grid) == 3:
+        row["grid_x"], row["grid_y"], row["grid_z"] = grid
+    if isinstance(block, list) and len(block) == 3:
+        row["block_x"], row["block_y"], row["block_z"] = block
     args = op[5] if op else {}
     c = cost(name, args.get("Input Dims", args.get("Input dims")), args.get("Input type"), args.get("Concrete Inputs")) \
         if op else None
-    for p in ("fp64", "fp32", "fp16", "tensor"):
-        row[f"flop_{p}"] = 0.0 if c else float("nan")
+    row.update(ZERO_FLOPS if c else NAN_FLOPS)
     nelems = margs.get("In msg nelems", args.get("In msg nelems"))
     coll = collective_bytes(nelems, margs.get("dtype", args.get("dtype"))) if nelems is not None else None
     if c is not None:
@@ -235,17 +256,14 @@ def _op_row(op: tuple | None, evs: list[dict[str, Any]], devices: dict[Any, Any]
                "fp64": "flop_fp64"}.get(c.precision)
         if col:
             row[col] = c.flops
-        src = f"model: {c.formula} (from Input Dims; {len(evs)} GPU event(s))"
-        for p in ("fp64", "fp32", "fp16", "tensor"):
-            row[f"flop_{p}_source"] = src
+        row.update(dict.fromkeys(FLOP_SOURCES, f"model: {c.formula} (from Input Dims; {len(evs)} GPU event(s))"))
         row["tensor_path"] = c.tensor_path
         row["dram_bytes"], row["dram_bytes_source"] = c.bytes, "model: inputs + outputs from shapes, each once"
     elif coll is not None:
         row["dram_bytes"] = coll
         row["dram_bytes_source"] = "NCCL message: In msg nelems × dtype size"
-        for p in ("fp64", "fp32", "fp16", "tensor"):
-            row[f"flop_{p}_source"] = f"{UNAVAILABLE}: a collective moves data; its reduction FLOPs are not modelled"
-    elif all(e.get("cat") in COPY_CATS for e in evs):
+        row.update(dict.fromkeys(FLOP_SOURCES, f"{UNAVAILABLE}: a collective moves data; its reduction FLOPs are not modelled"))
+    elif copies_only:
         if host:
             row["dram_bytes"] = float("nan")
             row["dram_bytes_source"] = (f"{UNAVAILABLE}: host<->device copy of {host:.0f} B: bound by PCIe/NVLink, "
@@ -253,14 +271,13 @@ def _op_row(op: tuple | None, evs: list[dict[str, Any]], devices: dict[Any, Any]
         else:
             row["dram_bytes"] = copied
             row["dram_bytes_source"] = "memcpy/memset args: bytes (device-to-device copies read and write: × 2)"
-        for p in ("fp64", "fp32", "fp16", "tensor"):
-            row[f"flop_{p}"], row[f"flop_{p}_source"] = 0.0, "memcpy/memset: no FLOPs"
+        row.update(ZERO_FLOPS)
+        row.update(dict.fromkeys(FLOP_SOURCES, "memcpy/memset: no FLOPs"))
     else:
         why = NO_MODEL.format(u=UNAVAILABLE, op=name) if op else f"{UNAVAILABLE}: {label}; no CPU op shapes to model it"
         if op and not args.get("Input Dims", args.get("Input dims")):
             why = f"{UNAVAILABLE}: no Input Dims for {name}; record with torch.profiler.profile(record_shapes=True)"
-        for p in ("fp64", "fp32", "fp16", "tensor"):
-            row[f"flop_{p}_source"] = why
+        row.update(dict.fromkeys(FLOP_SOURCES, why))
         row["dram_bytes"], row["dram_bytes_source"] = float("nan"), why
     row["l2_bytes_source"] = row["l1_bytes_source"] = NO_CACHE
     return row
