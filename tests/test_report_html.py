@@ -76,7 +76,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
 
 
-def _open(p, path: Path):
+def _open(p, path: Path, ready: str = "window.rooflineReport && window.rooflineReport.ready"):
     browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     problems: list[str] = []
@@ -84,7 +84,7 @@ def _open(p, path: Path):
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
     page.goto(path.as_uri())
-    page.wait_for_function("window.rooflineReport && window.rooflineReport.ready", timeout=60_000)
+    page.wait_for_function(ready, timeout=60_000)
     return browser, page, problems
 
 
