@@ -13,6 +13,7 @@ from roofline.analysis import analyze, roofline_analysis  # noqa: E402
 from roofline.errors import RooflineError  # noqa: E402
 from roofline.ingest import read, read_each, read_metrics, sniff  # noqa: E402
 from roofline.schema import read_table, write_table  # noqa: E402
+from roofline.batch.dataset import open_dataset  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -24,5 +25,6 @@ __all__ = [
     "roofline_analysis",
     "read_table",
     "write_table",
+    "open_dataset",
     "RooflineError",
 ]

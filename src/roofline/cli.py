@@ -349,12 +349,17 @@ def _peaks_option(value: str) -> object:
 
 
 def _ingest(paths: tuple[Path, ...]) -> tuple[pd.DataFrame, int, int]:
+    from roofline.batch.dataset import is_dataset, open_dataset
     from roofline.ingest import concat
     from roofline.ingest.registry import expand, reader_for
+    from roofline.schema import kernel_columns
 
-    files = expand(paths)
     frames: list[pd.DataFrame] = []
     failures = 0
+    datasets = [p for p in paths if is_dataset(p)]
+    for p in datasets:  # a batch dataset stands for its kernels, as ingested
+        frames.append(open_dataset(p, "kernels")[list(kernel_columns())])
+    files = expand([p for p in paths if p not in datasets])
     show_bar = len(files) > 1 and sys.stderr.isatty()
     with click.progressbar(files, label="ingesting", file=sys.stderr, show_pos=True,
                            hidden=not show_bar) as bar:
@@ -369,10 +374,10 @@ def _ingest(paths: tuple[Path, ...]) -> tuple[pd.DataFrame, int, int]:
                     raise
                 failures += 1
                 _err(f"{path}: unexpected {type(exc).__name__} while reading: {exc} (a bug; please report it)")
-    if not files:
+    if not files and not datasets:
         _err("no profile files found in " + ", ".join(map(str, paths)))
         sys.exit(EXIT_INPUT_ERRORS)
-    return concat(frames), failures, len(files)
+    return concat(frames), failures, len(files) + len(datasets)
 
 
 @cli.command()
@@ -423,6 +428,60 @@ def _jsonable(v: object) -> object:
     if hasattr(v, "item"):
         return v.item()  # numpy scalars
     return v
+
+
+@cli.command()
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("--out", "-o", type=click.Path(path_type=Path), required=True,
+              help="Dataset folder (created; a re-run into it skips inputs already done).")
+@click.option("--workers", "-j", type=click.IntRange(min=1), default=None,
+              help="Local worker processes (default: all cores; 1 runs in this process).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run on an existing Dask distributed cluster, e.g. tcp://host:8786 (needs roofline[dask]).")
+@click.option("--peaks", "peaks_opt", default="counters", show_default=True, metavar="SOURCE",
+              help="'counters', 'spec', a GPU name, or a peaks file (.toml).")
+@click.option("--device", default=None, metavar="NAME", help="GPU name for profiles that do not record one.")
+@click.option("--run", "run_label", default=None, metavar="LABEL",
+              help="Run label for every input (default: the name of each input's folder).")
+@click.option("--retry-errors", is_flag=True, help="Read again the inputs that failed last time.")
+@click.option("--verbose", "-v", is_flag=True, help="One line per input (status, path) on stderr.")
+def batch(inputs: tuple[str, ...], out: Path, workers: int | None, scheduler: str | None, peaks_opt: str,
+          device: str | None, run_label: str | None, retry_errors: bool, verbose: bool) -> None:
+    """Ingest and analyse many profiles into one Parquet dataset (kernels, roofline, runs, errors).
+
+    INPUTS are files, folders, or quoted glob patterns ('runs/**/*.ncu-rep'). Every input ends in
+    the runs table or the errors table; read the dataset with roofline.open_dataset(OUT) or give OUT
+    to `roofline report` / `roofline compare`. Exit 1 when some inputs failed.
+    """
+    from roofline.batch import Options, run_batch
+    from roofline.hardware.specs import require
+
+    _peaks_option(peaks_opt)  # a bad name or file fails before any input is read
+    # workers may run in another folder: a peaks file travels as an absolute path
+    peaks_arg = str(Path(peaks_opt).absolute()) if peaks_opt.lower().endswith(".toml") else peaks_opt
+    if device:
+        require(device)
+    opts = Options(peaks=peaks_arg, device=device, retry_errors=retry_errors)
+    bar = click.progressbar(length=1, label="batch", file=sys.stderr, hidden=not sys.stderr.isatty(),
+                            show_pos=True, item_show_func=lambda s: s)
+
+    def progress(res: dict, summary) -> None:  # type: ignore[no-untyped-def]
+        if verbose or res["status"] == "failed":
+            text = res["error"] if res["status"] == "failed" else res["path"]
+            click.echo(f"{res['status']}: {text}", err=True)
+        bar.length = summary.inputs
+        rate = (summary.ok + summary.failed) / summary.elapsed_s if summary.elapsed_s > 0 else 0.0
+        bar.update(1, f"ok {summary.ok} · failed {summary.failed} · skipped {summary.skipped} · {rate:.1f} files/s")
+
+    with bar:
+        summary = run_batch(inputs, out, workers=workers, scheduler=scheduler, opts=opts, run=run_label,
+                            progress=progress)
+    for pattern in summary.unmatched_patterns:
+        _err(f"{pattern}: matched no files")
+    click.echo(summary.line())
+    if summary.failed:
+        _err(f"{summary.failed} input(s) failed: see roofline.open_dataset({str(out)!r}, 'errors')")
+        sys.exit(EXIT_INPUT_ERRORS)
 
 
 @cli.command()

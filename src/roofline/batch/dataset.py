@@ -1,0 +1,246 @@
+"""The batch dataset on disk: layout, explicit Arrow schemas, atomic writes, and reading it back.
+
+Layout (one Parquet file per input file and table, named by the input's id, so a re-run or a
+second worker writing the same input replaces a file instead of adding a duplicate)::
+
+    dataset/
+      _roofline_dataset.json          versions and table schemas; checked on every read
+      kernels/run=<run>/<file_id>.parquet    canonical kernel rows, as ingested
+      roofline/run=<run>/<file_id>.parquet   peaks used + roofline columns, keyed by (file_id, row)
+      runs/run=<run>/<file_id>.parquet       one row per input that was read: hash, format, provenance
+      errors/run=<run>/<file_id>.parquet     one row per input that failed: type and message
+      _state/<ab>/<file_id>                   "<sha256> ok|failed": what a re-run may skip
+
+An input's ``runs`` (or ``errors``) row is written after its data, so a reader that keeps only
+kernels whose ``file_id`` has a ``runs`` row never sees half an input, even after a SIGKILL.
+Names starting with ``.`` or ``_`` are invisible to Arrow's dataset reader: temporary files use
+that to stay out of sight until they are renamed into place.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from roofline import __version__
+from roofline.errors import RooflineError, SchemaError
+from roofline.schema import SCHEMA_VERSION, kernel_dtypes, set_provenance
+
+#: bump when a table's columns change meaning; readers refuse versions they do not know
+DATASET_VERSION = "1"
+READABLE_DATASET_VERSIONS = ("1",)
+MANIFEST = "_roofline_dataset.json"
+TABLES = ("kernels", "roofline", "runs", "errors")
+
+
+class DatasetError(RooflineError):
+    """A folder that is not a roofline dataset, or one written by an incompatible version."""
+
+
+_ARROW = {"string": pa.string(), "Int64": pa.int64(), "float64": pa.float64(), "boolean": pa.bool_(),
+          "category": pa.string(), "int64": pa.int64(), "bool": pa.bool_(), "object": pa.string()}
+_KEY = [pa.field("file_id", pa.string(), nullable=False), pa.field("run", pa.string(), nullable=False),
+        pa.field("row", pa.int64(), nullable=False)]
+_PEAK_COLUMNS = [c for c in kernel_dtypes() if c.startswith("peak_")]
+
+
+@functools.lru_cache(maxsize=1)
+def _roofline_analysis_dtypes() -> dict[str, str]:
+    """The columns :func:`roofline.analyze` adds with the batch's settings (all levels, one clock)."""
+    from roofline.analysis import analyze
+    from roofline.schema import empty_kernels_frame
+
+    empty = analyze(empty_kernels_frame())
+    canonical = kernel_dtypes()
+    return {c: str(empty[c].dtype) for c in empty.columns if c not in canonical}
+
+
+def _schema_of(dtypes: dict[str, str], key: list[pa.Field]) -> pa.Schema:
+    return pa.schema(key + [pa.field(c, _ARROW[d]) for c, d in dtypes.items()],
+                     metadata={b"roofline.dataset_version": DATASET_VERSION.encode()})
+
+
+def table_schemas() -> dict[str, pa.Schema]:
+    """The explicit Arrow schema of every table (built once per process)."""
+    global _SCHEMAS
+    if _SCHEMAS is None:
+        roof = {c: kernel_dtypes()[c] for c in _PEAK_COLUMNS} | _roofline_analysis_dtypes()
+        file_key = [f for f in _KEY if f.name != "row"]
+        _SCHEMAS = {
+            "kernels": _schema_of(kernel_dtypes(), _KEY),
+            "roofline": _schema_of(roof, _KEY),
+            "runs": _schema_of(RUN_COLUMNS, file_key),
+            "errors": _schema_of(ERROR_COLUMNS, file_key),
+        }
+    return _SCHEMAS
+
+
+_SCHEMAS: dict[str, pa.Schema] | None = None
+
+RUN_COLUMNS: dict[str, str] = {
+    "source_file": "string",  # absolute path, as the batch saw it
+    "content_sha256": "string",
+    "size_bytes": "Int64",
+    "format": "string",
+    "kernels": "Int64",
+    "device_names": "string",  # ';'-joined, as recorded in the profile
+    "peaks": "string",  # the --peaks choice the roofline table was computed with
+    "provenance_json": "string",  # the reader's provenance record(s), without wall-clock fields
+    "roofline_version": "string",
+}
+ERROR_COLUMNS: dict[str, str] = {
+    "source_file": "string",
+    "content_sha256": "string",
+    "size_bytes": "Int64",
+    "format": "string",  # what the content looked like ("unknown" when nothing matched)
+    "error_type": "string",  # the exception class, e.g. CorruptReportError
+    "error_kind": "string",  # roofline's short kind for input errors, e.g. "corrupt"
+    "message": "string",
+}
+
+
+def run_partition(run: str) -> str:
+    """A file-system-safe partition folder name for a run label."""
+    return "run=" + (re.sub(r"[^A-Za-z0-9._-]+", "_", run).strip("._") or "_")
+
+
+def part_path(root: Path, table: str, run: str, file_id: str) -> Path:
+    return root / table / run_partition(run) / f"{file_id}.parquet"
+
+
+def state_path(root: Path, file_id: str) -> Path:
+    return root / "_state" / file_id[:2] / file_id
+
+
+def init_dataset(root: Path) -> None:
+    """Create the folder and its manifest, or check that an existing one is compatible."""
+    manifest = root / MANIFEST
+    if manifest.exists():
+        check_manifest(root)
+        return
+    if root.exists() and any(root.iterdir()):
+        raise DatasetError(f"{root}: exists, is not empty and is not a roofline dataset (no {MANIFEST})")
+    root.mkdir(parents=True, exist_ok=True)
+    body = {"dataset_version": DATASET_VERSION, "kernel_schema_version": SCHEMA_VERSION,
+            "created_by": f"roofline {__version__}",
+            "tables": {t: s.remove_metadata().to_string(show_schema_metadata=False) for t, s in table_schemas().items()}}
+    atomic_write_bytes(manifest, json.dumps(body, indent=2).encode())
+
+
+def check_manifest(root: Path) -> dict[str, Any]:
+    manifest = root / MANIFEST
+    if not manifest.is_file():
+        raise DatasetError(f"{root}: not a roofline dataset (no {MANIFEST})")
+    try:
+        body = json.loads(manifest.read_text())
+    except (OSError, ValueError) as exc:
+        raise DatasetError(f"{manifest}: unreadable manifest: {exc}") from None
+    version = body.get("dataset_version") if isinstance(body, dict) else None
+    if version not in READABLE_DATASET_VERSIONS:
+        raise DatasetError(f"{root}: dataset version {version!r}; this roofline {__version__} reads "
+                           f"{', '.join(READABLE_DATASET_VERSIONS)}")
+    return body
+
+
+def is_dataset(path: str | Path) -> bool:
+    return (Path(path) / MANIFEST).is_file()
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def write_part(root: Path, table: str, run: str, file_id: str, frame: pd.DataFrame) -> None:
+    """Write one input's rows of one table, typed by the table's schema, atomically."""
+    schema = table_schemas()[table]
+    frame = frame.copy()
+    frame["file_id"] = file_id
+    frame["run"] = run
+    if "row" in schema.names:
+        frame["row"] = range(len(frame))
+    cols = {}
+    for field in schema:
+        s = frame[field.name] if field.name in frame.columns else pd.Series([None] * len(frame), dtype="object")
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            s = s.astype("string")
+        cols[field.name] = pa.array(s, type=field.type, from_pandas=True)
+    table_ = pa.Table.from_pydict(cols, schema=schema)
+    path = part_path(root, table, run, file_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    pq.write_table(table_, tmp)
+    os.replace(tmp, path)
+
+
+def remove_parts(root: Path, run: str, file_id: str, tables: tuple[str, ...] = TABLES) -> None:
+    for t in tables:
+        part_path(root, t, run, file_id).unlink(missing_ok=True)
+
+
+def _arrow_table(root: Path, table: str, filter_: Any = None) -> pa.Table:
+    folder = root / table
+    schema = table_schemas()[table]
+    if not folder.is_dir():
+        return schema.empty_table()
+    dataset = ds.dataset(folder, schema=schema, format="parquet")  # '.'/'_' names (temporaries) are skipped
+    return dataset.to_table(filter=filter_)
+
+
+def _pandas(table: pa.Table, dtypes: dict[str, str]) -> pd.DataFrame:
+    frame = table.to_pandas()
+    todo = {c: ("string" if d in ("category", "object") else d) for c, d in dtypes.items() if c in frame.columns}
+    return frame.astype(todo)
+
+
+def open_dataset(path: str | Path, table: str = "roofline", engine: str = "pandas") -> pd.DataFrame | pa.Table:
+    """Read a batch dataset back.
+
+    ``table``: ``"roofline"`` (kernel rows with the peaks used and every roofline column: what
+    :func:`roofline.analyze` gives for the inputs), ``"kernels"`` (as ingested), ``"runs"`` (one row
+    per input read) or ``"errors"`` (one row per input that failed). Kernel rows of an input that
+    has no ``runs`` row (a batch killed while writing it) are left out. ``engine="pyarrow"`` returns
+    an Arrow table. Pandas frames carry the inputs' provenance in ``attrs`` as ``roofline.read`` does.
+    """
+    root = Path(path)
+    check_manifest(root)
+    if table not in TABLES:
+        raise DatasetError(f"{root}: no table {table!r}; tables are {', '.join(TABLES)}")
+    runs = _arrow_table(root, "runs")
+    if table in ("runs", "errors"):
+        out = runs if table == "runs" else _arrow_table(root, "errors")
+        out = out.sort_by([("source_file", "ascending")])
+        if engine == "pyarrow":
+            return out
+        return _pandas(out, RUN_COLUMNS if table == "runs" else ERROR_COLUMNS)
+    done = ds.field("file_id").isin(runs.column("file_id"))
+    kernels = _arrow_table(root, "kernels", done)
+    if table == "roofline":
+        roof = _arrow_table(root, "roofline", done).drop_columns(["run"])
+        kernels = kernels.drop_columns(_PEAK_COLUMNS).join(roof, keys=["file_id", "row"], join_type="inner")
+    kernels = kernels.sort_by([("run", "ascending"), ("source_file", "ascending"), ("row", "ascending")])
+    if engine == "pyarrow":
+        return kernels
+    dtypes = kernel_dtypes() | (table_dtypes("roofline") if table == "roofline" else {})
+    frame = _pandas(kernels, dtypes)
+    front = [c for c in kernel_dtypes() if c in frame.columns]
+    frame = frame[front + [c for c in frame.columns if c not in front]].reset_index(drop=True)
+    provenance = [json.loads(p) for p in runs.sort_by("source_file").column("provenance_json").to_pylist() if p]
+    return set_provenance(frame, [rec for recs in provenance for rec in recs])
+
+
+def table_dtypes(table: str) -> dict[str, str]:
+    if table == "roofline":
+        return {c: kernel_dtypes()[c] for c in _PEAK_COLUMNS} | _roofline_analysis_dtypes()
+    return {"kernels": kernel_dtypes(), "runs": RUN_COLUMNS, "errors": ERROR_COLUMNS}[table]

@@ -1,0 +1,229 @@
+"""Run :func:`~roofline.batch.worker.process_file` over many inputs: in-process, on a local
+process pool, or on an existing Dask distributed cluster. No scheduler or queue of our own: the
+pool or Dask hands out the files; the driver only keeps a bounded window of tasks in flight and
+counts summaries, so its memory does not grow with the number of inputs.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import multiprocessing
+import os
+import resource
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from roofline.batch import dataset as dset
+from roofline.batch.worker import Options, content_sha256, file_id, process_file
+
+Task = tuple[str, str, str, Options]  # (input path, dataset root, run label, options)
+#: tasks in flight per worker: enough to keep workers busy, few enough to bound the driver's memory
+WINDOW_PER_WORKER = 4
+#: inputs a worker process handles before it is replaced (bounds what a leaking reader can hold)
+TASKS_PER_WORKER_PROCESS = 100
+
+
+@dataclass
+class BatchSummary:
+    out: str
+    inputs: int = 0
+    ok: int = 0
+    failed: int = 0
+    skipped: int = 0
+    skipped_failed: int = 0  # of the skipped: inputs that failed before (see --retry-errors)
+    kernels: int = 0
+    elapsed_s: float = 0.0
+    workers: str = ""
+    unmatched_patterns: list[str] = field(default_factory=list)
+    driver_max_rss_mb: float = 0.0
+    workers_max_rss_mb: float = 0.0
+
+    @property
+    def files_per_s(self) -> float:
+        done = self.ok + self.failed
+        return done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def line(self) -> str:
+        before = f", {self.skipped_failed} of them failed then" if self.skipped_failed else ""
+        return (f"{self.inputs} inputs: {self.ok} ok, {self.failed} failed, {self.skipped} skipped (done before{before}); "
+                f"{self.kernels} kernels; {self.elapsed_s:.1f} s ({self.files_per_s:.1f} files/s, {self.workers}) "
+                f"-> {self.out}")
+
+
+def find_inputs(patterns: Iterable[str | Path], exclude: Path | None = None) -> tuple[list[Path], list[str]]:
+    """Absolute, de-duplicated, sorted input paths; and the patterns that matched nothing.
+
+    A folder stands for the profiles inside it; a pattern with ``*``/``?``/``[`` is a glob (``**``
+    recurses); anything else is taken as a file, even if it does not exist (it then lands in the
+    errors table rather than vanishing).
+    """
+    from roofline.ingest.registry import expand
+
+    found: set[Path] = set()
+    unmatched: list[str] = []
+    for pattern in map(str, patterns):
+        if Path(pattern).is_dir():
+            hits = [Path(p) for p in expand([pattern])]
+        elif glob.has_magic(pattern):
+            hits = [Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file()]
+        else:
+            hits = [Path(pattern)]
+        if not hits:
+            unmatched.append(pattern)
+        found.update(Path(os.path.abspath(p)) for p in hits)
+    if exclude is not None:
+        root = Path(os.path.abspath(exclude))
+        found = {p for p in found if root not in p.parents}
+    return sorted(found), unmatched
+
+
+def run_batch(patterns: Iterable[str | Path], out: str | Path, *, workers: int | None = None,
+              scheduler: str | None = None, opts: Options | None = None, run: str | None = None,
+              progress: Callable[[dict[str, Any], BatchSummary], None] | None = None) -> BatchSummary:
+    """Ingest and analyse every input into the dataset at ``out``; see :mod:`roofline.batch`.
+
+    ``workers``: local processes (default: all cores; 1 runs in this process). ``scheduler``: the
+    address of a Dask distributed scheduler (``tcp://host:8786``) instead; its workers must see
+    the inputs and ``out`` at the same paths. ``run``: one run label for every input (default: the
+    name of each input's folder). ``progress`` is called with every file's summary.
+    """
+    root = Path(os.path.abspath(out))
+    opts = opts or Options()
+    dset.init_dataset(root)
+    _clean_temporaries(root)
+    inputs, unmatched = find_inputs(patterns, exclude=root)
+    summary = BatchSummary(out=str(root), inputs=len(inputs), unmatched_patterns=unmatched)
+    tasks = ((str(p), str(root), run or p.parent.name or "_", opts) for p in inputs)
+    start = time.perf_counter()
+    if scheduler:
+        results, summary.workers = _on_dask(tasks, scheduler), f"dask {scheduler}"
+    else:
+        n = workers or os.cpu_count() or 1
+        results, summary.workers = _on_pool(tasks, n), f"{n} local worker{'s' if n > 1 else ''}"
+    for res in results:
+        summary.ok += res["status"] == "ok"
+        summary.failed += res["status"] == "failed"
+        summary.skipped += res["status"] == "skipped"
+        summary.skipped_failed += res["status"] == "skipped" and res.get("format") == "failed before"
+        summary.kernels += int(res.get("kernels") or 0)
+        summary.workers_max_rss_mb = max(summary.workers_max_rss_mb, float(res.get("max_rss_mb") or 0.0))
+        summary.elapsed_s = time.perf_counter() - start
+        if progress is not None:
+            progress(res, summary)
+    summary.elapsed_s = time.perf_counter() - start
+    summary.driver_max_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    _log(root, summary)
+    return summary
+
+
+def _pool(workers: int, ctx: Any) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(workers, mp_context=ctx, max_tasks_per_child=TASKS_PER_WORKER_PROCESS)
+
+
+def _on_pool(tasks: Iterator[Task], workers: int) -> Iterator[dict[str, Any]]:
+    # Even one worker is a separate process: NVIDIA's ncu_report keeps ~1.7 MB per report it has
+    # opened (measured: docs/benchmarks.md), so workers are recycled to keep memory flat.
+    # forkserver: workers start from a clean interpreter (no inherited threads or open reports),
+    # with roofline already imported so a recycled worker starts in milliseconds.
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["roofline.batch.worker", "roofline.ingest.registry", "roofline.analysis"])
+    pool = _pool(workers, ctx)
+    pending: dict[Future[dict[str, Any]], Task] = {}
+    try:
+        for t in islice(tasks, workers * WINDOW_PER_WORKER):
+            pending[pool.submit(process_file, *t)] = t
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            broken: list[Task] = []
+            for fut in done:
+                task = pending.pop(fut)
+                try:
+                    yield fut.result()
+                except BrokenProcessPool:
+                    broken.append(task)
+            if broken:  # a worker died (a reader crashed the interpreter): find the culprit alone
+                broken += list(pending.values())
+                pending.clear()
+                pool.shutdown(wait=False, cancel_futures=True)
+                for task in broken:
+                    yield _isolated(task, ctx)
+                pool = _pool(workers, ctx)
+            for t in islice(tasks, max(len(done), workers * WINDOW_PER_WORKER - len(pending))):
+                pending[pool.submit(process_file, *t)] = t
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _isolated(task: Task, ctx: Any) -> dict[str, Any]:
+    with ProcessPoolExecutor(1, mp_context=ctx) as solo:
+        try:
+            return solo.submit(process_file, *task).result()
+        except BrokenProcessPool as exc:
+            return record_crash(task, exc)
+
+
+def _on_dask(tasks: Iterator[Task], scheduler: str) -> Iterator[dict[str, Any]]:
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        from roofline.errors import MissingDependencyError
+
+        raise MissingDependencyError("--scheduler needs Dask: pip install 'roofline[dask]'") from None
+    with Client(scheduler, timeout="30s") as client:
+        window = max(1, sum(client.nthreads().values())) * WINDOW_PER_WORKER
+        queue = as_completed()
+        owner: dict[str, Task] = {}
+        for t in islice(tasks, window):
+            fut = client.submit(process_file, *t, pure=False)
+            owner[fut.key] = t
+            queue.add(fut)
+        for fut in queue:
+            task = owner.pop(fut.key)
+            try:
+                yield fut.result()
+            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: the input still gets a row
+                yield record_crash(task, exc)
+            fut.release()
+            for t in islice(tasks, 1):
+                nxt = client.submit(process_file, *t, pure=False)
+                owner[nxt.key] = t
+                queue.add(nxt)
+
+
+def record_crash(task: Task, exc: BaseException) -> dict[str, Any]:
+    """An input whose worker died: recorded by the driver, so it is not lost."""
+    import pandas as pd
+
+    path, root, run, _ = task
+    fid = file_id(Path(path), run)
+    try:
+        digest, size = content_sha256(Path(path))
+    except OSError:
+        digest, size = "", None
+    message = f"{path}: the worker processing it died ({type(exc).__name__}: {exc})"
+    dset.remove_parts(Path(root), run, fid, ("kernels", "roofline", "runs"))
+    dset.write_part(Path(root), "errors", run, fid, pd.DataFrame([{
+        "source_file": path, "content_sha256": digest, "size_bytes": size, "format": "unknown",
+        "error_type": type(exc).__name__, "error_kind": "worker-died", "message": message}]))
+    return {"path": path, "file_id": fid, "run": run, "status": "failed", "kernels": 0, "format": "unknown",
+            "error": message}
+
+
+def _clean_temporaries(root: Path) -> None:
+    """Half-written files of a killed batch (never visible to readers) are removed."""
+    for tmp in root.rglob(".*.tmp"):
+        tmp.unlink(missing_ok=True)
+
+
+def _log(root: Path, summary: BatchSummary) -> None:
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    body = asdict(summary) | {"files_per_s": summary.files_per_s, "argv": sys.argv}
+    dset.atomic_write_bytes(root / "_batches" / f"{stamp}-{os.getpid()}.json", json.dumps(body, indent=2).encode())

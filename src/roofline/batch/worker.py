@@ -1,0 +1,149 @@
+"""The unit of work of a batch: one input file in, its rows on disk, a small summary back.
+
+:func:`process_file` is what a process pool or a Dask worker runs. It writes its own Parquet
+parts (so results stream to disk and the driver holds only summaries, whatever the number of
+files) and decides by itself whether the input was already done, which spreads the hashing of
+inputs over the workers too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from roofline import __version__
+from roofline.batch import dataset as dset
+from roofline.errors import InputError, RooflineError
+from roofline.schema import get_provenance
+
+#: provenance fields that change from one run to the next; left out so re-runs give equal datasets
+_WALL_CLOCK_FIELDS = ("ingested_at",)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What every file of one batch is processed with (picklable, so it travels to workers)."""
+
+    peaks: str = "counters"  # 'counters' | 'spec' | a GPU name | a peaks .toml path
+    device: str | None = None  # GPU name for profiles that record none
+    retry_errors: bool = False  # re-read inputs that failed before (with unchanged content)
+
+
+def file_id(path: Path, run: str) -> str:
+    """Stable id of an input: its absolute path and run label (the content hash says if it changed)."""
+    return hashlib.sha256(f"{run}\0{path}".encode()).hexdigest()[:20]
+
+
+def content_sha256(path: Path) -> tuple[str, int]:
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
+def _previous(root: Path, fid: str) -> tuple[str, str] | None:
+    try:
+        digest, status = dset.state_path(root, fid).read_text().split()
+        return digest, status
+    except (OSError, ValueError):
+        return None
+
+
+def _peaks(opts: Options) -> Any:
+    if opts.peaks in ("counters", "spec"):
+        return opts.peaks
+    if opts.peaks.lower().endswith(".toml"):
+        from roofline.hardware.peaks import Peaks
+
+        return Peaks.from_toml(opts.peaks)
+    return opts.peaks
+
+
+def process_file(path: str, root: str, run: str, opts: Options) -> dict[str, Any]:
+    """Ingest and analyse one input into the dataset at ``root``; never raises for a bad input.
+
+    Returns ``{"path", "file_id", "status": "ok"|"failed"|"skipped", "kernels", "format", "error",
+    "max_rss_mb"}`` (the last: this worker process's peak memory so far).
+    """
+    out = _process(path, root, run, opts)
+    out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def _process(path: str, root: str, run: str, opts: Options) -> dict[str, Any]:
+    src, out = Path(path), Path(root)
+    fid = file_id(src, run)
+    summary: dict[str, Any] = {"path": path, "file_id": fid, "run": run, "kernels": 0, "format": None, "error": None}
+    try:
+        digest, size = content_sha256(src)
+    except OSError as exc:
+        digest, size = "", None
+        summary["error"] = f"{path}: cannot be read: {exc.strerror or exc}"
+    previous = _previous(out, fid)
+    if previous and digest and previous[0] == digest and (previous[1] == "ok" or not opts.retry_errors):
+        return summary | {"status": "skipped", "format": "done before" if previous[1] == "ok" else "failed before"}
+    fmt = "unknown"
+    try:
+        if summary["error"]:
+            raise _Unreadable(summary["error"])
+        from roofline.ingest.registry import reader_for, sniff
+
+        fmt = sniff(src)
+        kernels = reader_for(src).read(src)  # type: ignore[misc]
+        if opts.device:
+            from roofline.hardware.specs import fill_spec_peaks
+
+            kernels.loc[kernels["device_name"].isna(), "device_name"] = opts.device
+            kernels = fill_spec_peaks(kernels)
+        from roofline.analysis import analyze
+
+        result = analyze(kernels, peaks=_peaks(opts))
+    except Exception as exc:  # noqa: BLE001 - a batch never loses an input: it goes to the errors table
+        _record_failure(out, run, fid, path, digest, size, fmt, exc)
+        return summary | {"status": "failed", "format": fmt, "error": _message(path, exc)}
+    provenance = [{k: v for k, v in rec.items() if k not in _WALL_CLOCK_FIELDS} for rec in get_provenance(kernels)]
+    dset.write_part(out, "kernels", run, fid, kernels)
+    dset.write_part(out, "roofline", run, fid, result)
+    devices = sorted(set(kernels["device_name"].dropna().astype(str)))
+    record = {"source_file": path, "content_sha256": digest, "size_bytes": size, "format": fmt,
+              "kernels": len(kernels), "device_names": ";".join(devices), "peaks": opts.peaks,
+              "provenance_json": json.dumps(provenance, sort_keys=True, default=str),
+              "roofline_version": __version__}
+    import pandas as pd
+
+    dset.remove_parts(out, run, fid, ("errors",))
+    dset.write_part(out, "runs", run, fid, pd.DataFrame([record]))  # last: the input now counts as read
+    dset.atomic_write_bytes(dset.state_path(out, fid), f"{digest} ok".encode())
+    return summary | {"status": "ok", "format": fmt, "kernels": len(kernels)}
+
+
+class _Unreadable(RooflineError):
+    pass
+
+
+def _message(path: str, exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, RooflineError) and path in text else f"{path}: {text}"
+
+
+def _record_failure(out: Path, run: str, fid: str, path: str, digest: str, size: int | None, fmt: str,
+                    exc: BaseException) -> None:
+    import pandas as pd
+
+    kind = exc.kind if isinstance(exc, InputError) else ("read-error" if isinstance(exc, RooflineError) else "bug")
+    record = {"source_file": path, "content_sha256": digest, "size_bytes": size, "format": fmt,
+              "error_type": type(exc).__name__, "error_kind": kind, "message": _message(path, exc)}
+    dset.remove_parts(out, run, fid, ("kernels", "roofline", "runs"))
+    dset.write_part(out, "errors", run, fid, pd.DataFrame([record]))
+    if digest:  # an unreadable file has no hash to compare next time: it is always retried
+        dset.atomic_write_bytes(dset.state_path(out, fid), f"{digest} failed".encode())
+    if os.environ.get("ROOFLINE_DEBUG"):
+        raise exc
