@@ -7,6 +7,7 @@ with two worker processes, and a real SIGKILL of the whole batch process group.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -63,7 +64,14 @@ def _tables(root: Path) -> dict[str, pd.DataFrame]:
     return {t: open_dataset(root, t) for t in ("roofline", "kernels", "runs", "errors")}
 
 
+def dataset_digest(root: Path) -> dict[str, str]:
+    """SHA-256 of every file of a dataset but the per-batch logs: equal digests, byte-identical datasets."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and "_batches" not in p.parts}
+
+
 def _assert_same_dataset(a: Path, b: Path) -> None:
+    assert dataset_digest(a) == dataset_digest(b)  # Parquet writes are deterministic: same bytes
     ta, tb = _tables(a), _tables(b)
     for name in ta:
         pd.testing.assert_frame_equal(ta[name], tb[name], check_exact=True, obj=name)
@@ -80,8 +88,9 @@ def inputs(tmp_path_factory) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def local(inputs, tmp_path_factory) -> Path:
+    """The serial dataset (one worker process): what the other modes must reproduce."""
     root = tmp_path_factory.mktemp("local") / "ds"
-    summary = run_batch(inputs, root, workers=2)
+    summary = run_batch(inputs, root, workers=1)
     assert summary.inputs == len(inputs) and summary.ok + summary.failed == len(inputs)
     return root
 
@@ -100,6 +109,8 @@ def test_every_input_ends_in_runs_or_errors_exactly_once(inputs, local):
     assert {"CorruptReportError", "LfsPointerError", "EmptyInputError"} <= set(errors["error_type"])
     kernels = open_dataset(local, "roofline")
     assert len(kernels) == runs["kernels"].sum() > 0
+    one_run = open_dataset(local, "roofline", runs=["run0"])
+    assert set(one_run["run"]) == {"run0"} and len(one_run) == runs.loc[runs["run"] == "run0", "kernels"].sum()
     assert set(kernels["source_file"]) == set(runs.loc[runs["kernels"] > 0, "source_file"])
 
 
@@ -156,7 +167,7 @@ def test_sigkill_midway_then_rerun_gives_the_uninterrupted_dataset(inputs, tmp_p
     _assert_same_dataset(whole, killed)
 
 
-def test_a_dask_cluster_gives_the_local_dataset(inputs, local, tmp_path):
+def test_a_dask_cluster_gives_the_serial_dataset(inputs, local, tmp_path):
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
