@@ -494,6 +494,15 @@ def formats() -> None:
         click.echo(f"{f.name:12s} {status:27s} {f.description}")
 
 
+def _register_llm() -> None:
+    from roofline.inference.command import llm
+
+    cli.add_command(llm)
+
+
+_register_llm()
+
+
 def main() -> None:
     """Entry point: no traceback reaches the user unless ROOFLINE_DEBUG is set."""
     try:

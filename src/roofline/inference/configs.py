@@ -1,0 +1,165 @@
+"""Decoder-only transformer configs: built-in models and Hugging Face ``config.json`` files.
+
+Both go through :func:`parse_config`, so a built-in model is checked exactly like a user's file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from roofline.errors import RooflineError
+
+
+class ModelConfigError(RooflineError):
+    """A model config that roofline cannot turn into a decoder-only transformer."""
+
+
+#: model types whose MLP is gated (SwiGLU / GeGLU: gate, up, down); others get the plain up/down MLP
+GATED_MLP_TYPES = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "qwen3", "qwen3_moe",
+                   "olmo", "olmo2", "deepseek", "phi3", "internlm2", "yi"}
+#: model types with biases on the q, k and v projections
+QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}
+ENCODER_ARCHITECTURES = re.compile(r"(Bert|Roberta|Electra|Deberta|T5|Bart|Pegasus|Marian|Whisper|Vit|Clip)", re.I)
+ENCODER_TYPES = {"bert", "roberta", "t5", "bart", "mt5", "electra", "deberta", "deberta-v2", "whisper", "pegasus",
+                 "marian", "vit", "clip"}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str
+    hidden: int  # d_model
+    layers: int
+    heads: int
+    kv_heads: int  # < heads: grouped-query attention
+    head_dim: int
+    intermediate: int  # per expert for mixture-of-experts models
+    vocab: int
+    tied_embeddings: bool
+    gated_mlp: bool
+    qkv_bias: bool
+    experts: int = 1
+    experts_per_token: int = 1
+
+    # --- parameter counts (what the weight bytes are made of) ---
+    @property
+    def attn_params(self) -> int:
+        q = self.hidden * self.heads * self.head_dim
+        kv = 2 * self.hidden * self.kv_heads * self.head_dim
+        o = self.heads * self.head_dim * self.hidden
+        bias = (self.heads + 2 * self.kv_heads) * self.head_dim if self.qkv_bias else 0
+        return q + kv + o + bias
+
+    @property
+    def expert_params(self) -> int:
+        return (3 if self.gated_mlp else 2) * self.hidden * self.intermediate
+
+    @property
+    def router_params(self) -> int:
+        return self.hidden * self.experts if self.experts > 1 else 0
+
+    @property
+    def layer_params(self) -> int:
+        return self.attn_params + self.experts * self.expert_params + self.router_params + 2 * self.hidden
+
+    @property
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden
+
+    @property
+    def lm_head_params(self) -> int:
+        return 0 if self.tied_embeddings else self.vocab * self.hidden
+
+    @property
+    def params(self) -> int:
+        """Every parameter, embeddings and LM head included (what model cards quote)."""
+        return self.layers * self.layer_params + self.embedding_params + self.lm_head_params + self.hidden
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token uses (mixture-of-experts: only its experts)."""
+        inactive = (self.experts - self.experts_per_token) * self.expert_params * self.layers
+        return self.params - inactive
+
+
+def _require(cfg: dict[str, Any], where: str, *names: str) -> Any:
+    for n in names:
+        if n in cfg and cfg[n] is not None:
+            return cfg[n]
+    raise ModelConfigError(f"{where}: missing field {names[0]!r}" + (f" (or {', '.join(map(repr, names[1:]))})"
+                                                                      if len(names) > 1 else ""))
+
+
+def _positive_int(value: Any, where: str, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ModelConfigError(f"{where}: field {field!r} must be a positive integer, got {value!r}")
+    return value
+
+
+def parse_config(cfg: Any, name: str, where: str | None = None) -> ModelConfig:
+    """A :class:`ModelConfig` from a Hugging Face config dict; errors name the field."""
+    where = where or name
+    if not isinstance(cfg, dict):
+        raise ModelConfigError(f"{where}: a config must be a JSON object, got {type(cfg).__name__}")
+    if cfg.get("is_encoder_decoder"):
+        raise ModelConfigError(f"{where}: field 'is_encoder_decoder' is true: not a decoder-only transformer")
+    mtype = str(cfg.get("model_type", ""))
+    archs = [str(a) for a in cfg.get("architectures") or []]
+    if mtype.lower() in ENCODER_TYPES or any(ENCODER_ARCHITECTURES.search(a) and "CausalLM" not in a for a in archs):
+        raise ModelConfigError(f"{where}: field 'model_type'/'architectures' ({mtype or ', '.join(archs)}) is not a "
+                               "decoder-only transformer")
+    hidden = _positive_int(_require(cfg, where, "hidden_size", "n_embd", "d_model"), where, "hidden_size")
+    layers = _positive_int(_require(cfg, where, "num_hidden_layers", "n_layer", "num_layers"), where, "num_hidden_layers")
+    heads = _positive_int(_require(cfg, where, "num_attention_heads", "n_head"), where, "num_attention_heads")
+    kv_heads = _positive_int(cfg.get("num_key_value_heads") or heads, where, "num_key_value_heads")
+    if heads % kv_heads:
+        raise ModelConfigError(f"{where}: field 'num_key_value_heads' ({kv_heads}) must divide num_attention_heads ({heads})")
+    head_dim = cfg.get("head_dim") or hidden // heads
+    head_dim = _positive_int(head_dim, where, "head_dim")
+    inter = _positive_int(_require(cfg, where, "intermediate_size", "n_inner", "ffn_dim"), where, "intermediate_size")
+    vocab = _positive_int(_require(cfg, where, "vocab_size"), where, "vocab_size")
+    act = str(cfg.get("hidden_act", cfg.get("activation_function", "")))
+    gated = mtype.lower() in GATED_MLP_TYPES or act in ("silu", "swiglu")
+    experts = _positive_int(cfg.get("num_local_experts") or cfg.get("num_experts") or 1, where, "num_local_experts")
+    per_tok = _positive_int(cfg.get("num_experts_per_tok") or 1, where, "num_experts_per_tok")
+    if per_tok > experts:
+        raise ModelConfigError(f"{where}: field 'num_experts_per_tok' ({per_tok}) exceeds num_local_experts ({experts})")
+    bias = bool(cfg.get("attention_bias", mtype.lower() in QKV_BIAS_TYPES))
+    return ModelConfig(name=name, hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+                       intermediate=inter, vocab=vocab, tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+                       gated_mlp=gated, qkv_bias=bias, experts=experts, experts_per_token=per_tok)
+
+
+@lru_cache(maxsize=1)
+def builtin_configs() -> dict[str, dict[str, Any]]:
+    text = resources.files("roofline.inference").joinpath("builtin_models.json").read_text()
+    return {k: v for k, v in json.loads(text).items() if not k.startswith("_")}
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-")
+
+
+def load_model(model: str | Path | ModelConfig) -> ModelConfig:
+    """A built-in model by name (``llama-3-8b``, case and separators free) or a config.json path."""
+    if isinstance(model, ModelConfig):
+        return model
+    builtins = {_key(k): k for k in builtin_configs()}
+    if isinstance(model, str) and _key(model) in builtins:
+        name = builtins[_key(model)]
+        return parse_config(builtin_configs()[name], name)
+    path = Path(model)
+    if not path.exists():
+        raise ModelConfigError(f"{model}: neither a built-in model ({', '.join(builtin_configs())}) nor a config file")
+    if path.is_dir():
+        path = path / "config.json"
+    try:
+        cfg = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ModelConfigError(f"{path}: not a readable JSON config ({exc})") from None
+    return parse_config(cfg, cfg.get("_name_or_path") or path.parent.name or path.stem, where=str(path))
