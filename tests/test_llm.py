@@ -136,3 +136,87 @@ def test_cli_example_and_measured_trace(tmp_path):
     assert out["measured"]["duration_s"] == pytest.approx(direct["duration_s"])
     assert out["measured"]["flop"] == pytest.approx(direct["flop"])
     assert out["params"] == pytest.approx(0.464e9, rel=0.01)  # Qwen1.5-0.5B, tied embeddings
+
+
+# --- hand computations from published constants only (no value taken from the code under test) ---
+
+H100_BF16, H100_HBM = 989.4e12, 3.35e12  # H100 SXM datasheet: dense bf16 tensor FLOP/s, HBM3 bytes/s
+#: vocab × hidden of each model card: the embedding table a decode step gathers one row of
+EMBED = {"llama-2-7b": 32000 * 4096, "qwen2.5-7b": 152064 * 3584, "llama-3-8b": 128256 * 4096}
+HIDDEN = {"llama-2-7b": 4096, "qwen2.5-7b": 3584, "llama-3-8b": 4096}
+
+
+@pytest.mark.parametrize("bits", [16, 8, 4])
+@pytest.mark.parametrize("name", sorted(EMBED))
+def test_dense_decode_step_reads_every_weight_but_the_embedding_table_once(name, bits):
+    # batch 1: every layer weight, the final norm and the LM head once, plus one gathered embedding row
+    dec = estimate(name, "H100 SXM", batch=1, weight_bits=bits).phases.query("phase == 'decode'").iloc[0]
+    hand = (PUBLISHED[name] - EMBED[name] + HIDDEN[name]) * bits / 8
+    assert dec["weight_bytes"] == pytest.approx(hand, rel=0.01)
+
+
+def test_llama3_8b_tpot_ttft_and_intensity_at_the_roof_by_hand():
+    layers, heads, kv_heads, head_dim, ctx = 32, 32, 8, 128, 512 + (128 + 1) / 2
+    body = PUBLISHED["llama-3-8b"] - EMBED["llama-3-8b"]  # every weight a token multiplies
+    kv = layers * 2 * kv_heads * head_dim * 2 * ctx  # K and V of the mean context, 2 bytes each
+    flop = 2 * body + 4 * layers * heads * head_dim * ctx
+    est = estimate("llama-3-8b", "h100-sxm", batch=[1, 8, 32], prompt=512, generate=128)
+    sc = est.scaling.set_index("batch")
+    # batch 1 decode: every op memory-bound, so TPOT = bytes / HBM bandwidth (activations < 0.1%)
+    assert sc.loc[1, "tpot_s"] == pytest.approx((2 * body + kv) / H100_HBM, rel=0.002)
+    assert sc.loc[1, "decode_intensity_flop_per_byte"] == pytest.approx(flop / (2 * body + kv), rel=0.002)
+    assert sc.loc[1, "decode_tokens_per_s"] == pytest.approx(1 / sc.loc[1, "tpot_s"])
+    # 8-bit weights halve the weight bytes: intensity about doubles (≈2 FLOP/byte)
+    q8 = estimate("llama-3-8b", "h100-sxm", batch=1, prompt=512, generate=128, weight_bits=8).scaling.iloc[0]
+    assert q8["decode_intensity_flop_per_byte"] == pytest.approx(flop / (body + kv), rel=0.002)
+    # long prefill: TTFT is at least FLOPs / tensor peak (LM head on the last token only), and the
+    # memory-bound norms and near-ridge projections add only a few percent
+    p = 4096
+    pre_flop = 2 * p * (body - EMBED["llama-3-8b"]) + 2 * EMBED["llama-3-8b"] + 4 * layers * heads * head_dim * p * (p + 1) / 2
+    ttft = estimate("llama-3-8b", "h100-sxm", batch=1, prompt=p, generate=1).scaling.iloc[0]["ttft_s"]
+    assert pre_flop / H100_BF16 <= ttft <= 1.05 * pre_flop / H100_BF16
+
+
+def test_the_llm_command_object_through_clirunner_json_and_gpu_name_spellings():
+    from click.testing import CliRunner
+
+    from roofline.inference.command import llm
+
+    outs = []
+    for gpu in ("h100-sxm", "H100 SXM", "H100_SXM"):
+        res = CliRunner().invoke(llm, ["--model", "Llama-3-8B", "--gpu", gpu, "--batch", "1,8",
+                                       "--prompt", "16", "--generate", "16", "--format", "json"])
+        assert res.exit_code == 0, res.output
+        outs.append(json.loads(res.output))
+    assert outs[0] == outs[1] == outs[2]
+    out = outs[0]
+    assert out["gpu"] == "H100 SXM" and [r["batch"] for r in out["scaling"]] == [1, 8]
+    assert 300 < out["crossover_batch"] < 450  # the hand computation above pins it within 1
+    assert out["weights_only_crossover_batch"] == math.ceil(H100_BF16 / H100_HBM)
+
+
+@pytest.mark.parametrize("missing", ["hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size",
+                                     "intermediate_size"])
+def test_each_missing_required_field_is_named(missing):
+    from roofline.inference import parse_config
+
+    cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100}
+    parse_config(cfg, "tiny")  # complete: parses
+    del cfg[missing]
+    with pytest.raises(ModelConfigError, match=missing):
+        parse_config(cfg, "tiny")
+
+
+def test_an_encoder_architecture_without_model_type_is_refused():
+    from roofline.inference import parse_config
+
+    with pytest.raises(ModelConfigError, match="architectures"):
+        parse_config({"architectures": ["BertModel"], "hidden_size": 768, "intermediate_size": 3072,
+                      "num_hidden_layers": 12, "num_attention_heads": 12, "vocab_size": 30522}, "bert")
+
+
+def test_repeated_batch_sizes_are_one_row_each():
+    res = _cli("llm", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "8,1,1", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    assert [r["batch"] for r in json.loads(res.stdout)["scaling"]] == [1, 8]

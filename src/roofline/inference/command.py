@@ -18,7 +18,7 @@ def _batches(_ctx: click.Context, _param: click.Parameter, value: str) -> list[i
         raise click.BadParameter(f"a comma-separated list of batch sizes, got {value!r}") from None
     if not out or min(out) < 1:
         raise click.BadParameter("batch sizes must be positive integers")
-    return out
+    return sorted(set(out))  # one row per batch size in every table
 
 
 @click.command("llm")

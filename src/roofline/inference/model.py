@@ -231,7 +231,7 @@ def estimate(model: str | Path | ModelConfig, gpu: str | GpuSpec, batch: int | l
     m = load_model(model)
     prec = Precision(weight_bits, act_bits, kv_bits)
     hw = hardware(gpu, act_bits, link_gbps)
-    batches = [batch] if isinstance(batch, int) else list(batch)
+    batches = [batch] if isinstance(batch, int) else sorted(set(batch))
     if not batches or min(batches) < 1 or prompt < 1 or generate < 1:
         raise InferenceModelError("batch sizes, --prompt and --generate must be positive")
     if tp < 1 or m.heads % tp:
