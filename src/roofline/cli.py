@@ -147,9 +147,12 @@ def _unknown_trace_gpus(result: pd.DataFrame) -> int:
         return 0
     traces = result[result["format"].isin(["torch-trace", "xplane"]).fillna(False).to_numpy()]
     bad = 0
-    for (src, dev), _ in traces.groupby([traces["source_file"].astype(str),
-                                         traces["device_name"].astype("string").fillna("")], sort=False):
-        if not dev or lookup(dev) is None:
+    peak_cols = [c for c in traces.columns if c.startswith("peak_") and not c.endswith("_source")
+                 and pd.api.types.is_float_dtype(traces[c])]
+    for (src, dev), group in traces.groupby([traces["source_file"].astype(str),
+                                             traces["device_name"].astype("string").fillna("")], sort=False):
+        has_peaks = bool(peak_cols) and group[peak_cols].notna().any().any()  # e.g. an xplane's device plane
+        if not has_peaks and (not dev or lookup(dev) is None):
             what = f"GPU {dev!r} is not in the spec table" if dev else "the trace names no GPU (no deviceProperties)"
             _err(f"{src}: {what} and traces carry no peak counters; pass --peaks '<GPU>' "
                  "(see `roofline devices`) or --peaks FILE.toml")

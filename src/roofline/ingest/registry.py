@@ -19,7 +19,7 @@ from roofline.errors import (
     UnknownFormatError,
     UnsupportedFormatError,
 )
-from roofline.ingest import ncu_csv, ncu_rep, torch_trace
+from roofline.ingest import ncu_csv, ncu_rep, torch_trace, xplane, xprof_trace
 from roofline.ingest.common import describe_content, head
 
 
@@ -41,7 +41,10 @@ FORMATS: dict[str, Format] = {
                (".csv",), ncu_csv.read, ncu_csv.read_metrics),
         Format("torch-trace", "PyTorch profiler (Kineto) Chrome trace JSON (.json, .json.gz)",
                (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz"), torch_trace.read),
-        Format("xplane", "XLA/XProf XSpace protobuf (.xplane.pb)", (".xplane.pb",), None),
+        Format("xplane", "XLA/XProf XSpace protobuf (.xplane.pb: JAX, TensorFlow, PyTorch/XLA; TPU or GPU)",
+               xplane.SUFFIXES, xplane.read),
+        Format("xprof-trace", "XProf trace-viewer / perfetto JSON of an xplane (.trace.json.gz; timing only)",
+               xprof_trace.SUFFIXES, xprof_trace.read),
     )
 }
 
@@ -68,6 +71,8 @@ def sniff(path: str | Path) -> str:
     found: str | None = None
     if data.startswith(ncu_rep.MAGIC):
         found = "ncu-rep"
+    elif named == "xplane":
+        found = "xplane"  # protobuf has no magic: the name decides, the reader checks the content
     elif ncu_csv.HEADER_MARK in ncu_csv.decode_text(data):
         found = "ncu-csv"
     elif data[:2] == b"\x1f\x8b":
@@ -77,11 +82,9 @@ def sniff(path: str | Path) -> str:
         except (OSError, EOFError):
             inner = b""
         if inner.lstrip()[:1] in (b"{", b"["):
-            found = "torch-trace"
+            found = "xprof-trace" if xprof_trace.looks_like(_gunzip_head(path)) else "torch-trace"
     elif data.lstrip()[:1] in (b"{", b"["):
-        found = "torch-trace"
-    elif named == "xplane":
-        found = "xplane"
+        found = "xprof-trace" if xprof_trace.looks_like(data) else "torch-trace"
     elif path.name.lower().endswith(".ncu-repz"):
         found = "ncu-rep"  # compressed report: no documented magic, ncu_report decides
 
@@ -98,6 +101,14 @@ def sniff(path: str | Path) -> str:
             "`roofline formats` lists the formats",
         )
     return found
+
+
+def _gunzip_head(path: Path, n: int = 64 * 1024) -> bytes:
+    try:
+        with gzip.open(path, "rb") as fh:
+            return fh.read(n)
+    except (OSError, EOFError):
+        return b""
 
 
 def expand(paths: Iterable[str | Path]) -> list[Path]:

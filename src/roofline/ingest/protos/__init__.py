@@ -1,0 +1,1 @@
+"""XSpace schema (xplane.proto) and its generated protobuf module; see the .proto for how it is made."""
