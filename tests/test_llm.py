@@ -1,11 +1,13 @@
 """roofline llm: parameter counts, decode/prefill bounds, FLOPs per token and the decode crossover
-against hand computations; config errors; the CLI with a measured trace."""
+against hand computations; the GEMM FLOPs of a real trace at its own workload; config errors; the
+CLI with a measured trace; decode-step accounting, sequence-length sweeps and the charts' points."""
 
 from __future__ import annotations
 
 import json
 import math
 
+import numpy as np
 import pytest
 
 import roofline
@@ -68,7 +70,7 @@ def test_decode_crossover_batch_matches_a_hand_computation():
     m, spec = load_model("llama-3-8b"), require("H100 SXM")
     ridge = spec.figures["tensor_bf16"].flop_per_s / spec.dram_bytes_per_s  # 989.4 TFLOP/s / 3.35 TB/s
     prompt, generate = 16, 16
-    ctx = prompt + (generate + 1) / 2
+    ctx = prompt + generate / 2  # the G-1 decode steps have contexts P+1 ... P+G-1
     d, hd, heads, layers = m.hidden, m.head_dim, m.heads, m.layers
     weights = 2 * (m.params - m.embedding_params)  # bytes read once per step, whatever the batch
     # per sequence and step: FLOPs (matmuls, QK^T and PV, softmax 5/score, RMS norms 4/element) ...
@@ -82,7 +84,7 @@ def test_decode_crossover_batch_matches_a_hand_computation():
     act_per_seq = 2 * (layers * (11 * d + 4 * heads * hd + 3 * m.intermediate) + 2 * d + 2 * d + d + m.vocab)
     hand = math.ceil(ridge * weights / (flop_per_seq - ridge * (kv_per_seq + act_per_seq)))
     est = estimate(m, "h100-sxm", batch=1, prompt=prompt, generate=generate)
-    assert abs(est.crossover_batch - hand) <= 1
+    assert est.crossover_batch == hand  # 369.6 -> 370
     assert est.weights_only_crossover_batch == math.ceil(ridge)  # 2 bytes per weight, 2 FLOPs per weight
     # at 576 tokens of context the KV cache alone keeps Llama-3-8B decode under the ridge
     long = estimate(m, "h100-sxm", batch=1, prompt=512, generate=128)
@@ -156,7 +158,7 @@ def test_dense_decode_step_reads_every_weight_but_the_embedding_table_once(name,
 
 
 def test_llama3_8b_tpot_ttft_and_intensity_at_the_roof_by_hand():
-    layers, heads, kv_heads, head_dim, ctx = 32, 32, 8, 128, 512 + (128 + 1) / 2
+    layers, heads, kv_heads, head_dim, ctx = 32, 32, 8, 128, 512 + 128 / 2  # mean of 513 ... 639
     body = PUBLISHED["llama-3-8b"] - EMBED["llama-3-8b"]  # every weight a token multiplies
     kv = layers * 2 * kv_heads * head_dim * 2 * ctx  # K and V of the mean context, 2 bytes each
     flop = 2 * body + 4 * layers * heads * head_dim * ctx
@@ -220,3 +222,147 @@ def test_repeated_batch_sizes_are_one_row_each():
     res = _cli("llm", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "8,1,1", "--format", "json")
     assert res.returncode == 0, res.stderr
     assert [r["batch"] for r in json.loads(res.stdout)["scaling"]] == [1, 8]
+
+
+# --- decode-step accounting, a real trace at its own workload, sweeps, charts, peaks, names ---
+
+QWEN_CFG = LLM / "qwen1.5-0.5b.config.json"
+
+
+def _trace_events(path):
+    """The trace's events read with gzip + json only (independent of roofline's trace reader)."""
+    import gzip
+
+    with gzip.open(path, "rt") as f:
+        return json.load(f)["traceEvents"]
+
+
+@pytest.mark.parametrize("generate, ctx", [(1, 101), (2, 101), (3, 101.5), (128, 164)])
+def test_generated_tokens_take_g_minus_1_decode_steps_at_their_mean_context(generate, ctx):
+    # the prefill yields token 1; tokens 2..G come from decode steps with contexts P+1 ... P+G-1
+    est = estimate("llama-3-8b", "h100-sxm", batch=1, prompt=100, generate=generate)
+    dec = est.phases.query("phase == 'decode'").iloc[0]
+    assert dec["seq_len"] == ctx
+    sc = est.scaling.iloc[0]
+    assert sc["request_time_s"] == pytest.approx(sc["ttft_s"] + (generate - 1) * sc["tpot_s"])
+    if generate == 2:  # one step: K and V of 101 tokens read, the new token's K and V written, 2 bytes each
+        assert dec["kv_bytes"] == pytest.approx(32 * (2 * 8 * 128 * 2 * 101 + 2 * 8 * 128 * 2))
+
+
+def test_gemm_flops_match_a_real_qwen_trace_at_its_own_workload():
+    trace = shared(QWEN_TRACE)
+    ops = [e for e in _trace_events(trace) if e.get("cat") == "cpu_op"]
+    # the profiled workload, from the embedding lookup's input: [batch, sequence]
+    batch, seq = next(e["args"]["Input Dims"][1] for e in ops if e["name"] == "aten::embedding")
+    assert (batch, seq) == (16, 559)
+    # every projection and MLP GEMM of the trace by hand from its shapes: mm 2·M·K·N, addmm (+bias) 2·M·K·N + M·N
+    dims = [(e["name"], e["args"]["Input Dims"]) for e in ops if e["name"] in ("aten::mm", "aten::addmm")]
+    hand = sum(2 * d[0][0] * d[0][1] * d[1][1] if n == "aten::mm"
+               else 2 * d[1][0] * d[1][1] * d[2][1] + d[1][0] * d[2][1] for n, d in dims)
+    assert len(dims) == 24 * 7  # q, k, v (addmm, biased), o, gate, up, down per layer
+    pre = estimate(QWEN_CFG, "h100-sxm", batch=batch, prompt=seq, generate=1).ops.query("phase == 'prefill'")
+    linear = pre[pre["op"].isin(["q_proj", "k_proj", "v_proj", "o_proj", "mlp_gate", "mlp_up", "mlp_down"])]
+    assert (linear["flop"] * linear["count"]).sum() == pytest.approx(hand, rel=1e-12)
+    # causal attention, QKᵀ and PV: 2 × 2·B·H·hd per query-key pair, P(P+1)/2 pairs
+    attn = pre.set_index("op").loc["attn_output"]
+    assert 2 * attn["flop"] == pytest.approx(4 * batch * 16 * 64 * seq * (seq + 1) / 2)
+
+
+def test_measured_gap_at_the_traces_workload_through_the_command_object():
+    from click.testing import CliRunner
+
+    from roofline.inference.command import llm
+
+    trace = shared(QWEN_TRACE)
+    gpu_s = sum(e["dur"] for e in _trace_events(trace) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")) * 1e-6
+    args = ["--model", str(QWEN_CFG), "--gpu", "h100-sxm", "--generate", "1", "--measured", str(trace)]
+    res = CliRunner().invoke(llm, [*args, "--batch", "16", "--prompt", "559", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    gap = json.loads(res.output)["measured"]
+    assert gap["duration_s"] == pytest.approx(gpu_s)  # every GPU event of the trace, by hand
+    assert gap["model_batch"] == 16 and gap["model_prompt"] == 559
+    assert gap["time_ratio"] == pytest.approx(gap["duration_s"] / gap["model_time_at_roof_s"])
+    # Qwen2Model (no LM head) at the same workload: the model's prefill FLOPs are the trace's within 1%
+    assert gap["flop_ratio"] == pytest.approx(1.0, abs=0.01)
+    assert gap["time_ratio"] > 1  # nothing runs above the roof
+    assert gap["unknown_flop_kernels"] > 0 and "lower bound" in gap["note"]  # kernels launched before the window
+    text = CliRunner().invoke(llm, [*args, "--batch", "16", "--prompt", "559"]).output
+    assert "measured / model: time" in text and "differ from the model's" not in text
+    wrong = CliRunner().invoke(llm, [*args, "--batch", "1", "--prompt", "512"]).output
+    assert "differ from the model's by more than 10%" in wrong
+
+
+def test_charts_draw_the_frames_points():
+    from roofline.inference.plot import measured_ops, roofline_figure, scaling_figure
+
+    est = estimate(QWEN_CFG, "h100-sxm", batch=[1, 16], prompt=559, generate=1)
+    result = roofline.analyze(roofline.read(shared(QWEN_TRACE)))
+    fig = roofline_figure(est, result)
+    drawn = {a.get_gid(): a for a in fig.axes[0].get_children() if a.get_gid()}
+    for phase in ("prefill", "decode"):
+        rows = est.phases.query("phase == @phase")
+        pts = np.asarray(drawn[f"model:{phase}"].get_offsets())
+        assert pts[:, 0].tolist() == pytest.approx(rows["intensity_flop_per_byte"].tolist())
+        assert pts[:, 1].tolist() == pytest.approx((rows["flop"] / rows["step_time_s"]).tolist())
+    pt = measured_point(result)
+    assert np.asarray(drawn["measured:program"].get_offsets())[0].tolist() == pytest.approx(
+        [pt["intensity_flop_per_byte"], pt["achieved_flop_per_s"]])
+    assert len(drawn["measured:ops"].get_offsets()) == len(measured_ops(result)) > 100
+    ests = [est, estimate(QWEN_CFG, "h100-sxm", batch=[1, 16], prompt=2048, generate=1)]
+    lines = {a.get_gid(): a for ax in scaling_figure(ests).axes for a in ax.get_lines() if a.get_gid()}
+    for e in ests:
+        assert list(lines[f"scaling:tokens:{e.prompt}"].get_ydata()) == pytest.approx(
+            e.scaling["decode_tokens_per_s"].tolist())
+
+
+def test_sequence_length_sweep_frames_and_cli():
+    from roofline.inference import sweep
+
+    short, long = sweep("llama-3-8b", "h100-sxm", batch=[1, 8], prompt=[4096, 512], generate=2)
+    assert (short.prompt, long.prompt) == (512, 4096)
+    assert set(long.ops["prompt"]) == set(long.phases["prompt"]) == set(long.scaling["prompt"]) == {4096}
+    # one decode step at context P+1: the longer prompt reads 3584 more tokens of K and V per sequence
+    d = {e.prompt: e.phases.query("phase == 'decode' and batch == 1").iloc[0] for e in (short, long)}
+    assert d[4096]["kv_bytes"] - d[512]["kv_bytes"] == pytest.approx(32 * 2 * 8 * 128 * 2 * 3584)
+    from click.testing import CliRunner
+
+    from roofline.inference.command import llm
+
+    res = CliRunner().invoke(llm, ["--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "1,8", "--prompt",
+                                   "512,4096", "--generate", "2", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert [(r["prompt"], r["batch"]) for r in out["scaling"]] == [(512, 1), (512, 8), (4096, 1), (4096, 8)]
+    assert [c["prompt"] for c in out["crossover"]] == [512, 4096]
+
+
+def test_peaks_name_their_source_and_the_clock_the_figure_implies():
+    est = estimate("llama-3-8b", "h100-sxm")
+    # 989.4 TFLOP/s ÷ (132 SMs × 4096 FLOP/cycle/SM) = 1.830 GHz: the datasheet's tensor clock, not the 1.98 GHz boost
+    assert "1830 MHz" in est.hw.tensor_source and "dense" in est.hw.tensor_source
+    assert "datasheet" in est.hw.hbm_source
+    assert est.hw.ridge_flop_per_byte == pytest.approx(H100_BF16 / H100_HBM)
+
+
+def test_model_names_and_config_files_resolve():
+    ref = load_model("llama-3-8b")
+    for spelling in ("llama3-8b", "Llama 3 8B", "LLAMA_3_8B", "Llama-3-8B"):
+        assert load_model(spelling) == ref
+    assert load_model(QWEN_CFG).name == "qwen1.5-0.5b"
+
+
+def test_a_config_that_is_not_a_json_object_is_refused(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text("[1, 2]")
+    with pytest.raises(ModelConfigError, match="JSON object"):
+        load_model(bad)
+
+
+def test_tensor_parallel_all_reduce_time_over_the_link_by_hand():
+    # Llama-2-70B, batch 4, decode, TP 4 over 300 GB/s: 2 ring all-reduces per layer of 2·(T-1)/T·N·d·2 bytes
+    est = estimate("llama-2-70b", "h100-sxm", batch=4, prompt=256, generate=8, tp=4, link_gbps=300)
+    dec = est.phases.query("phase == 'decode'").iloc[0]
+    link_bytes = 80 * 2 * (2 * 3 / 4 * 4 * 8192 * 2)
+    assert dec["link_bytes"] == pytest.approx(link_bytes)
+    assert dec["link_time_s"] == pytest.approx(link_bytes / 300e9)
+    assert dec["step_time_s"] == pytest.approx(dec["time_at_roof_s"] + link_bytes / 300e9)

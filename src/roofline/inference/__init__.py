@@ -3,12 +3,13 @@
     >>> from roofline.inference import estimate
     >>> est = estimate("llama-3-8b", "h100-sxm", batch=[1, 8, 32], prompt=512, generate=128)
     >>> est.phases, est.scaling, est.crossover_batch
+    >>> ests = sweep("llama-3-8b", "h100-sxm", batch=[1, 8, 32], prompt=[512, 4096])   # sequence length too
 """
 
 from __future__ import annotations
 
 from roofline.inference.configs import ModelConfig, ModelConfigError, load_model, parse_config
-from roofline.inference.model import Estimate, InferenceModelError, estimate, hardware
+from roofline.inference.model import Estimate, InferenceModelError, estimate, hardware, sweep
 
-__all__ = ["estimate", "Estimate", "load_model", "parse_config", "ModelConfig", "ModelConfigError",
+__all__ = ["estimate", "sweep", "Estimate", "load_model", "parse_config", "ModelConfig", "ModelConfigError",
            "InferenceModelError", "hardware"]

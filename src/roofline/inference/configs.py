@@ -142,7 +142,8 @@ def builtin_configs() -> dict[str, dict[str, Any]]:
 
 
 def _key(name: str) -> str:
-    return re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-")
+    """Separators dropped, so llama-3-8b, "Llama 3 8B", llama_3_8b and llama3-8b are one model."""
+    return re.sub(r"[^a-z0-9.]+", "", name.lower())
 
 
 def load_model(model: str | Path | ModelConfig) -> ModelConfig:
@@ -162,4 +163,7 @@ def load_model(model: str | Path | ModelConfig) -> ModelConfig:
         cfg = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise ModelConfigError(f"{path}: not a readable JSON config ({exc})") from None
-    return parse_config(cfg, cfg.get("_name_or_path") or path.parent.name or path.stem, where=str(path))
+    # a Hugging Face folder's config.json is named by its folder; any other file by its own name
+    name = path.parent.name if path.name == "config.json" else path.name.removesuffix(".json").removesuffix(".config")
+    return parse_config(cfg, (cfg.get("_name_or_path") if isinstance(cfg, dict) else None) or name or path.stem,
+                        where=str(path))

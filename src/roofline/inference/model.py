@@ -7,15 +7,19 @@ Conventions (docs/llm.md says why):
 * Attention, causal: prefill has P(P+1)/2 query-key pairs per head, decode S (the context, new
   token included); QKᵀ and PV each 2·pairs·head_dim FLOPs per head; K and V are read from the cache
   once per step. Unfused attention also writes the score matrix, and softmax reads and writes it.
-* Decode is evaluated at the mean context P + (G+1)/2 of the G generated tokens (every term is
-  linear in the context, so this is the mean step wherever an op's bound does not flip).
+* The prefill computes the logits of the first generated token, so G generated tokens take G-1
+  decode steps, with contexts P+1 ... P+G-1 (new token included). Decode is evaluated at their mean
+  P + G/2 (every term is linear in the context, so this is the mean step wherever an op's bound
+  does not flip); with G = 1 there is no decode step and TPOT is that of the next one, context P+1.
 * Mixture of experts: a token runs ``experts_per_token`` experts; a step reads the weights of the
   experts its N tokens touch, E·(1-(1-k/E)^N) of them under uniform routing.
 * Tensor parallelism over T GPUs: figures are per GPU (weights, heads and FLOPs ÷ T) plus two
   all-reduces of N·d activations per layer, 2·(T-1)/T·N·d bytes each over the link (ring).
 * Time at the roof per op is max(FLOPs / peak, bytes / HBM bandwidth): matmuls against the tensor
   peak of the activation precision, norms and softmax against the CUDA-core peak. Ops do not
-  overlap; link time is added when a link bandwidth is given.
+  overlap; link time is added when a link bandwidth is given. This is the same rule as
+  :func:`roofline.analyze` (time at the roof = FLOPs / min(peak, I × BW)), written out here because
+  analyze() takes a profile's canonical kernel frame (provenance, per-level counters), not a model.
 """
 
 from __future__ import annotations
@@ -71,11 +75,19 @@ def hardware(gpu: str | GpuSpec, act_bits: int = 16, link_gbps: float | None = N
     if tkey is None or vkey is None:
         raise InferenceModelError(f"{spec.name}: the spec table has no {' or '.join(keys)} figure for "
                                   f"{act_bits}-bit activations")
-    basis = "dense, at the published boost clock"
-    return Hardware(spec.name, spec.figures[tkey].flop_per_s, f"{tkey}: {spec.figure_source(tkey)} ({basis})",
-                    spec.figures[vkey].flop_per_s, f"{vkey}: {spec.figure_source(vkey)} ({basis})",
-                    spec.dram_bytes_per_s, spec.dram_source,
+    return Hardware(spec.name, spec.figures[tkey].flop_per_s, _figure_note(spec, tkey),
+                    spec.figures[vkey].flop_per_s, _figure_note(spec, vkey),
+                    spec.dram_bytes_per_s, f"{spec.dram_source}; as published",
                     link_gbps * 1e9 if link_gbps else None)
+
+
+def _figure_note(spec: GpuSpec, key: str) -> str:
+    """Source and clock basis of a published figure: the clock it implies, not the boost clock
+    (H100 SXM tensor figures are quoted at 1.83 GHz, below its 1.98 GHz boost)."""
+    f = spec.figures[key]
+    return (f"{key}: {spec.figure_source(key)}; dense, as published (implies "
+            f"{spec.implied_clock_hz(key) / 1e6:.0f} MHz = {f.tflops:g} T/s ÷ ({spec.sm_count} SMs × "
+            f"{f.flop_per_cycle_per_sm:g} FLOP/cycle/SM))")
 
 
 @dataclass(frozen=True)
@@ -190,6 +202,21 @@ class Estimate:
         """The model's weights in memory (per GPU under tensor parallelism)."""
         return self.model.params * self.prec.weight_bits / 8 / self.tp
 
+    def gap(self, measured: pd.DataFrame) -> dict[str, Any]:
+        """A measured profile (``roofline.analyze`` output) against this model's prefill at the smallest
+        batch: the program point of :func:`~roofline.inference.plot.measured_point` plus the model's
+        FLOPs and time at the roof and the measured / model ratios (time: how far from the roof;
+        FLOPs: near 1 only when the profiled workload is the one modelled)."""
+        from roofline.inference.plot import measured_point
+
+        pt = measured_point(measured)
+        pre = self.phases[self.phases["phase"] == "prefill"].iloc[0]
+        pt.update(model_phase="prefill", model_batch=int(pre["batch"]), model_prompt=self.prompt,
+                  model_flop=float(pre["flop"]), model_time_at_roof_s=float(pre["step_time_s"]),
+                  time_ratio=pt["duration_s"] / float(pre["step_time_s"]),
+                  flop_ratio=pt["flop"] / float(pre["flop"]) if pre["flop"] > 0 else float("nan"))
+        return pt
+
     def plot(self, out_dir: str | Path, measured: pd.DataFrame | None = None) -> list[Path]:
         from roofline.inference.plot import plot_estimate
 
@@ -212,9 +239,9 @@ def _totals(ops: pd.DataFrame, hw: Hardware) -> pd.DataFrame:
     cols = ["flop", "weight_bytes", "act_bytes", "kv_bytes", "total_bytes", "link_bytes"]
     weighted = ops[cols].mul(ops["count"], axis=0)
     weighted[["time_at_roof_s", "link_time_s"]] = ops[["time_at_roof_s", "link_time_s"]]
-    weighted[["phase", "batch", "seq_len"]] = ops[["phase", "batch", "seq_len"]]
+    weighted[["phase", "batch", "prompt", "seq_len"]] = ops[["phase", "batch", "prompt", "seq_len"]]
     weighted["compute_time_s"] = np.where(ops["bound"] == "compute", ops["time_at_roof_s"], 0.0)
-    t = weighted.groupby(["batch", "phase"], sort=False).agg(
+    t = weighted.groupby(["prompt", "batch", "phase"], sort=False).agg(
         {**{c: "sum" for c in cols + ["time_at_roof_s", "link_time_s", "compute_time_s"]}, "seq_len": "first"})
     t = t.reset_index()
     t["intensity_flop_per_byte"] = t["flop"] / t["total_bytes"]
@@ -236,18 +263,20 @@ def estimate(model: str | Path | ModelConfig, gpu: str | GpuSpec, batch: int | l
         raise InferenceModelError("batch sizes, --prompt and --generate must be positive")
     if tp < 1 or m.heads % tp:
         raise InferenceModelError(f"tensor parallelism {tp} must divide the {m.heads} attention heads of {m.name}")
-    decode_ctx = prompt + (generate + 1) / 2
+    decode_ctx = prompt + max(generate, 2) / 2  # mean context of the G-1 decode steps (module docstring)
 
     def phases_for(b: int) -> pd.DataFrame:
         return pd.concat([_phase_ops(m, "prefill", b, prompt, prompt, prec, flash, tp),
                           _phase_ops(m, "decode", b, 1, decode_ctx, prec, flash, tp)], ignore_index=True)
 
-    ops = _roofline(pd.concat([phases_for(b) for b in batches], ignore_index=True), hw)
+    ops = pd.concat([phases_for(b) for b in batches], ignore_index=True)
+    ops.insert(2, "prompt", prompt)  # frames of several prompt lengths (sweep) concatenate as they are
+    ops = _roofline(ops, hw)
     phases = _totals(ops, hw)
     pre = phases[phases["phase"] == "prefill"].set_index("batch")
     dec = phases[phases["phase"] == "decode"].set_index("batch")
     scaling = pd.DataFrame({
-        "batch": batches,
+        "prompt": prompt, "batch": batches,
         "ttft_s": pre["step_time_s"].to_numpy(),
         "tpot_s": dec["step_time_s"].to_numpy(),
         "decode_intensity_flop_per_byte": dec["intensity_flop_per_byte"].to_numpy(),
@@ -256,15 +285,37 @@ def estimate(model: str | Path | ModelConfig, gpu: str | GpuSpec, batch: int | l
     })
     scaling["decode_tokens_per_s"] = scaling["batch"] / scaling["tpot_s"]
     scaling["prefill_tokens_per_s"] = scaling["batch"] * prompt / scaling["ttft_s"]
-    scaling["request_time_s"] = scaling["ttft_s"] + generate * scaling["tpot_s"]
-    cross, note = _crossover(lambda b: _totals(_roofline(_phase_ops(m, "decode", b, 1, decode_ctx, prec, flash, tp), hw),
-                                               hw)["intensity_flop_per_byte"].iloc[0], hw.ridge_flop_per_byte)
+    scaling["request_time_s"] = scaling["ttft_s"] + (generate - 1) * scaling["tpot_s"]  # 1st token: prefill
+
+    def decode_intensity(b: int) -> float:
+        step = _phase_ops(m, "decode", b, 1, decode_ctx, prec, flash, tp).assign(prompt=prompt)
+        return float(_totals(_roofline(step, hw), hw)["intensity_flop_per_byte"].iloc[0])
+
+    cross, note = _crossover(decode_intensity, hw.ridge_flop_per_byte)
     weights_only = math.ceil(hw.ridge_flop_per_byte * prec.weight_bits / 8 / 2)
     notes = [f"roofs: {hw.tensor_source}; {hw.vector_source}; HBM {hw.hbm_source}",
-             f"decode at the mean context {decode_ctx:g} tokens; prefill logits for the last token only"]
+             "prefill computes the first token's logits (last position only); " + (
+                 f"the other {generate - 1} tokens are decode steps, evaluated at their mean context {decode_ctx:g}; "
+                 f"request = TTFT + {generate - 1} × TPOT" if generate > 1 else
+                 f"no decode step for 1 token: TPOT is that of the next step (context {decode_ctx:g})")]
     if tp > 1 and not link_gbps:
         notes.append("tensor parallel: all-reduce bytes are listed; give --link-gbps for their time")
     return Estimate(m, hw, prec, prompt, generate, tp, flash, ops, phases, scaling, cross, note, weights_only, notes)
+
+
+def sweep(model: str | Path | ModelConfig, gpu: str | GpuSpec, batch: int | list[int] = 1,
+          prompt: int | list[int] = 512, generate: int = 128, **options: Any) -> list[Estimate]:
+    """One :func:`estimate` per prompt length (sequence-length scaling); options as for estimate.
+
+    Every frame carries its ``prompt`` column, so ``pd.concat([e.scaling for e in ests])`` is the
+    table over prompt lengths × batch sizes; each estimate has its own crossover batch (the KV cache
+    a decode step reads grows with the context).
+    """
+    prompts = [prompt] if isinstance(prompt, int) else sorted(set(prompt))
+    if not prompts:
+        raise InferenceModelError("give at least one prompt length")
+    m = load_model(model)  # parsed once, shared
+    return [estimate(m, gpu, batch, p, generate, **options) for p in prompts]
 
 
 def _crossover(intensity_at: Any, ridge: float, limit: int = 1 << 20) -> tuple[int | None, str]:
