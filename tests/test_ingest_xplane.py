@@ -12,12 +12,18 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import shared
 
 import roofline
 from roofline.analysis.aggregate import aggregate
-from roofline.errors import CorruptReportError, EmptyInputError, FormatMismatchError, NoKernelsError
+from roofline.errors import (
+    CorruptReportError,
+    EmptyInputError,
+    FormatMismatchError,
+    NoKernelsError,
+)
 from roofline.ingest import sniff, xplane
 from roofline.ingest.protos import xplane_pb2
 from roofline.ingest.xla_cost import flop_column, library_gemm
@@ -329,3 +335,94 @@ def test_cli_tpu_xplane_with_device_plane_peaks_exits_0():
     out = subprocess.run([sys.executable, "-m", "roofline.cli", "analyze", str(path), "--by", "program"],
                          capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stderr  # its peaks come from the profile, not the spec table
+
+
+def _gpu_space(path: Path) -> Path:
+    """A GPU plane whose kernels carry hlo_op and hlo_module but no program_id (TensorFlow XLA clusters)."""
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add()
+    plane.name = "/device:GPU:0"
+    for name, v in (("device_vendor", "Nvidia"), ("compute_cap_major", 9), ("compute_cap_minor", 0),
+                    ("core_count", 7), ("memory_size", 2**30), ("clock_rate", 1_000_000)):
+        _stat(plane, plane, name, **({"str_value": v} if isinstance(v, str) else {"int64_value": v}))
+    md = plane.event_metadata[1]
+    md.id, md.name = 1, "fusion_kernel"
+    line = plane.lines.add()
+    line.id, line.name, line.timestamp_ns = 1, "Stream #7(Kernel)", 1000
+    for off, dur, module, op in ((0, 2_000_000, "cluster_1", "fusion.1"), (3_000_000, 2_000_000, "cluster_1", "fusion.1"),
+                                 (6_000_000, 1_000_000, "cluster_2", "fusion.1"), (8_000_000, 1_000_000, None, None)):
+        ev = line.events.add()
+        ev.metadata_id, ev.offset_ps, ev.duration_ps = 1, off, dur
+        if op:
+            _stat(plane, ev, "hlo_op", str_value=op)
+            _stat(plane, ev, "hlo_module", str_value=module)
+    path.write_bytes(space.SerializeToString())
+    return path
+
+
+def test_gpu_ops_without_program_id_keep_their_times(tmp_path):
+    res = roofline.read(_gpu_space(tmp_path / "g.xplane.pb"))  # through the registry: xprof runs and finds no HLO
+    ops = res[res["hlo_op"] != "IDLE"].set_index("kernel_name")
+    assert set(ops.index) == {"cluster_1/fusion.1", "cluster_2/fusion.1"}  # same op name, two modules: two rows
+    assert ops.loc["cluster_1/fusion.1", "occurrences"] == 2 and _close(ops.loc["cluster_1/fusion.1", "duration_s"], 4e-6)
+    assert ops["program_id"].isna().all() and ops["flop_fp32"].isna().all()
+    assert ops["flop_fp32_source"].str.contains("carry no program_id").all()
+    idle = res[res["hlo_op"] == "IDLE"].iloc[0]  # 0 .. 9 µs on the device, 5 µs of ops
+    assert _close(idle["duration_s"], 4e-6) and "1 device event(s) that are not XLA ops" in idle["flags"]
+    assert res["device_name"].iloc[0] == "NVIDIA GPU cc9.0 7 SMs 1 GiB"  # not in the spec table: named by its caps
+
+
+def test_tpu_op_keys_on_events_and_sparsecore_planes(tmp_path):
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(_tpu_space(tmp_path / "t.xplane.pb", steps=False).read_bytes())
+    plane = space.planes[0]
+    ids = {m.name: k for k, m in plane.stat_metadata.items()}
+    for md in plane.event_metadata.values():  # move program_id/symbol_id from the metadata to each event
+        keep = [s for s in md.stats if s.metadata_id not in (ids["program_id"], ids["symbol_id"])]
+        sym = next(s.int64_value for s in md.stats if s.metadata_id == ids["symbol_id"])
+        del md.stats[:]
+        md.stats.extend(keep)
+        for ev in plane.lines[0].events:
+            if ev.metadata_id == md.id:
+                _stat(plane, ev, "program_id", int64_value=9)
+                _stat(plane, ev, "symbol_id", int64_value=sym)
+    sc = space.planes.add()  # a SparseCore plane: XProf counts its work inside the TensorCore ops
+    sc.name = "/device:TPU:0 SparseCore 0"
+    ln = sc.lines.add()
+    ln.name = "Sparse Core Ops"
+    ln.events.add().duration_ps = 10**9
+    (tmp_path / "e.xplane.pb").write_bytes(space.SerializeToString())
+    res = roofline.read(tmp_path / "e.xplane.pb")
+    f = _row(res, "9", "fusion.1")
+    assert f["occurrences"] == 4 and f["flop_tensor"] == 4000
+    assert "root" not in set(res["hlo_op"])
+    assert roofline.schema.get_provenance(res)[0]["device_planes"] == ["/device:TPU:0"]
+    assert _close(res["duration_s"].sum(), 33e-6)
+
+
+def test_flags_explain_points_above_a_roof(frames):
+    ew = frames["jax0.8_rocm_mi300x_elementwise"]
+    sin = _row(ew, "13", "loop_convert_fusion")
+    assert sin["over_roof"] and "668 FLOP per element" in sin["flags"]  # XLA's cycle-cost units, kept as given
+    assert pd.isna(_row(ew, "11", "loop_convert_fusion")["flags"])  # an add: 12 FLOP per element, no caveat
+    tpu = frames["jax_tpuv6e-4chip_host-offload-allreduce"]
+    starts = tpu[tpu["hlo_category"] == "copy-start"]
+    assert len(starts) == 6 and starts["flags"].str.startswith("async op").all()
+    assert tpu.loc[tpu["over_roof"].fillna(False).to_numpy(), "flags"].str.startswith("async op").all()
+
+
+def test_gpu_named_from_plane_capabilities():
+    def caps(vendor, cc, cores, gib, bw, mhz):
+        major, minor = cc.split(".")
+        return {"device_vendor": vendor, "compute_cap_major": int(major), "compute_cap_minor": int(minor),
+                "core_count": cores, "memory_size": gib * 2**30, "memory_bandwidth": bw, "clock_rate": mhz * 1000}
+
+    name = xplane.device_name
+    assert name(caps("Nvidia", "9.0", 132, 80, 3.352e12, 1980), "/device:GPU:0") == "H100 SXM"
+    # A100 80 GB parts differ only in bandwidth: the plane's (memory clock x bus width) tells them apart
+    assert name(caps("Nvidia", "8.0", 108, 80, 1.935e12, 1410), "/device:GPU:0") == "A100 PCIe 80GB"
+    assert name(caps("Nvidia", "8.0", 108, 80, 2.039e12, 1410), "/device:GPU:0") == "A100 SXM4 80GB"
+    # L40 (not in the table) looks like L40S but for a 1.2% lower clock: no guess
+    assert name(caps("Nvidia", "8.9", 142, 45, 864e9, 2490), "/device:GPU:0") == "NVIDIA GPU cc8.9 142 SMs 45 GiB"
+    # ROCm reports half of MI300X's bandwidth: matched on its capabilities and memory instead
+    assert name(caps("AMD", "9.4", 304, 192, 2.6624e12, 2100), "/device:GPU:0") == "MI300X"

@@ -190,6 +190,13 @@ def _parts(long_name: str) -> tuple[str, str] | None:
     return m.group(1), ops
 
 
+def largest_shape_elements(long_name: str) -> int | None:
+    """Elements of the largest array among an HLO instruction's result and operands (None: no shapes)."""
+    parts = _parts(long_name) if long_name else None
+    shapes = _shapes(parts[0] + " " + parts[1]) if parts else []
+    return max((math.prod(d) for _, d in shapes), default=None)
+
+
 @dataclass(frozen=True)
 class Gemm:
     flops: float  # one occurrence

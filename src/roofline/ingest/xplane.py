@@ -19,17 +19,24 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from roofline.hardware.specs import fill_spec_peaks, lookup
+from roofline.hardware.specs import fill_spec_peaks, load_specs, lookup
 from roofline.ingest import xla_cost as xc
 from roofline.ingest import xplane_decode as xd
 from roofline.ingest.common import provenance_record
-from roofline.schema import FLOP_COLUMNS, UNAVAILABLE, conform_kernels, set_provenance, source_column
+from roofline.schema import (
+    FLOP_COLUMNS,
+    UNAVAILABLE,
+    conform_kernels,
+    set_provenance,
+    source_column,
+)
 
 FORMAT = "xplane"
 SUFFIXES = (".xplane.pb",)
@@ -92,17 +99,33 @@ def device_name(stats: dict[str, Any], plane_name: str) -> str:
     cc = f"{stats.get('compute_cap_major', '?')}.{stats.get('compute_cap_minor', '?')}"
     cores = int(stats.get("core_count") or 0)
     gib = round(float(stats.get("memory_size") or 0) / 2**30)
-    named = _GPU_BY_CAPS.get((vendor, cc, cores, gib))
+    named = _spec_by_caps(vendor, cc, cores, stats) or _GPU_BY_CAPS.get((vendor, cc, cores, gib))
     if named:
         return named
     return f"{vendor + ' ' if vendor else ''}{kind} cc{cc} {cores} {'CUs' if vendor == 'AMD' else 'SMs'} {gib} GiB"
+
+
+def _spec_by_caps(vendor: str, cc: str, cores: int, stats: dict[str, Any]) -> str | None:
+    """The one spec-table GPU that fits a CUDA plane's capabilities, else None (a wrong match is worse than none).
+
+    NVIDIA only: CUDA's memory bandwidth (memory clock × bus width) and maximum SM clock agree with the
+    datasheets, while ROCm reports half of MI300X's bandwidth. Compute capability and SM count must be
+    equal, the bandwidth within 5% and the clock within 1% (L40 and L40S differ by 1.2%), and only one
+    part may be left.
+    """
+    bw, clock_hz = float(stats.get("memory_bandwidth") or 0), float(stats.get("clock_rate") or 0) * 1e3
+    if vendor != "NVIDIA" or not bw or not clock_hz:
+        return None
+    fits = [s.name for s in load_specs() if s.vendor == "NVIDIA" and s.compute_capability == cc and s.sm_count == cores
+            and abs(s.dram_bytes_per_s / bw - 1) <= 0.05 and abs(s.boost_clock_hz / clock_hz - 1) <= 0.01]
+    return fits[0] if len(fits) == 1 else None
 
 
 def build_rows(planes: list[xd.PlaneOps], modules: dict[int, str], costs: xc.CostTable | None,
                needs_cost: bool, timing_only: str | None = None) -> list[dict[str, Any]]:
     """Rows of the canonical frame (without source_file and kernel_id): ops by (device, step, program,
     op), then one IDLE row per device and step. ``timing_only``: the reason FLOPs and bytes are not read."""
-    groups: dict[tuple[str, str | None, int, str], dict[str, Any]] = {}
+    groups: dict[tuple[str, str | None, int | None, str, str], dict[str, Any]] = {}
     idle: dict[tuple[str, str | None], list[Any]] = defaultdict(lambda: [0, 0, 0, None])
     for plane in planes:
         dev = device_name(plane.stats, plane.name)
@@ -111,9 +134,11 @@ def build_rows(planes: list[xd.PlaneOps], modules: dict[int, str], costs: xc.Cos
         for occ in plane.ops:
             step = _step_of(plane.steps, starts, occ.start_ps)
             busy[step] += max(occ.self_ps, 0)
-            g = groups.get((dev, step, occ.program_id, occ.op))
+            # without a program_id the module name tells apart ops named alike in different programs
+            key = (dev, step, occ.program_id, occ.module if occ.program_id is None else "", occ.op)
+            g = groups.get(key)
             if g is None:
-                g = groups[(dev, step, occ.program_id, occ.op)] = {
+                g = groups[key] = {
                     "first": occ, "plane": plane, "occ": 0, "self": 0, "time": 0, "kernels": {}, "planes": set(),
                     "ev_flops": 0.0}
             g["occ"] += 1
@@ -133,7 +158,7 @@ def build_rows(planes: list[xd.PlaneOps], modules: dict[int, str], costs: xc.Cos
     fallback = {dev for (dev, *_), g in groups.items()} - {
         dev for (dev, *_), g in groups.items() if g["first"].meta.get("memory_access_breakdown")}
     rows = [_op_row(dev, step, pid, op, g, modules, costs, timing_only, dev in fallback)
-            for (dev, step, pid, op), g in sorted(groups.items(), key=lambda kv: kv[1]["first"].start_ps)]
+            for (dev, step, pid, _, op), g in sorted(groups.items(), key=lambda kv: kv[1]["first"].start_ps)]
     rows += [_idle_row(dev, step, *rec) for (dev, step), rec in idle.items() if rec[0] > 0]
     return rows
 
@@ -156,26 +181,32 @@ def _base(dev: str, step: str | None, plane: xd.PlaneOps) -> dict[str, Any]:
     return row
 
 
-def _op_row(dev: str, step: str | None, pid: int, op: str, g: dict[str, Any], modules: dict[int, str],
+def _op_row(dev: str, step: str | None, pid: int | None, op: str, g: dict[str, Any], modules: dict[int, str],
             costs: xc.CostTable | None, timing_only: str | None, fallback: bool) -> dict[str, Any]:
     first: xd.Occurrence = g["first"]
     plane: xd.PlaneOps = g["plane"]
     tpu = plane.style == "tpu"
     meta = first.meta
-    module = modules.get(pid) or str(meta.get("hlo_module") or "")
+    module = (modules.get(pid) if pid is not None else None) or first.module or str(meta.get("hlo_module") or "")
     n = g["occ"]
     row = _base(dev, step, plane)
-    row.update({
+    if pid is None:  # the events name no program: the module name alone says which
+        name = f"{module}/{op}" if module else op
+        short = name
+    else:
         # the name says which program: a jit's ops are often named alike (custom-call.1 in every dot)
-        "kernel_name": f"{module}({pid})/{op}" if module else f"program {pid}/{op}",
-        "kernel_short_name": (f"{module}({pid})/{op}" if len(str(pid)) <= 6 else f"{module}/{op}") if module else op,
+        name = f"{module}({pid})/{op}" if module else f"program {pid}/{op}"
+        short = (f"{module}({pid})/{op}" if len(str(pid)) <= 6 else f"{module}/{op}") if module else op
+    row.update({
+        "kernel_name": name, "kernel_short_name": short,
         "hlo_op": op,
         "mangled_name": "; ".join(k for k in g["kernels"] if k) or None,
         "duration_s": g["self"] * 1e-12, "attribution": "hlo op",
         "duration_s_source": (f"xplane: Σ self time of {n} occurrence(s) on the XLA Ops line (device_duration_ps, "
                               "nested ops' time left out)" if tpu else
                               f"xplane: Σ duration of {n} kernel event(s) with hlo_op {op} ({first.line})"),
-        "occurrences": n, "total_time_s": g["time"] * 1e-12, "program_id": str(pid), "hlo_module": module or None,
+        "occurrences": n, "total_time_s": g["time"] * 1e-12, "program_id": None if pid is None else str(pid),
+        "hlo_module": module or None,
         "framework_op": str(meta.get("tf_op") or "") or None, "devices": len(g["planes"]),
     })
     if timing_only:
@@ -186,7 +217,31 @@ def _op_row(dev: str, step: str | None, pid: int, op: str, g: dict[str, Any], mo
         _tpu_cost(row, meta, n, first.long_name, fallback)
     else:
         _gpu_cost(row, pid, op, n, costs)
+    row["flags"] = _caveat(row, n, first.long_name or str(row.get("hlo_expression") or ""))
     return row
+
+
+#: async halves (copy-start, all-reduce-done, send/recv...): the op's time is not its transfer's
+_ASYNC = re.compile(r"-(start|done|update)(\.\d+)?$|^(send|recv)(-done)?(\.\d+)?$")
+#: XLA FLOPs per element of an op's largest array above which they are cost units, not arithmetic
+COST_UNIT_FLOP_PER_ELEMENT = 64
+
+
+def _caveat(row: dict[str, Any], n: int, long_name: str) -> str | None:
+    """Why an op's point can sit above a roof without a wrong peak: said in ``flags``, values unchanged."""
+    op, category = str(row.get("hlo_op") or ""), str(row.get("hlo_category") or "")
+    if _ASYNC.search(op) or _ASYNC.search(category):
+        return ("async op: its time is the issue (start) or the wait (done), while the transfer runs in the "
+                "background, so its bandwidth and % of roof do not describe the transfer")
+    flops = row.get("xla_flop")
+    if row.get("tensor_path") is None and isinstance(flops, float) and flops > 0 and n:
+        elems = xc.largest_shape_elements(long_name)
+        per = flops / n / elems if elems else 0.0
+        if per > COST_UNIT_FLOP_PER_ELEMENT:
+            return (f"XLA's cost analysis gives {per:.0f} FLOP per element of the op's largest array: its GPU model "
+                    "counts transcendental functions (sin, exp, log, tanh...) by their cycle cost, so this FLOP count "
+                    "and rate are cost units and can exceed the vector roof")
+    return None
 
 
 def _put_flops(row: dict[str, Any], total: float, col: str, path: str | None, source: str) -> None:
@@ -230,10 +285,13 @@ def _breakdown(raw: Any) -> list[tuple[int, int, float]]:
     return [(m.operation_type, m.memory_space, float(m.bytes_accessed)) for m in msg.memory_accessed]
 
 
-def _gpu_cost(row: dict[str, Any], pid: int, op: str, n: int, costs: xc.CostTable | None) -> None:
-    cost = costs.ops.get((pid, op)) if costs else None
+def _gpu_cost(row: dict[str, Any], pid: int | None, op: str, n: int, costs: xc.CostTable | None) -> None:
+    cost = costs.ops.get((pid, op)) if costs and pid is not None else None
     if cost is None:
-        why = (NO_XPROF if costs is None else f"{UNAVAILABLE}: {costs.error}" if costs.error else
+        why = (NO_XPROF if costs is None else
+               f"{UNAVAILABLE}: the op's kernel events carry no program_id, so XLA's cost analysis (keyed by program "
+               "and op) cannot be tied to it; the times are kept" if pid is None else
+               f"{UNAVAILABLE}: {costs.error}" if costs.error else
                f"{UNAVAILABLE}: xprof's cost analysis has no op {op} of program {pid} (its HLO module is missing "
                "from the /host:metadata plane)")
         _put_flops(row, _NAN, "flop_fp32", None, why)

@@ -88,7 +88,10 @@ def plane_stats(plane: Any) -> dict[str, Any]:
 
 
 def is_device_plane(plane: Any) -> bool:
-    return plane.name.startswith("/device:") and not plane.name.startswith("/device:CUSTOM")
+    # SparseCore planes ("/device:TPU:0 SparseCore 0") are left out: XProf counts their work as children of
+    # the TensorCore ops that offload to them, and their time is inside those ops' time already
+    return plane.name.startswith("/device:") and not plane.name.startswith("/device:CUSTOM") \
+        and "SparseCore" not in plane.name
 
 
 def module_names(space: Any) -> dict[int, str]:
@@ -108,7 +111,7 @@ def module_names(space: Any) -> dict[int, str]:
 class Occurrence:
     """One execution of an HLO op on one device plane (several kernels when it launched several)."""
 
-    program_id: int
+    program_id: int | None  # None: the profile names no program (keyed by ``module`` instead)
     op: str
     start_ps: int
     end_ps: int
@@ -119,6 +122,7 @@ class Occurrence:
     kernels: tuple[str, ...] = ()
     long_name: str = ""
     line: str = ""
+    module: str = ""  # hlo_module stat of GPU events (the key when there is no program_id)
 
     @property
     def time_ps(self) -> int:
@@ -195,10 +199,12 @@ def _tpu_ops(plane: Any, stats: Stats, out: PlaneOps) -> None:
                 start, dur = int(evs["device_offset_ps"]), int(evs["device_duration_ps"])
             else:
                 start, dur = base + ev.offset_ps, ev.duration_ps
-            spans.append((start, -dur, ev.metadata_id))
-        spans.sort()  # by start, longest first: a parent precedes the ops nested in it
+            # XProf keys an op by the program_id/symbol_id of the event first, then of its metadata
+            key = (evs.get("program_id"), evs.get("symbol_id")) if evs else (None, None)
+            spans.append((start, -dur, ev.metadata_id, key))
+        spans.sort(key=lambda s: (s[0], s[1]))  # by start, longest first: a parent precedes its nested ops
         stack: list[Occurrence] = []
-        for start, neg, mid in spans:
+        for start, neg, mid, (ev_pid, ev_sym) in spans:
             end = start - neg
             _widen(out, start, end)
             while stack and not (stack[-1].start_ps <= start and end <= stack[-1].end_ps):
@@ -212,11 +218,12 @@ def _tpu_ops(plane: Any, stats: Stats, out: PlaneOps) -> None:
                 meta["_name"] = (md.display_name or md.name) if md is not None else ""
                 meta["_long"] = md.name if md is not None else ""
                 meta_cache[mid] = meta
-            occ = Occurrence(_int(meta.get("program_id")), meta["_name"], start, end, end - start, meta,
+            pid = ev_pid if ev_pid is not None else meta.get("program_id")
+            sym = ev_sym if ev_sym is not None else meta.get("symbol_id")
+            occ = Occurrence(_int(pid), meta["_name"], start, end, end - start, meta,
                              long_name=meta["_long"], line=ln.name)
             stack.append(occ)
-            sym = meta.get("symbol_id")
-            if "program_id" in meta and sym not in (None, 0, "0"):
+            if pid is not None and sym not in (None, 0, "0"):
                 out.ops.append(occ)
 
 
@@ -236,23 +243,27 @@ def _gpu_ops(plane: Any, stats: Stats, out: PlaneOps) -> None:
             out.kernel_events += 1
             evs = stats.of(ev.stats)
             hlo = evs.get("hlo_op")
-            if not hlo or evs.get("program_id") is None:
+            if not hlo:
                 out.non_xla_events += 1
                 out.non_xla_ps += ev.duration_ps
                 prev = None
                 continue
             op = str(hlo).split("::")[-1]
-            pid = _int(evs["program_id"])
+            # XProf's GPU test for an XLA op is the hlo_op stat alone; runtimes that write no program_id
+            # (TensorFlow's XLA clusters, older JAX) keep their ops, keyed by module name instead
+            pid = _int(evs["program_id"]) if evs.get("program_id") is not None else None
+            module = str(evs.get("hlo_module") or "")
             kernel = names.get(ev.metadata_id, "")
             group = evs.get("group_id")
-            if prev is not None and prev.op == op and prev.program_id == pid and group is not None \
-                    and prev.meta.get("group_id") == group:
+            if prev is not None and prev.op == op and prev.program_id == pid and prev.module == module \
+                    and group is not None and prev.meta.get("group_id") == group:
                 prev.end_ps = max(prev.end_ps, end)
                 prev.self_ps += ev.duration_ps
                 if kernel not in prev.kernels:
                     prev.kernels += (kernel,)
             else:
-                prev = Occurrence(pid, op, start, end, ev.duration_ps, evs, kernels=(kernel,), line=ln.name)
+                prev = Occurrence(pid, op, start, end, ev.duration_ps, evs, kernels=(kernel,), line=ln.name,
+                                  module=module)
                 out.ops.append(prev)
             prev.event_flops += float(evs.get("flops") or 0)
             prev.event_bytes += float(evs.get("bytes_accessed") or 0)

@@ -156,14 +156,15 @@ def _plane(name: str, evs: list[dict[str, Any]], threads: dict[tuple[Any, Any], 
             if stack:
                 stack[-1].self_ps -= end - start
         j = bisect.bisect_right(mstarts, ts) - 1
-        module = modules[j] if j >= 0 and ts < modules[j][1] else (0, 0, str(args.get("hlo_module", "")), 0)
+        # no XLA Modules event holds it: no program id, the hlo_module arg names the program
+        module = modules[j] if j >= 0 and ts < modules[j][1] else (0, 0, str(args.get("hlo_module", "")), None)
         if not op:
             plane.non_xla_events += 1
             plane.non_xla_ps += end - start
             continue
         meta = {"hlo_category": args.get("hlo_category"), "tf_op": args.get("tf_op"), "hlo_module": module[2]}
         occ = xd.Occurrence(module[3], op, start, end, end - start, meta, long_name=str(args.get("long_name", "")),
-                            kernels=(kernel,) if kernel else (), line=line)
+                            kernels=(kernel,) if kernel else (), line=line, module=module[2])
         if tpu:
             stack.append(occ)
         plane.ops.append(occ)
