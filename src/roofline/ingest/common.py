@@ -140,3 +140,24 @@ def _flag(row: dict[str, Any], raw: dict[str, Any]) -> None:
             flags.append(f"negative {q}")
     row["replay_ok"] = not n_nan
     row["flags"] = "; ".join(flags) or None
+
+
+def load_json(path: Path) -> Any:
+    """Parse a (possibly gzipped) JSON file with orjson; damaged input is a typed error naming it."""
+    import gzip
+    import zlib
+
+    import orjson
+
+    from roofline.errors import CorruptReportError
+
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise CorruptReportError(path, f"gzip stream is damaged or truncated ({exc})") from None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptReportError(path, f"not valid JSON ({exc})") from None

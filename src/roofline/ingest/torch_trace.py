@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import bisect
 import gc
-import gzip
-import zlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError
-from roofline.ingest.common import check_exists, provenance_record
+from roofline.errors import FormatMismatchError, NoKernelsError
+from roofline.ingest.common import check_exists, load_json, provenance_record
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.op_models import collective_bytes, cost
 from roofline.schema import UNAVAILABLE, conform_kernels, set_provenance
@@ -50,18 +48,7 @@ NO_MODEL = "{u}: no FLOP model for {op} (time is counted; see docs/traces.md for
 
 
 def _load(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    import orjson
-
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise CorruptReportError(path, f"gzip stream is damaged or truncated ({exc})") from None
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise CorruptReportError(path, f"not valid JSON ({exc})") from None
+    data = load_json(path)
     if isinstance(data, list):
         return data, {}
     if isinstance(data, dict) and isinstance(data.get("traceEvents"), list):

@@ -15,19 +15,17 @@ writes ``"highres-ticks"`` metadata and ``/device:`` process names.
 from __future__ import annotations
 
 import bisect
-import gzip
 import re
-import zlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError
+from roofline.errors import FormatMismatchError, NoKernelsError
 from roofline.ingest import xplane as xp
 from roofline.ingest import xplane_decode as xd
-from roofline.ingest.common import check_exists, provenance_record
+from roofline.ingest.common import check_exists, load_json, provenance_record
 from roofline.schema import UNAVAILABLE, conform_kernels, set_provenance
 
 FORMAT = "xprof-trace"
@@ -62,18 +60,7 @@ def read(path: str | Path) -> pd.DataFrame:
 
 
 def _load(path: Path) -> list[dict[str, Any]]:
-    import orjson
-
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise CorruptReportError(path, f"gzip stream is damaged or truncated ({exc})") from None
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise CorruptReportError(path, f"not valid JSON ({exc})") from None
+    data = load_json(path)
     events = data.get("traceEvents") if isinstance(data, dict) else None
     if not isinstance(events, list):
         raise FormatMismatchError(path, "is JSON but not an XProf trace (no traceEvents list)")
