@@ -30,6 +30,8 @@ from pathlib import Path
 import orjson
 
 from roofline.ingest import torch_trace
+from roofline.ingest.common import json_bytes
+from roofline.ingest.torch_trace_decode import decode
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared/fixtures/traces/torch_v100_2rank-nccl_rank1_large216k.pt.trace.json.gz"
 HTA_SNIPPET = """
@@ -74,6 +76,17 @@ def main() -> None:
     args = ap.parse_args()
     results = {"floor (gunzip + orjson.loads)": timed(lambda: floor(args.trace), args.repeat),
                "roofline torch_trace.read": timed(lambda: torch_trace.read(args.trace), args.repeat)}
+    # where roofline's time goes: the same stages read() runs, timed one by one (GC off, as in read())
+    raw = json_bytes(args.trace)
+    results["  of which: gunzip"] = timed(lambda: json_bytes(args.trace), args.repeat)
+    gc.disable()
+    try:
+        results["  of which: typed decode (msgspec)"] = timed(lambda: decode(args.trace, raw), args.repeat)
+        events, top = decode(args.trace, raw)
+        results["  of which: scan, link, rows, frame"] = timed(
+            lambda: torch_trace._build(args.trace, raw, events, top), args.repeat)
+    finally:
+        gc.enable()
     if args.hta_python:
         with tempfile.TemporaryDirectory() as d:
             shutil.copy(args.trace, Path(d) / args.trace.name)

@@ -6,6 +6,7 @@ import csv
 import gzip
 import os
 
+import pandas as pd
 import pytest
 
 import roofline
@@ -107,3 +108,81 @@ def test_bad_traces_raise_typed_errors(tmp_path):
     nots = str(pytest.raises(errors.NoKernelsError, roofline.read, tmp_path / "nots.pt.trace.json").value)
     assert "lacked ts or dur" in nots
     assert gzip.decompress(real)  # the fixture itself is fine
+
+
+def _trace(events, **top):
+    import json
+
+    return json.dumps({"traceEvents": events, **top}).encode()
+
+
+OP = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10, "dur": 50, "pid": 1, "tid": 1,
+      "args": {"External id": 7, "Input Dims": [[64, 32], [32, 16]], "Input type": ["float", "float"]}}
+LAUNCH = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 20, "dur": 5, "pid": 1, "tid": 1,
+          "args": {"correlation": 99, "External id": 7}}
+KERNEL = {"ph": "X", "cat": "kernel", "name": "sgemm_kernel", "ts": 30, "dur": 8, "pid": 0, "tid": 7,
+          "args": {"correlation": 99, "External id": 7, "device": 0, "grid": [4, 2, 1], "block": [128, 1, 1]}}
+PROPS = [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0, "numSms": 132}]
+
+
+def test_a_hand_made_trace_reads_exactly(tmp_path):
+    """Every column the reader fills, checked on a trace small enough to compute by hand."""
+    p = tmp_path / "tiny.pt.trace.json"
+    p.write_bytes(_trace([OP, LAUNCH, KERNEL], deviceProperties=PROPS, distributedInfo={"rank": 3}))
+    k = roofline.read(p)
+    assert len(k) == 1
+    r = k.iloc[0]
+    assert r["kernel_name"] == "aten::mm" and r["mangled_name"] == "sgemm_kernel" and r["attribution"] == "op"
+    assert r["flop_fp32"] == 2 * 64 * 32 * 16 and r["flop_tensor"] == 0
+    assert r["dram_bytes"] == (64 * 32 + 32 * 16 + 64 * 16) * 4
+    assert r["duration_s"] == pytest.approx(8e-6) and r["rank"] == 3 and r["kernel_id"] == 0
+    assert (r["grid_x"], r["grid_y"], r["block_x"]) == (4, 2, 128)
+    assert r["device_name"] == "NVIDIA H100 80GB HBM3" and r["compute_capability"] == "9.0" and r["sm_count"] == 132
+    assert r["l2_bytes_source"].startswith("unavailable") and pd.isna(r["l2_bytes"])
+    assert r["peak_dram_bytes_per_s_source"].startswith("spec: ")
+
+
+def test_odd_events_are_read_leniently(tmp_path):
+    """Events that are not objects, args that are not objects, unhashable ids, a non-list deviceProperties:
+    the typed decoder rejects them, the lenient path reads the rest exactly as without them."""
+    clean = tmp_path / "clean.pt.trace.json"
+    clean.write_bytes(_trace([OP, LAUNCH, KERNEL], deviceProperties=PROPS))
+    odd = tmp_path / "odd.pt.trace.json"
+    junk = ["not an event", 42, None, {"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 1, "dur": 1,
+                                       "args": "oops"},
+            {"ph": "X", "cat": ["unhashable"], "ts": 1, "dur": 1},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 2, "dur": 1,
+             "args": {"correlation": [1, 2]}}]
+    odd.write_bytes(_trace(junk + [OP, LAUNCH, KERNEL], deviceProperties=PROPS))
+    a, b = roofline.read(clean), roofline.read(odd)
+    cols = [c for c in a.columns if c != "source_file"]
+    pd.testing.assert_frame_equal(a[cols], b[cols])
+    bad_props = tmp_path / "props.pt.trace.json"
+    bad_props.write_bytes(_trace([OP, LAUNCH, KERNEL], deviceProperties=5))
+    assert roofline.read(bad_props)["device_name"].isna().all()
+
+
+def test_a_bare_event_array_and_kernels_without_launches(tmp_path):
+    """The 1.8-era bare array; a kernel whose launch is missing is an orphan row that keeps its time."""
+    import json
+
+    p = tmp_path / "bare.pt.trace.json"
+    lone = {**KERNEL, "ts": 500, "args": {"correlation": 5}}
+    p.write_bytes(json.dumps([OP, LAUNCH, KERNEL, lone]).encode())
+    k = roofline.read(p)
+    assert list(k["attribution"]) == ["op", "orphan: launched outside the capture window (no launch event)"]
+    assert k["duration_s"].sum() == pytest.approx(16e-6)
+    assert k["flop_fp32_source"].iloc[1].startswith("unavailable")
+
+
+def test_kernels_from_columns_types_and_checks():
+    from roofline.schema import SchemaError, kernel_dtypes, kernels_from_columns
+
+    k = kernels_from_columns({"kernel_name": ["a", None], "grid_x": [4, None], "duration_s": [1.0, None],
+                              "format": "x", "rank": None, "replay_ok": True}, 2)
+    assert list(k.columns) == list(kernel_dtypes()) and {str(t) for t in k.dtypes} <= set(kernel_dtypes().values())
+    assert k["kernel_name"].isna().tolist() == [False, True] and k["grid_x"].isna().tolist() == [False, True]
+    assert k["grid_x"].iloc[0] == 4 and pd.isna(k["duration_s"].iloc[1]) and (k["format"] == "x").all()
+    assert k["rank"].isna().all() and k["replay_ok"].all()
+    with pytest.raises(SchemaError, match="not_a_column"):
+        kernels_from_columns({"not_a_column": [1]}, 1)

@@ -142,12 +142,10 @@ def _flag(row: dict[str, Any], raw: dict[str, Any]) -> None:
     row["flags"] = "; ".join(flags) or None
 
 
-def load_json(path: Path) -> Any:
-    """Parse a (possibly gzipped) JSON file with orjson; damaged input is a typed error naming it."""
+def json_bytes(path: Path) -> bytes:
+    """A JSON file's bytes, gunzipped when gzip; a damaged stream is a typed error naming the file."""
     import gzip
     import zlib
-
-    import orjson
 
     from roofline.errors import CorruptReportError
 
@@ -157,7 +155,16 @@ def load_json(path: Path) -> Any:
             raw = gzip.decompress(raw)
         except (EOFError, OSError, zlib.error) as exc:
             raise CorruptReportError(path, f"gzip stream is damaged or truncated ({exc})") from None
+    return raw
+
+
+def load_json(path: Path) -> Any:
+    """Parse a (possibly gzipped) JSON file with orjson; damaged input is a typed error naming it."""
+    import orjson
+
+    from roofline.errors import CorruptReportError
+
     try:
-        return orjson.loads(raw)
+        return orjson.loads(json_bytes(path))
     except orjson.JSONDecodeError as exc:
         raise CorruptReportError(path, f"not valid JSON ({exc})") from None

@@ -24,180 +24,312 @@ from typing import Any
 
 import pandas as pd
 
-from roofline.errors import FormatMismatchError, NoKernelsError
-from roofline.ingest.common import check_exists, load_json, provenance_record
+from roofline.errors import NoKernelsError
+from roofline.ingest.common import check_exists, json_bytes, provenance_record
+from roofline.ingest.torch_trace_decode import NULL, RANGE_CAT, Args, Event, decode, range_events, shapes
 from roofline.metrics.flops import flops_from_counts
-from roofline.metrics.op_models import collective_bytes, cost
-from roofline.schema import UNAVAILABLE, conform_kernels, set_provenance
+from roofline.metrics.op_models import OpCost, collective_bytes, cost
+from roofline.schema import UNAVAILABLE, kernels_from_columns, set_provenance
 
 CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "runtime"})
 KERNEL_CATS = frozenset({"kernel", "Kernel"})
 COPY_CATS = frozenset({"gpu_memcpy", "Memcpy", "gpu_memset", "Memset"})
-RANGE_CAT = "cuda_profiler_range"
 #: category -> what the reader does with it: 1 CPU op, 2 GPU event, 3 launch, 4 CUPTI range, 5 annotation
 KINDS = {**{c: 1 for c in CPU_CATS}, **{c: 2 for c in KERNEL_CATS | COPY_CATS}, **{c: 3 for c in RUNTIME_CATS},
          RANGE_CAT: 4, "user_annotation": 5}
 NUMBER = (int, float)
-FLOP_SOURCES = tuple(f"flop_{p}_source" for p in ("fp64", "fp32", "fp16", "tensor"))
-ZERO_FLOPS = {f"flop_{p}": 0.0 for p in ("fp64", "fp32", "fp16", "tensor")}
-NAN_FLOPS = {f"flop_{p}": float("nan") for p in ("fp64", "fp32", "fp16", "tensor")}
+NAN = float("nan")
 NO_CACHE = (f"{UNAVAILABLE}: a PyTorch trace has no cache counters; profile the kernel with "
             "ncu --section SpeedOfLight_HierarchicalSingleRooflineChart for L2/L1")
 NO_MODEL = "{u}: no FLOP model for {op} (time is counted; see docs/traces.md for the ops modelled)"
-
-
-def _load(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    data = load_json(path)
-    if isinstance(data, list):
-        return data, {}
-    if isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
-        return data["traceEvents"], data
-    raise FormatMismatchError(path, "is JSON but not a PyTorch profiler trace (no traceEvents list)")
-
-
-class _Ops:
-    """CPU operators: by External id, and per thread for innermost-op lookups by time."""
-
-    def __init__(self) -> None:
-        self.rows: list[tuple[str, float, float, Any, Any, dict[str, Any]]] = []
-        self.by_ext: dict[Any, int] = {}
-        self.threads: dict[tuple[Any, Any], tuple[list[float], list[int]]] = {}
-
-    def add(self, e: dict[str, Any], ts: float, dur: float) -> None:
-        args = e.get("args") or {}
-        ext = args.get("External id")
-        if ext is None:
-            ext = args.get("external id")
-        if ext is not None and ext not in self.by_ext:
-            self.by_ext[ext] = len(self.rows)
-        self.rows.append((e.get("name", ""), ts, ts + dur, e.get("pid"), e.get("tid"), args))
-
-    def index(self) -> None:
-        per: dict[tuple[Any, Any], list[int]] = defaultdict(list)
-        for i, r in enumerate(self.rows):
-            per[(r[3], r[4])].append(i)
-        for key, idx in per.items():
-            idx.sort(key=lambda i: self.rows[i][1])
-            self.threads[key] = ([self.rows[i][1] for i in idx], idx)
-
-    def innermost(self, pid: Any, tid: Any, ts: float) -> int | None:
-        found = self.threads.get((pid, tid))
-        if not found:
-            return None
-        starts, idx = found
-        j = bisect.bisect_right(starts, ts) - 1
-        for k in range(j, max(-1, j - 64), -1):  # nested ops: the latest start that still holds ts
-            if self.rows[idx[k]][2] >= ts:
-                return idx[k]
-        return None
+#: where an op's modelled FLOPs go, by the precision of its cost
+FLOP_SLOT = {"fp64": 0, "fp32": 1, "fp16": 2, "bf16": 2, "tensor": 3}
+#: a row's cost columns, in the order of the tuples ``_costs`` makes
+COST_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "flop_fp64_source", "flop_fp32_source",
+                "flop_fp16_source", "flop_tensor_source", "tensor_path", "dram_bytes", "dram_bytes_source")
+#: a row's other varying columns, in the order of the tuples ``_build`` makes (``_ts`` sorts them)
+ROW_COLUMNS = ("_ts", "kernel_name", "kernel_short_name", "mangled_name", "nvtx_range", "_device", "duration_s",
+               "duration_s_source", "attribution", "_grid", "_block", "_cost")
 
 
 def read(path: str | Path) -> pd.DataFrame:
     """The canonical frame of a Kineto trace: one row per CPU op with GPU work, plus orphan GPU events."""
     path = Path(path)
     check_exists(path)
+    raw = json_bytes(path)
     enabled = gc.isenabled()
-    gc.disable()  # the parse makes millions of small objects; cyclic GC only slows it down
+    gc.disable()  # the decode makes hundreds of thousands of small objects; cyclic GC only slows it
     try:
-        events, top = _load(path)
-        return _build(path, events, top)
+        events, top = decode(path, raw)
+        return _build(path, raw, events, top)
     finally:
         if enabled:
             gc.enable()
 
 
-def _build(path: Path, events: list[dict[str, Any]], top: dict[str, Any]) -> pd.DataFrame:
-    devices = {p.get("id"): p for p in (top.get("deviceProperties") or []) if isinstance(p, dict)}
-    rank = (top.get("distributedInfo") or {}).get("rank") if isinstance(top.get("distributedInfo"), dict) else None
-    ops, runtimes, gpu, ranges, steps = _Ops(), {}, [], [], []
+class _Threads:
+    """CPU ops per (pid, tid) sorted by start, for innermost-op lookups; built on first use."""
+
+    def __init__(self, ops: list[Event]) -> None:
+        self.ops = ops
+        self.threads: dict[tuple[Any, Any], tuple[list[float], list[int]]] | None = None
+
+    def innermost(self, pid: Any, tid: Any, ts: float) -> int | None:
+        if self.threads is None:
+            per: dict[tuple[Any, Any], list[int]] = defaultdict(list)
+            for i, o in enumerate(self.ops):
+                per[(o.pid, o.tid)].append(i)
+            self.threads = {}
+            for key, idx in per.items():
+                idx.sort(key=lambda i: self.ops[i].ts)
+                self.threads[key] = ([self.ops[i].ts for i in idx], idx)
+        found = self.threads.get((pid, tid))
+        if not found:
+            return None
+        starts, idx = found
+        j = bisect.bisect_right(starts, ts) - 1
+        for k in range(j, max(-1, j - 64), -1):  # nested ops: the latest start that still holds ts
+            o = self.ops[idx[k]]
+            if o.ts + o.dur >= ts:
+                return idx[k]
+        return None
+
+
+def _ext(a: Args) -> Any:
+    return a.external_id if a.external_id is not None else a.external_id_lc
+
+
+def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> pd.DataFrame:
+    props = top.get("deviceProperties")
+    devices = {p.get("id"): p for p in (props if isinstance(props, list) else []) if isinstance(p, dict)}
+    dist = top.get("distributedInfo")
+    rank = dist.get("rank") if isinstance(dist, dict) else None
+    ops: list[Event] = []
+    by_ext: dict[Any, int] = {}
+    runtimes: dict[Any, Event] = {}
+    gpu: list[Event] = []
+    steps: list[tuple[float, float, str]] = []
     skipped = 0
+    has_ranges = False
     kinds = KINDS
-    for e in events:
+    for e in events:  # one pass, one dict lookup per event: this loop is most of the reader's own time
         try:
-            kind = kinds.get(e.get("cat"))
-        except (AttributeError, TypeError):  # not an event object, or an unhashable cat
+            kind = kinds.get(e.cat)
+            if kind is None or e.ph != "X":
+                continue
+            ts, dur = e.ts, e.dur
+            if ts.__class__ not in NUMBER or dur.__class__ not in NUMBER:
+                skipped += 1
+                continue
+            if kind == 1:
+                a = e.args
+                if a is not None:
+                    ext = _ext(a)
+                    if ext is not None and ext not in by_ext:
+                        by_ext[ext] = len(ops)
+                ops.append(e)
+            elif kind == 2:
+                gpu.append(e)
+            elif kind == 3:
+                a = e.args
+                if a is not None and a.correlation is not None:
+                    runtimes[a.correlation] = e
+            elif kind == 4:
+                has_ranges = True
+            elif str(e.name).startswith("ProfilerStep#"):
+                steps.append((ts, ts + dur, e.name))
+        except TypeError:  # an unhashable cat, correlation or External id: not an event we can use
             continue
-        if kind is None or e.get("ph") != "X":
-            continue
-        ts, dur = e.get("ts"), e.get("dur")
-        if ts.__class__ not in NUMBER or dur.__class__ not in NUMBER:
-            skipped += 1
-            continue
-        if kind == 1:
-            ops.add(e, ts, dur)
-        elif kind == 2:
-            gpu.append(e)
-        elif kind == 3:
-            args = e.get("args")
-            corr = args.get("correlation") if args else None
-            if corr is not None:
-                runtimes[corr] = (ts, e.get("pid"), e.get("tid"), args.get("External id", args.get("external id")),
-                                  e.get("name", ""))
-        elif kind == 4:
-            ranges.append(e)
-        elif str(e.get("name", "")).startswith("ProfilerStep#"):
-            steps.append((ts, ts + dur, e["name"]))
+    ranges = _ranges(path, raw) if has_ranges else []
     if not gpu and not ranges:
         why = "no GPU events (kernel, memcpy, memset or CUPTI range): a CPU-only trace, nothing to put on a GPU roofline"
         if skipped:
             why += f"; {skipped} events lacked ts or dur"
         raise NoKernelsError(path, why)
-    ops.index()
     steps.sort()
-    groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    orphans: list[tuple[dict[str, Any], str]] = []
+    threads = _Threads(ops)
+    groups: dict[int, list[Event]] = defaultdict(list)
+    orphans: list[tuple[Event, str]] = []
     for e in gpu:
-        args = e.get("args") or {}
-        op, label = _link(args, runtimes, ops)
+        try:
+            op, label = _link(e.args, runtimes, by_ext, threads)
+        except TypeError:
+            op, label = None, "orphan: unusable correlation or External id"
         if op is None:
             orphans.append((e, label))
         else:
             groups[op].append(e)
 
-    rows = []
+    rows = _Rows(devices, steps)
     for op, evs in groups.items():
-        rows.append(_op_row(ops.rows[op], evs, devices, steps, "op"))
+        rows.add(ops[op], evs, "op")
     for e, label in orphans:
-        rows.append(_op_row(None, [e], devices, steps, label))
-    for e in ranges:
-        rows.append(_range_row(e, devices))
-    rows.sort(key=lambda r: r.pop("_ts"))
-    for i, r in enumerate(rows):
-        r["kernel_id"] = i
-        r["rank"] = rank
-        r["source_file"] = str(path)
-    from roofline.hardware.specs import fill_spec_peaks
+        rows.add(None, [e], label)
+    for r in ranges:
+        rows.add_range(r)
+    frame = rows.frame(path, rank)
+    import msgspec
 
-    columns = dict.fromkeys(k for r in rows[:1] for k in r)  # first row's keys, then any others
-    for r in rows:
-        if len(r) != len(columns) or r.keys() != columns.keys():
-            columns.update(dict.fromkeys(r))
-    # from_records fills missing keys itself, in C: ~3x faster than a list per column
-    frame = fill_spec_peaks(conform_kernels(pd.DataFrame.from_records(rows, columns=list(columns))))
-    import orjson
-
-    meta = provenance_record(path, "torch-trace", reader=f"orjson {orjson.__version__}")
+    meta = provenance_record(path, "torch-trace", reader=f"msgspec {msgspec.__version__}")
     meta.update(_trace_meta(top, events, gpu + ranges, orphans, groups, skipped))
     return set_provenance(frame, [meta])
 
 
-def _link(args: dict[str, Any], runtimes: dict[Any, Any], ops: _Ops) -> tuple[int | None, str]:
-    rt = runtimes.get(args.get("correlation"))
+def _ranges(path: Path, raw: bytes) -> list[Any]:
+    return [r for r in range_events(path, raw)
+            if r.cat == RANGE_CAT and r.ph == "X" and r.ts.__class__ in NUMBER and r.dur.__class__ in NUMBER]
+
+
+def _link(args: Args | None, runtimes: dict[Any, Event], by_ext: dict[Any, int],
+          threads: _Threads) -> tuple[int | None, str]:
+    rt = runtimes.get(args.correlation) if args is not None and args.correlation is not None else None
     if rt is not None:
-        op = ops.by_ext.get(rt[3]) if rt[3] is not None else None
+        ext = _ext(rt.args)  # type: ignore[arg-type]  # a runtime event is kept only with its args
+        op = by_ext.get(ext) if ext is not None else None
         if op is None:
-            op = ops.innermost(rt[1], rt[2], rt[0])
+            op = threads.innermost(rt.pid, rt.tid, rt.ts)
         if op is not None:
             return op, "op"
-        if "Graph" in rt[4]:
+        if "Graph" in str(rt.name):
             return None, "orphan: graph replay (the graph's ops are not in the trace)"
         return None, "orphan: launch outside any CPU op"
-    ext = args.get("External id", args.get("external id"))
-    op = ops.by_ext.get(ext) if ext is not None else None
+    ext = _ext(args) if args is not None else None
+    op = by_ext.get(ext) if ext is not None else None
     if op is not None:
         return op, "op"
     return None, "orphan: launched outside the capture window (no launch event)"
+
+
+class _Rows:
+    """The frame's rows as tuples (ROW_COLUMNS), with the cost columns computed once per op signature.
+
+    A training trace repeats a few hundred distinct (op, shapes) signatures thousands of times, so the
+    cost model and its source strings are built per signature and shared, not per row.
+    """
+
+    def __init__(self, devices: dict[Any, Any], steps: list[tuple[float, float, str]]) -> None:
+        self.devices = devices
+        self.only = next(iter(devices.values())) if len(devices) == 1 else {}
+        self.steps = steps
+        self.rows: list[tuple[Any, ...]] = []
+        self.costs: dict[Any, tuple[Any, ...]] = {}
+        self.sources: dict[Any, str] = {}
+
+    def add(self, op: Event | None, evs: list[Event], label: str) -> None:
+        if len(evs) == 1:
+            main = evs[0]
+            dur_us = float(main.dur)
+        else:
+            dur_us = sum(float(e.dur) for e in evs)
+            main = max(evs, key=lambda e: float(e.dur))
+        margs = main.args
+        dev = margs.device if margs is not None and margs.device is not None else main.pid
+        ts = op.ts if op is not None else float(main.ts)
+        name = op.name if op is not None else main.name
+        key = (len(evs), main.cat)
+        src = self.sources.get(key)
+        if src is None:
+            src = self.sources[key] = f"Σ dur of {len(evs)} GPU event(s) ({main.cat})"
+        grid = block = None
+        if margs is not None:
+            if isinstance(margs.grid, list) and len(margs.grid) == 3:
+                grid = margs.grid
+            if isinstance(margs.block, list) and len(margs.block) == 3:
+                block = margs.block
+        self.rows.append((ts, name, name if op is not None else _short(name), main.name,
+                          _step(self.steps, ts) if self.steps else None, dev, dur_us * 1e-6, src, label,
+                          grid, block, self._cost(op, evs, margs, label)))
+
+    def _cost(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
+        args = op.args if op is not None else None
+        if args is not None:
+            dims = args.input_dims if args.input_dims is not NULL else args.input_dims_lc
+            key = (op.name, len(evs), bytes(dims), bytes(args.input_type), bytes(args.concrete))  # type: ignore[union-attr]
+            found = self.costs.get(key)
+            if found is None:
+                c = cost(op.name, shapes(dims), shapes(args.input_type), shapes(args.concrete))  # type: ignore[union-attr]
+                found = self.costs[key] = _modelled(c, len(evs)) if c is not None else None
+            if found is not None:
+                return found
+        nelems = margs.nelems if margs is not None and margs.nelems is not None else (args.nelems if args else None)
+        if nelems is not None:
+            dtype = margs.dtype if margs is not None and margs.dtype is not None else (args.dtype if args else None)
+            coll = collective_bytes(nelems, dtype)
+            if coll is not None:
+                why = f"{UNAVAILABLE}: a collective moves data; its reduction FLOPs are not modelled"
+                return (NAN, NAN, NAN, NAN, why, why, why, why, None, coll, "NCCL message: In msg nelems × dtype size")
+        if all(e.cat in COPY_CATS for e in evs):
+            device, host = _copy_bytes(evs)
+            note = "memcpy/memset: no FLOPs"
+            if host:
+                why = (f"{UNAVAILABLE}: host<->device copy of {host:.0f} B: bound by PCIe/NVLink, "
+                       "not by device memory")
+                return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why)
+            return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, device,
+                    "memcpy/memset args: bytes (device-to-device copies read and write: × 2)")
+        if op is None:
+            why = f"{UNAVAILABLE}: {label}; no CPU op shapes to model it"
+        elif args is None or (args.input_dims is NULL and args.input_dims_lc is NULL) or \
+                not shapes(args.input_dims if args.input_dims is not NULL else args.input_dims_lc):
+            why = f"{UNAVAILABLE}: no Input Dims for {op.name}; record with torch.profiler.profile(record_shapes=True)"
+        else:
+            why = NO_MODEL.format(u=UNAVAILABLE, op=op.name)
+        return (NAN, NAN, NAN, NAN, why, why, why, why, None, NAN, why)
+
+    def add_range(self, e: Any) -> None:
+        """A CUPTI range-profiler event: measured FP instruction counts, FLOPs = add + mul + 2·fma."""
+        a = e.args
+        counts = [getattr(a, f"c{i}") if a is not None else None for i in range(9)]
+        flops, sources = [], []
+        for j, (letter, p) in enumerate((("d", "fp64"), ("f", "fp32"), ("h", "fp16"))):
+            vals = counts[3 * j:3 * j + 3]
+            if all(v.__class__ in NUMBER for v in vals):
+                flops.append(flops_from_counts(*vals, p))
+                sources.append(f"measured: CUPTI range profiler {letter}add + {letter}mul + 2·{letter}fma")
+            else:
+                flops.append(NAN)
+                sources.append(f"{UNAVAILABLE}: the range profiler did not record {letter}add/{letter}mul/{letter}fma")
+        costs = (*flops, NAN, *sources, f"{UNAVAILABLE}: no tensor counters in the range profiler", None, NAN,
+                 f"{UNAVAILABLE}: the range profiler recorded no DRAM counters")
+        prop_key = next(iter(self.devices)) if self.devices else None
+        self.rows.append((float(e.ts), e.name, _short(e.name), None, None, prop_key, float(e.dur) * 1e-6,
+                          "cuda_profiler_range dur", "measured: CUPTI range profiler", None, None, costs))
+
+    def frame(self, path: Path, rank: Any) -> pd.DataFrame:
+        from roofline.hardware.specs import fill_spec_peaks
+
+        rows = sorted(self.rows, key=lambda r: r[0])
+        n = len(rows)
+        cols: dict[str, Any] = dict(zip(ROW_COLUMNS, zip(*rows)))
+        cols.update(zip(COST_COLUMNS, zip(*cols.pop("_cost"))))
+        props = {d: self._device(d) for d in set(cols["_device"])}
+        per_device = [props[d] for d in cols.pop("_device")]
+        for i, c in enumerate(("device_name", "sm_count", "compute_capability")):
+            cols[c] = [p[i] for p in per_device]
+        for c in ("_grid", "_block"):
+            dims = cols.pop(c)
+            for i, axis in enumerate("xyz"):
+                cols[f"{c[1:]}_{axis}"] = [d[i] if d is not None else None for d in dims]
+        del cols["_ts"]
+        cols.update({"format": "torch-trace", "replay_ok": True, "l2_bytes_source": NO_CACHE,
+                     "l1_bytes_source": NO_CACHE, "kernel_id": list(range(n)), "rank": rank,
+                     "source_file": str(path)})
+        return fill_spec_peaks(kernels_from_columns(cols, n))
+
+    def _device(self, dev: Any) -> tuple[Any, Any, Any]:
+        prop = self.devices.get(dev) or self.only
+        cc = f"{prop['computeMajor']}.{prop['computeMinor']}" if "computeMajor" in prop else None
+        return prop.get("name"), prop.get("numSms"), cc
+
+
+def _modelled(c: OpCost, n_events: int) -> tuple[Any, ...]:
+    flops = [0.0, 0.0, 0.0, 0.0]
+    slot = FLOP_SLOT.get(c.precision)
+    if slot is not None:
+        flops[slot] = c.flops
+    src = f"model: {c.formula} (from Input Dims; {n_events} GPU event(s))"
+    return (*flops, src, src, src, src, c.tensor_path, c.bytes, "model: inputs + outputs from shapes, each once")
 
 
 def _step(steps: list[tuple[float, float, str]], ts: float) -> str | None:
@@ -205,81 +337,15 @@ def _step(steps: list[tuple[float, float, str]], ts: float) -> str | None:
     return steps[j][2] if j >= 0 and steps[j][1] >= ts else None
 
 
-def _op_row(op: tuple | None, evs: list[dict[str, Any]], devices: dict[Any, Any], steps: list, label: str) -> dict:
-    if len(evs) == 1:
-        main = evs[0]
-        dur_us = float(main["dur"])
-    else:
-        dur_us = sum(float(e["dur"]) for e in evs)
-        main = max(evs, key=lambda e: float(e["dur"]))
-    margs = main.get("args") or {}
-    dev = margs.get("device", main.get("pid"))
-    prop = devices.get(dev) or (next(iter(devices.values())) if len(devices) == 1 else {})
-    copies = [e for e in evs if e.get("cat") in COPY_CATS]
-    copies_only = len(copies) == len(evs)
-    copied, host = _copy_bytes(copies) if copies else (0.0, 0.0)
-    name = op[0] if op else main.get("name", "")
-    row: dict[str, Any] = {
-        "_ts": op[1] if op else float(main["ts"]), "format": "torch-trace", "kernel_name": name,
-        "kernel_short_name": name if op else _short(name), "mangled_name": main.get("name"),
-        "nvtx_range": _step(steps, op[1] if op else float(main["ts"])) if steps else None,
-        "device_name": prop.get("name"), "sm_count": prop.get("numSms"),
-        "compute_capability": f"{prop['computeMajor']}.{prop['computeMinor']}" if "computeMajor" in prop else None,
-        "duration_s": dur_us * 1e-6, "duration_s_source": f"Σ dur of {len(evs)} GPU event(s) ({main.get('cat')})",
-        "attribution": label, "replay_ok": True,
-    }
-    grid, block = margs.get("grid"), margs.get("block")
-    if isinstance(grid, list) and len(grid) == 3:
-        row["grid_x"], row["grid_y"], row["grid_z"] = grid
-    if isinstance(block, list) and len(block) == 3:
-        row["block_x"], row["block_y"], row["block_z"] = block
-    args = op[5] if op else {}
-    c = cost(name, args.get("Input Dims", args.get("Input dims")), args.get("Input type"), args.get("Concrete Inputs")) \
-        if op else None
-    row.update(ZERO_FLOPS if c else NAN_FLOPS)
-    nelems = margs.get("In msg nelems", args.get("In msg nelems"))
-    coll = collective_bytes(nelems, margs.get("dtype", args.get("dtype"))) if nelems is not None else None
-    if c is not None:
-        col = {"tensor": "flop_tensor", "fp16": "flop_fp16", "bf16": "flop_fp16", "fp32": "flop_fp32",
-               "fp64": "flop_fp64"}.get(c.precision)
-        if col:
-            row[col] = c.flops
-        row.update(dict.fromkeys(FLOP_SOURCES, f"model: {c.formula} (from Input Dims; {len(evs)} GPU event(s))"))
-        row["tensor_path"] = c.tensor_path
-        row["dram_bytes"], row["dram_bytes_source"] = c.bytes, "model: inputs + outputs from shapes, each once"
-    elif coll is not None:
-        row["dram_bytes"] = coll
-        row["dram_bytes_source"] = "NCCL message: In msg nelems × dtype size"
-        row.update(dict.fromkeys(FLOP_SOURCES, f"{UNAVAILABLE}: a collective moves data; its reduction FLOPs are not modelled"))
-    elif copies_only:
-        if host:
-            row["dram_bytes"] = float("nan")
-            row["dram_bytes_source"] = (f"{UNAVAILABLE}: host<->device copy of {host:.0f} B: bound by PCIe/NVLink, "
-                                        "not by device memory")
-        else:
-            row["dram_bytes"] = copied
-            row["dram_bytes_source"] = "memcpy/memset args: bytes (device-to-device copies read and write: × 2)"
-        row.update(ZERO_FLOPS)
-        row.update(dict.fromkeys(FLOP_SOURCES, "memcpy/memset: no FLOPs"))
-    else:
-        why = NO_MODEL.format(u=UNAVAILABLE, op=name) if op else f"{UNAVAILABLE}: {label}; no CPU op shapes to model it"
-        if op and not args.get("Input Dims", args.get("Input dims")):
-            why = f"{UNAVAILABLE}: no Input Dims for {name}; record with torch.profiler.profile(record_shapes=True)"
-        row.update(dict.fromkeys(FLOP_SOURCES, why))
-        row["dram_bytes"], row["dram_bytes_source"] = float("nan"), why
-    row["l2_bytes_source"] = row["l1_bytes_source"] = NO_CACHE
-    return row
-
-
-def _copy_bytes(evs: list[dict[str, Any]]) -> tuple[float, float]:
+def _copy_bytes(evs: list[Event]) -> tuple[float, float]:
     """(device-memory bytes, host<->device bytes) of the memcpy/memset events among ``evs``."""
     device = host = 0.0
     for e in evs:
-        if e.get("cat") not in COPY_CATS:
+        if e.cat not in COPY_CATS:
             continue
-        n = float((e.get("args") or {}).get("bytes") or 0)
-        name = str(e.get("name", ""))
-        if "memset" in name.lower() or "Memset" in str(e.get("cat")):
+        n = float((e.args.bytes if e.args is not None else None) or 0)
+        name = str(e.name)
+        if "memset" in name.lower() or "Memset" in str(e.cat):
             device += n
         elif "DtoD" in name:
             device += 2 * n
@@ -288,38 +354,15 @@ def _copy_bytes(evs: list[dict[str, Any]]) -> tuple[float, float]:
     return device, host
 
 
-def _short(name: str) -> str:
+def _short(name: Any) -> str:
+    name = str(name)
     base = name.split("(")[0].split("<")[0].strip()
     return base.rsplit(" ", 1)[-1].rsplit("::", 1)[-1] or name[:60]
 
 
-def _range_row(e: dict[str, Any], devices: dict[Any, Any]) -> dict[str, Any]:
-    """A CUPTI range-profiler event: measured FP instruction counts, FLOPs = add + mul + 2·fma."""
-    args = e.get("args") or {}
-    prop = next(iter(devices.values())) if devices else {}
-    row: dict[str, Any] = {
-        "_ts": float(e["ts"]), "format": "torch-trace", "kernel_name": e.get("name", ""),
-        "kernel_short_name": _short(e.get("name", "")), "device_name": prop.get("name"),
-        "duration_s": float(e["dur"]) * 1e-6, "duration_s_source": "cuda_profiler_range dur",
-        "attribution": "measured: CUPTI range profiler", "replay_ok": True,
-        "l2_bytes_source": NO_CACHE, "l1_bytes_source": NO_CACHE,
-        "dram_bytes": float("nan"), "dram_bytes_source": f"{UNAVAILABLE}: the range profiler recorded no DRAM counters",
-    }
-    for letter, p in (("d", "fp64"), ("f", "fp32"), ("h", "fp16")):
-        vals = [args.get(f"smsp__sass_thread_inst_executed_op_{letter}{op}_pred_on.sum") for op in ("add", "mul", "fma")]
-        if all(isinstance(v, (int, float)) for v in vals):
-            row[f"flop_{p}"] = flops_from_counts(*vals, p)
-            row[f"flop_{p}_source"] = f"measured: CUPTI range profiler {letter}add + {letter}mul + 2·{letter}fma"
-        else:
-            row[f"flop_{p}"] = float("nan")
-            row[f"flop_{p}_source"] = f"{UNAVAILABLE}: the range profiler did not record {letter}add/{letter}mul/{letter}fma"
-    row["flop_tensor"], row["flop_tensor_source"] = float("nan"), f"{UNAVAILABLE}: no tensor counters in the range profiler"
-    return row
-
-
 def _trace_meta(top: dict, events: list, gpu: list, orphans: list, groups: dict, skipped: int) -> dict[str, Any]:
-    total = sum(float(e["dur"]) for e in gpu)
-    orphan = sum(float(e["dur"]) for e, _ in orphans)
+    total = sum(float(e.dur) for e in gpu)
+    orphan = sum(float(e.dur) for e, _ in orphans)
     return {
         "trace_events": len(events), "gpu_events": len(gpu), "ops_with_gpu_work": len(groups),
         "gpu_time_s": total * 1e-6, "orphan_gpu_time_s": orphan * 1e-6,

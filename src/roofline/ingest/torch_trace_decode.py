@@ -1,0 +1,123 @@
+"""Typed decoding of Kineto trace JSON: only the fields the reader uses become Python objects.
+
+A generic parse (``orjson.loads``) builds a dict for every one of a trace's events and every
+argument they carry, most of which the reader never looks at. ``msgspec`` decodes straight into
+small structs, skipping unknown keys without building them: on the 216k-event V100 trace it takes
+~0.17 s against ~0.33 s for ``orjson.loads`` (``bench/bench_trace.py``). Shapes stay raw JSON
+(``msgspec.Raw``) until an op with GPU work needs its cost, and serve as the cache key of that cost.
+
+Typed decoding rejects documents whose events are not objects or whose ``args`` are not objects;
+those are decoded generically, cleaned and converted, so odd traces read the same, only slower.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import msgspec
+from msgspec import field
+
+from roofline.errors import CorruptReportError, FormatMismatchError
+
+NULL = msgspec.Raw(b"null")
+RANGE_CAT = "cuda_profiler_range"
+#: the CUPTI range profiler's FP instruction counters: letter (d, f, h) x (add, mul, fma)
+RANGE_COUNTERS = tuple(f"smsp__sass_thread_inst_executed_op_{letter}{op}_pred_on.sum"
+                       for letter in "dfh" for op in ("add", "mul", "fma"))
+
+
+class Args(msgspec.Struct, gc=False):
+    """The ``args`` keys the reader uses; shapes stay raw JSON until an op's cost is needed."""
+
+    external_id: Any = field(name="External id", default=None)
+    external_id_lc: Any = field(name="external id", default=None)  # the 1.8 era's spelling
+    correlation: Any = None
+    input_dims: msgspec.Raw = field(name="Input Dims", default=NULL)
+    input_dims_lc: msgspec.Raw = field(name="Input dims", default=NULL)
+    input_type: msgspec.Raw = field(name="Input type", default=NULL)
+    concrete: msgspec.Raw = field(name="Concrete Inputs", default=NULL)
+    nelems: Any = field(name="In msg nelems", default=None)
+    dtype: Any = None
+    device: Any = None
+    grid: Any = None
+    block: Any = None
+    bytes: Any = None
+
+
+class Event(msgspec.Struct, gc=False):
+    ph: Any = None
+    cat: Any = None
+    name: Any = ""
+    ts: Any = None
+    dur: Any = None
+    pid: Any = None
+    tid: Any = None
+    args: Union[Args, None] = None
+
+
+class Trace(msgspec.Struct, gc=False):
+    traceEvents: list[Event]
+    deviceProperties: Any = None
+    distributedInfo: Any = None
+    with_flops: Any = None
+    schemaVersion: Any = None
+
+
+# The range profiler's counters are read in a second, narrow pass, only for traces that have them.
+RangeArgs = msgspec.defstruct("RangeArgs", [(f"c{i}", Any, field(name=n, default=None))
+                                            for i, n in enumerate(RANGE_COUNTERS)], gc=False)
+RangeEvent = msgspec.defstruct("RangeEvent", [("ph", Any, None), ("cat", Any, None), ("name", Any, ""),
+                                              ("ts", Any, None), ("dur", Any, None),
+                                              ("args", Union[RangeArgs, None], None)], gc=False)
+RangeTrace = msgspec.defstruct("RangeTrace", [("traceEvents", list[RangeEvent])], gc=False)
+
+_DECODER = msgspec.json.Decoder(Union[Trace, list[Event]])
+_RANGE_DECODER = msgspec.json.Decoder(Union[RangeTrace, list[RangeEvent]])
+TOP_FIELDS = ("deviceProperties", "distributedInfo", "with_flops", "schemaVersion")
+
+
+def decode(path: Any, raw: bytes) -> tuple[list[Event], dict[str, Any]]:
+    """(events, top-level fields) of a trace's JSON bytes; a typed error names the file otherwise."""
+    try:
+        doc = _DECODER.decode(raw)
+    except msgspec.ValidationError:  # (a subclass of DecodeError) valid JSON of an unexpected shape
+        return _lenient(path, raw, Event, TOP_FIELDS)
+    except msgspec.DecodeError as exc:
+        raise CorruptReportError(path, f"not valid JSON ({exc})") from None
+    if isinstance(doc, list):
+        return doc, {}
+    return doc.traceEvents, {k: getattr(doc, k) for k in TOP_FIELDS}
+
+
+def range_events(path: Any, raw: bytes) -> list[Any]:
+    """The trace's events with their range-profiler counters (``args.c0`` … ``c8``, RANGE_COUNTERS order)."""
+    try:
+        doc = _RANGE_DECODER.decode(raw)
+    except msgspec.ValidationError:
+        return _lenient(path, raw, RangeEvent, ())[0]
+    return doc if isinstance(doc, list) else doc.traceEvents
+
+
+def _lenient(path: Any, raw: bytes, kind: type, top_fields: tuple[str, ...]) -> tuple[list[Any], dict[str, Any]]:
+    """Decode generically, drop what is not an event object, and convert the rest to ``kind``."""
+    import orjson
+
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptReportError(path, f"not valid JSON ({exc})") from None
+    if isinstance(data, list):
+        events, top = data, {}
+    elif isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
+        events, top = data["traceEvents"], {k: data.get(k) for k in top_fields}
+    else:
+        raise FormatMismatchError(path, "is JSON but not a PyTorch profiler trace (no traceEvents list)")
+    clean = [e if isinstance(e.get("args"), (dict, type(None))) else {**e, "args": None}
+             for e in events if isinstance(e, dict)]
+    # a round trip through JSON (not msgspec.convert) so that raw-JSON fields decode as they would
+    return msgspec.json.decode(msgspec.json.encode(clean), type=list[kind]), top
+
+
+def shapes(raw: msgspec.Raw) -> Any:
+    """A raw ``Input Dims``/``Input type``/``Concrete Inputs`` value as Python lists (None if absent)."""
+    return None if raw is NULL else msgspec.json.decode(raw)
