@@ -110,6 +110,24 @@ def test_gqa_flash_and_tensor_parallel_terms():
     assert "link" in tp.notes[-1] or "--link-gbps" in tp.notes[-1]
 
 
+def test_gpt2_config_with_null_n_inner_counts_every_parameter():
+    """GPT-2 small: n_inner null means 4 x n_embd (HF GPT2MLP); biases on every linear, LayerNorm weight and
+    bias, a learned position table, tied LM head (the config has no tie key; GPT2Config ties): 124,439,808
+    parameters, the count of the published checkpoint."""
+    m = load_model(LLM / "gpt2.config.json")
+    assert (m.intermediate, m.tied_embeddings, m.positions) == (3072, True, 1024)
+    d, v, L = 768, 50257, 12
+    per_layer = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * 4 * d + 4 * d) + (4 * d * d + d)
+    assert m.params == (v + 1024) * d + L * per_layer + 2 * d == 124_439_808
+    dec = estimate(m, "h100-sxm", batch=1, prompt=128, generate=2).phases.query("phase == 'decode'").iloc[0]
+    # bf16: every layer weight and the final norm once, the tied table once as the LM head, two gathered rows
+    assert dec["weight_bytes"] == 2 * (L * per_layer + 2 * d) + 2 * v * d + 2 * 2 * d
+    ctx = 129  # the one decode step of generate=2 attends over prompt + 1
+    attn = 2 * 12 * ctx * 64 * 2 + 5 * 12 * ctx
+    linears = 3 * (2 * d * d + d) + (2 * d * d + d) + (2 * d * 4 * d + 4 * d) + (2 * 4 * d * d + d)
+    assert dec["flop"] == pytest.approx(L * (linears + attn + 2 * 4 * d) + d + 4 * d + 2 * d * v, rel=1e-12)
+
+
 @pytest.mark.parametrize("fixture, field", [
     ("bert-base.config.json", "model_type"), ("t5-small.config.json", "is_encoder_decoder"),
     ("no-intermediate.config.json", "intermediate_size"),

@@ -24,7 +24,13 @@ class ModelConfigError(RooflineError):
 GATED_MLP_TYPES = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "qwen3", "qwen3_moe",
                    "olmo", "olmo2", "deepseek", "phi3", "internlm2", "yi"}
 #: model types with biases on the q, k and v projections
-QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}
+QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "gpt2"}
+#: GPT-2's layout: biases on every linear, LayerNorm (weight and bias), a learned position table
+#: (``n_positions`` rows), MLP width ``n_inner`` or, when null, 4 × ``n_embd`` (as HF's GPT2MLP)
+GPT2_TYPES = {"gpt2"}
+#: model types whose HF config class ties the LM head to the embedding when the key is absent
+#: (PretrainedConfig's default); Llama-like classes default to untied
+TIED_BY_DEFAULT_TYPES = {"gpt2", "opt", "gemma", "gemma2", "bloom", "gpt_bigcode"}
 ENCODER_ARCHITECTURES = re.compile(r"(Bert|Roberta|Electra|Deberta|T5|Bart|Pegasus|Marian|Whisper|Vit|Clip)", re.I)
 ENCODER_TYPES = {"bert", "roberta", "t5", "bart", "mt5", "electra", "deberta", "deberta-v2", "whisper", "pegasus",
                  "marian", "vit", "clip"}
@@ -45,6 +51,13 @@ class ModelConfig:
     qkv_bias: bool
     experts: int = 1
     experts_per_token: int = 1
+    linear_bias: bool = False  # biases on o_proj and the MLP too (GPT-2)
+    norm_bias: bool = False  # LayerNorm with a bias (GPT-2) rather than RMSNorm's weight only
+    positions: int = 0  # rows of a learned position-embedding table (GPT-2's n_positions)
+
+    @property
+    def norm_params(self) -> int:
+        return self.hidden * (2 if self.norm_bias else 1)
 
     # --- parameter counts (what the weight bytes are made of) ---
     @property
@@ -53,11 +66,12 @@ class ModelConfig:
         kv = 2 * self.hidden * self.kv_heads * self.head_dim
         o = self.heads * self.head_dim * self.hidden
         bias = (self.heads + 2 * self.kv_heads) * self.head_dim if self.qkv_bias else 0
-        return q + kv + o + bias
+        return q + kv + o + bias + (self.hidden if self.linear_bias else 0)
 
     @property
     def expert_params(self) -> int:
-        return (3 if self.gated_mlp else 2) * self.hidden * self.intermediate
+        bias = ((2 if self.gated_mlp else 1) * self.intermediate + self.hidden) if self.linear_bias else 0
+        return (3 if self.gated_mlp else 2) * self.hidden * self.intermediate + bias
 
     @property
     def router_params(self) -> int:
@@ -65,11 +79,12 @@ class ModelConfig:
 
     @property
     def layer_params(self) -> int:
-        return self.attn_params + self.experts * self.expert_params + self.router_params + 2 * self.hidden
+        return self.attn_params + self.experts * self.expert_params + self.router_params + 2 * self.norm_params
 
     @property
     def embedding_params(self) -> int:
-        return self.vocab * self.hidden
+        """Token (and learned position) tables: a step gathers rows of them, it does not read them whole."""
+        return (self.vocab + self.positions) * self.hidden
 
     @property
     def lm_head_params(self) -> int:
@@ -78,7 +93,7 @@ class ModelConfig:
     @property
     def params(self) -> int:
         """Every parameter, embeddings and LM head included (what model cards quote)."""
-        return self.layers * self.layer_params + self.embedding_params + self.lm_head_params + self.hidden
+        return self.layers * self.layer_params + self.embedding_params + self.lm_head_params + self.norm_params
 
     @property
     def active_params(self) -> int:
@@ -121,7 +136,12 @@ def parse_config(cfg: Any, name: str, where: str | None = None) -> ModelConfig:
         raise ModelConfigError(f"{where}: field 'num_key_value_heads' ({kv_heads}) must divide num_attention_heads ({heads})")
     head_dim = cfg.get("head_dim") or hidden // heads
     head_dim = _positive_int(head_dim, where, "head_dim")
-    inter = _positive_int(_require(cfg, where, "intermediate_size", "n_inner", "ffn_dim"), where, "intermediate_size")
+    gpt2 = mtype.lower() in GPT2_TYPES
+    if gpt2 and cfg.get("n_inner") is None and cfg.get("intermediate_size") is None:
+        inter = 4 * hidden
+    else:
+        inter = _positive_int(_require(cfg, where, "intermediate_size", "n_inner", "ffn_dim"), where,
+                              "intermediate_size")
     vocab = _positive_int(_require(cfg, where, "vocab_size"), where, "vocab_size")
     act = str(cfg.get("hidden_act", cfg.get("activation_function", "")))
     gated = mtype.lower() in GATED_MLP_TYPES or act in ("silu", "swiglu")
@@ -130,9 +150,13 @@ def parse_config(cfg: Any, name: str, where: str | None = None) -> ModelConfig:
     if per_tok > experts:
         raise ModelConfigError(f"{where}: field 'num_experts_per_tok' ({per_tok}) exceeds num_local_experts ({experts})")
     bias = bool(cfg.get("attention_bias", mtype.lower() in QKV_BIAS_TYPES))
+    tied = cfg.get("tie_word_embeddings")
+    tied = mtype.lower() in TIED_BY_DEFAULT_TYPES if tied is None else bool(tied)
+    positions = _positive_int(_require(cfg, where, "n_positions", "n_ctx"), where, "n_positions") if gpt2 else 0
     return ModelConfig(name=name, hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
-                       intermediate=inter, vocab=vocab, tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-                       gated_mlp=gated, qkv_bias=bias, experts=experts, experts_per_token=per_tok)
+                       intermediate=inter, vocab=vocab, tied_embeddings=tied, gated_mlp=gated, qkv_bias=bias,
+                       experts=experts, experts_per_token=per_tok, linear_bias=gpt2, norm_bias=gpt2,
+                       positions=positions)
 
 
 @lru_cache(maxsize=1)

@@ -124,7 +124,7 @@ def layer_ops(m: ModelConfig, batch: int, new_tokens: int, context: float, prec:
         return _op(name, flop, weights * wb, n * k * ab + (0 if to_cache else n * out * ab),
                    n * out * kb if to_cache else 0.0)
 
-    ops = [_op("attn_norm", NORM_FLOP_PER_ELEMENT * n * d, d * wb, 2 * n * d * ab, tensor=False),
+    ops = [_op("attn_norm", NORM_FLOP_PER_ELEMENT * n * d, m.norm_params * wb, 2 * n * d * ab, tensor=False),
            linear("q_proj", d, heads * hd, m.qkv_bias),
            linear("k_proj", d, kv_heads * hd, m.qkv_bias, to_cache=True),
            linear("v_proj", d, kv_heads * hd, m.qkv_bias, to_cache=True)]
@@ -137,10 +137,10 @@ def layer_ops(m: ModelConfig, batch: int, new_tokens: int, context: float, prec:
         ops.append(_op("attn_softmax", softmax_flop, 0.0, 2 * score_elems * ab, tensor=False))
     ops.append(_op("attn_output", 2 * score_elems * hd, 0.0, n * heads * hd * ab + (0 if flash else score_elems * ab),
                    batch * kv_heads * hd * kv_len * kb))
-    ops.append(linear("o_proj", heads * hd, d))
+    ops.append(linear("o_proj", heads * hd, d, m.linear_bias))
     if tp > 1:
         ops.append(_op("allreduce_attn", 0.0, comm=2 * (tp - 1) / tp * n * d * ab, tensor=False))
-    ops.append(_op("mlp_norm", NORM_FLOP_PER_ELEMENT * n * d, d * wb, 2 * n * d * ab, tensor=False))
+    ops.append(_op("mlp_norm", NORM_FLOP_PER_ELEMENT * n * d, m.norm_params * wb, 2 * n * d * ab, tensor=False))
     ff = m.intermediate / tp
     k_exp = m.experts_per_token
     touched = m.experts * (1 - (1 - k_exp / m.experts) ** n) if m.experts > 1 else 1.0
@@ -149,7 +149,9 @@ def layer_ops(m: ModelConfig, batch: int, new_tokens: int, context: float, prec:
     names = ("mlp_gate", "mlp_up", "mlp_down") if m.gated_mlp else ("mlp_up", "mlp_down")
     for name in names:
         k_in, k_out = (ff, d) if name == "mlp_down" else (d, ff)
-        ops.append(_op(name, 2 * n * k_exp * k_in * k_out, touched * k_in * k_out * wb, n * k_exp * (k_in + k_out) * ab))
+        bias = k_out if m.linear_bias else 0  # GPT-2: one add per output element
+        ops.append(_op(name, (2 * k_in + (1 if bias else 0)) * n * k_exp * k_out, touched * (k_in * k_out + bias) * wb,
+                       n * k_exp * (k_in + k_out) * ab))
     if tp > 1:
         ops.append(_op("allreduce_mlp", 0.0, comm=2 * (tp - 1) / tp * n * d * ab, tensor=False))
     return ops
@@ -160,8 +162,9 @@ def model_ops(m: ModelConfig, batch: int, new_tokens: int, prec: Precision, tp: 
     wb, ab = prec.weight_bits / 8, prec.act_bits / 8
     n = batch * new_tokens
     d, vocab = m.hidden, m.vocab / tp
-    return [_op("embed", 0.0, n * d * wb, n * d * ab, tensor=False),  # gathers N rows, not the table
-            _op("final_norm", NORM_FLOP_PER_ELEMENT * batch * d, d * wb, 2 * batch * d * ab, tensor=False),
+    tables = 2 if m.positions else 1  # GPT-2 also gathers N rows of its position table and adds them
+    return [_op("embed", (tables - 1) * n * d, tables * n * d * wb, n * d * ab, tensor=False),  # rows, not tables
+            _op("final_norm", NORM_FLOP_PER_ELEMENT * batch * d, m.norm_params * wb, 2 * batch * d * ab, tensor=False),
             _op("lm_head", 2 * batch * d * vocab, d * vocab * wb, batch * (d + vocab) * ab)]
 
 
