@@ -110,6 +110,25 @@ def test_gqa_flash_and_tensor_parallel_terms():
     assert "link" in tp.notes[-1] or "--link-gbps" in tp.notes[-1]
 
 
+@pytest.mark.parametrize("fixture, total, active", [
+    ("qwen3-30b-a3b", 30.5e9, 3.3e9), ("qwen1.5-moe-a2.7b", 14.3e9, 2.7e9)])
+def test_qwen_moe_experts_use_moe_intermediate_size_and_the_shared_expert(fixture, total, active):
+    """Qwen-MoE configs: intermediate_size is the dense width, each expert is moe_intermediate_size wide;
+    Qwen1.5-MoE adds an always-on shared expert (shared_expert_intermediate_size, with a 1-wide gate).
+    Totals and active counts as the model cards publish them (30.5B/3.3B, 14.3B/2.7B)."""
+    m = load_model(LLM / f"{fixture}.config.json")
+    assert m.params == pytest.approx(total, rel=0.01) and m.active_params == pytest.approx(active, rel=0.02)
+    d, e = 2048, 3 * 2048 * m.intermediate
+    shared = (3 * d * 5632 + d) if fixture.startswith("qwen1.5") else 0
+    qkv_bias = 3 * d if fixture.startswith("qwen1.5") else 0
+    attn = d * m.heads * m.head_dim * 2 + 2 * d * m.kv_heads * m.head_dim + qkv_bias
+    per_layer = attn + m.experts * e + d * m.experts + shared + 2 * d
+    assert m.params == m.layers * per_layer + 2 * 151936 * d + d
+    assert m.active_params == m.params - m.layers * (m.experts - m.experts_per_token) * e
+    dec = estimate(m, "h100-sxm", batch=1).phases.query("phase == 'decode'").iloc[0]
+    assert dec["weight_bytes"] == 2 * (m.active_params - m.embedding_params) + 2 * d  # + one gathered row
+
+
 def test_gpt2_config_with_null_n_inner_counts_every_parameter():
     """GPT-2 small: n_inner null means 4 x n_embd (HF GPT2MLP); biases on every linear, LayerNorm weight and
     bias, a learned position table, tied LM head (the config has no tie key; GPT2Config ties): 124,439,808

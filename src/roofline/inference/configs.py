@@ -51,6 +51,7 @@ class ModelConfig:
     qkv_bias: bool
     experts: int = 1
     experts_per_token: int = 1
+    shared_intermediate: int = 0  # an always-on shared expert's width, with its sigmoid gate (qwen2_moe)
     linear_bias: bool = False  # biases on o_proj and the MLP too (GPT-2)
     norm_bias: bool = False  # LayerNorm with a bias (GPT-2) rather than RMSNorm's weight only
     positions: int = 0  # rows of a learned position-embedding table (GPT-2's n_positions)
@@ -78,8 +79,13 @@ class ModelConfig:
         return self.hidden * self.experts if self.experts > 1 else 0
 
     @property
+    def shared_expert_params(self) -> int:
+        return 3 * self.hidden * self.shared_intermediate + self.hidden if self.shared_intermediate else 0
+
+    @property
     def layer_params(self) -> int:
-        return self.attn_params + self.experts * self.expert_params + self.router_params + 2 * self.norm_params
+        return (self.attn_params + self.experts * self.expert_params + self.router_params + self.shared_expert_params
+                + 2 * self.norm_params)
 
     @property
     def embedding_params(self) -> int:
@@ -147,6 +153,11 @@ def parse_config(cfg: Any, name: str, where: str | None = None) -> ModelConfig:
     gated = mtype.lower() in GATED_MLP_TYPES or act in ("silu", "swiglu")
     experts = _positive_int(cfg.get("num_local_experts") or cfg.get("num_experts") or 1, where, "num_local_experts")
     per_tok = _positive_int(cfg.get("num_experts_per_tok") or 1, where, "num_experts_per_tok")
+    shared = 0
+    if experts > 1 and cfg.get("moe_intermediate_size") is not None:  # Qwen-MoE: intermediate_size is the dense width
+        inter = _positive_int(cfg["moe_intermediate_size"], where, "moe_intermediate_size")
+        if cfg.get("shared_expert_intermediate_size"):
+            shared = _positive_int(cfg["shared_expert_intermediate_size"], where, "shared_expert_intermediate_size")
     if per_tok > experts:
         raise ModelConfigError(f"{where}: field 'num_experts_per_tok' ({per_tok}) exceeds num_local_experts ({experts})")
     bias = bool(cfg.get("attention_bias", mtype.lower() in QKV_BIAS_TYPES))
@@ -155,7 +166,8 @@ def parse_config(cfg: Any, name: str, where: str | None = None) -> ModelConfig:
     positions = _positive_int(_require(cfg, where, "n_positions", "n_ctx"), where, "n_positions") if gpt2 else 0
     return ModelConfig(name=name, hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                        intermediate=inter, vocab=vocab, tied_embeddings=tied, gated_mlp=gated, qkv_bias=bias,
-                       experts=experts, experts_per_token=per_tok, linear_bias=gpt2, norm_bias=gpt2,
+                       experts=experts, experts_per_token=per_tok, shared_intermediate=shared,
+                       linear_bias=gpt2, norm_bias=gpt2,
                        positions=positions)
 
 

@@ -152,6 +152,12 @@ def layer_ops(m: ModelConfig, batch: int, new_tokens: int, context: float, prec:
         bias = k_out if m.linear_bias else 0  # GPT-2: one add per output element
         ops.append(_op(name, (2 * k_in + (1 if bias else 0)) * n * k_exp * k_out, touched * (k_in * k_out + bias) * wb,
                        n * k_exp * (k_in + k_out) * ab))
+    if m.shared_intermediate:  # every token runs the shared expert, scaled by its own sigmoid gate
+        ops.append(linear("shared_expert_gate", d, 1))
+        ff_s = m.shared_intermediate / tp
+        for name in ("shared_gate", "shared_up", "shared_down"):
+            k_in, k_out = (ff_s, d) if name == "shared_down" else (d, ff_s)
+            ops.append(_op(name, 2 * n * k_in * k_out, k_in * k_out * wb, n * (k_in + k_out) * ab))
     if tp > 1:
         ops.append(_op("allreduce_mlp", 0.0, comm=2 * (tp - 1) / tp * n * d * ab, tensor=False))
     return ops
