@@ -112,3 +112,16 @@ def test_malformed_peaks_file_names_the_line_and_the_field(tmp_path, text, line,
     assert info.value.line == line and f"line {line}" in str(info.value)
     if field:
         assert info.value.field == field and field in str(info.value)
+
+
+def test_a_peak_neither_counters_nor_spec_table_give_says_why():
+    """B200 has no published non-tensor FP16 figure: the peak stays NaN and its source says so and what to
+    do; published figures are filled beside it."""
+    from roofline.hardware.specs import fill_spec_peaks
+    from roofline.schema import kernels_from_columns
+
+    k = fill_spec_peaks(kernels_from_columns({"device_name": "NVIDIA B200", "duration_s": 1e-3}, 2))
+    assert k["peak_flop_per_s_fp16"].isna().all()
+    src = k["peak_flop_per_s_fp16_source"]
+    assert src.str.startswith("unavailable: the spec table has no fp16").all() and src.str.contains("--peaks").all()
+    assert (k["peak_flop_per_s_fp32"] == 75e12).all() and k["peak_flop_per_s_fp32_source"].str.startswith("spec:").all()

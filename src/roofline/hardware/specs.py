@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.errors import RooflineError
-from roofline.schema import source_column
+from roofline.schema import UNAVAILABLE, source_column
 
 TFLOP = 1e12
 
@@ -226,6 +226,8 @@ def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True) -> pd.D
                          ("peak_flop_per_s_fp16", "fp16")):
             if key in spec.figures:
                 _fill_compute(out, col, spec, key, False, on_device, clk)
+            else:
+                _say_missing(out, col, on_device, f"no {key} (non-tensor) figure for {spec.name}")
         if "peak_flop_per_s_tensor" in out:
             paths = out["tensor_path"] if "tensor_path" in out else pd.Series(pd.NA, index=out.index)
             for path in pd.unique(paths[on_device].astype(object)):
@@ -234,6 +236,9 @@ def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True) -> pd.D
                 sel = on_device & (paths.isna() if path_s is None else (paths == path_s).fillna(False)).to_numpy()
                 if fig is not None:
                     _fill_compute(out, "peak_flop_per_s_tensor", spec, fig[0], fig[1], sel, clk)
+                elif path_s is not None:
+                    _say_missing(out, "peak_flop_per_s_tensor", sel,
+                                 f"no tensor figure for the {path_s} path of {spec.name}")
         _fill_value(out, "peak_dram_bytes_per_s", on_device, spec.dram_bytes_per_s,
                     f"spec: {spec.name} {spec.dram_bytes_per_s / 1e12:g} TB/s ({spec.dram_source}), as published")
         l1_per_hz = spec.l1_bytes_per_s_at(1.0)
@@ -270,6 +275,19 @@ def _assign(out: pd.DataFrame, col: str, mask: np.ndarray, values: Any, note: An
         s[mask] = notes
     out[col] = v
     out[src] = pd.array(s, dtype="string")
+
+
+def _say_missing(out: pd.DataFrame, col: str, rows: np.ndarray, what: str) -> None:
+    """Where neither the counters nor the spec table give a peak, its source says so (never left empty)."""
+    src = source_column(col)
+    if src not in out:
+        return
+    mask = rows & out[col].isna().to_numpy() & out[src].isna().to_numpy()
+    if mask.any():
+        s = out[src].to_numpy(dtype=object, na_value=None)
+        s[mask] = (f"{UNAVAILABLE}: the spec table has {what} (not published as a vetted figure); "
+                   "measure it and pass --peaks FILE.toml")
+        out[src] = pd.array(s, dtype="string")
 
 
 def _fill_value(out: pd.DataFrame, col: str, rows, value: float, note: str) -> None:  # type: ignore[no-untyped-def]
