@@ -120,7 +120,10 @@ def test_cli_device_option_gives_csv_spec_peaks_and_folder_expansion(tmp_path):
     recs = {r["kernel_id"]: r for r in json.loads(p.stdout)}
     assert recs[2]["peak_dram_bytes_per_s"] == pytest.approx(1.555e12)
     assert recs[2]["peak_dram_bytes_per_s_source"].startswith("spec:")
-    assert recs[2]["binding_roof"] == "compute"
+    # the naive GEMM reads L1 at 0.4 FLOP/B: with ncu's L1 roof (128 B/cycle/SM at the profiled 765 MHz)
+    # it can reach 4.2 TFLOP/s there, below the 10.6 TFLOP/s compute roof at the same clock
+    assert recs[2]["peak_l1_bytes_per_s"] == pytest.approx(128 * 108 * recs[2]["sm_clock_hz"], rel=1e-12)
+    assert recs[2]["binding_roof"] == "l1"
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "a.ncu-rep").write_bytes(shared(A10G).read_bytes())
     (tmp_path / "d" / "notes.txt").write_text("not a profile")

@@ -123,3 +123,13 @@ def test_utf16_and_bom_csv_exports_read_like_utf8(tmp_path):
         p.write_bytes(data)
         k = roofline.read(p)
         assert k.iloc[0]["flop_fp32"] == 2 * 1_048_576
+
+
+def test_sm_clock_from_the_smsp_counter_when_sm_is_not_collected():
+    """This A100 CSV collected smsp__cycles_elapsed.avg.per_second only: SMSPs run on the SM clock (765 MHz,
+    MANIFEST), so spec peaks are scaled to it: fp32 = 128 FLOP/cycle/SM x 108 SMs x the clock."""
+    k = roofline.read(shared("ncu/sm80_a100_gemm-variants_roofline-metrics-printfp.csv"))
+    assert k["sm_clock_hz"].round(-3).eq(765_000_000).all()
+    a = roofline.analyze(k, peaks="A100 PCIe 40GB")
+    assert a["peak_flop_per_s_fp32"].to_numpy() == pytest.approx(128 * 108 * k["sm_clock_hz"].to_numpy(), rel=1e-12)
+    assert a["peak_flop_per_s_fp32_source"].str.contains("profiled SM clock 765 MHz").all()

@@ -251,6 +251,8 @@ def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True) -> pd.D
                 mask = on_device & (clk > 0) & out["peak_l1_bytes_per_s"].isna().to_numpy()
                 if mask.any():
                     _assign(out, "peak_l1_bytes_per_s", mask, l1_per_hz * clk[mask], rate + "the profiled SM clock")
+                _fill_value(out, "peak_l1_bytes_per_s", on_device & ~(clk > 0), l1_per_hz * spec.boost_clock_hz,
+                            rate + f"the boost clock {spec.boost_clock_hz / 1e6:.0f} MHz; no profiled clock known")
     return out
 
 

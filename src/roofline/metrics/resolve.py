@@ -89,17 +89,22 @@ def duration_s(raw: Raw) -> Resolved:
 def clock_hz(raw: Raw, unit: str) -> Resolved:
     """Average clock of a unit during the launch (``U__cycles_elapsed.avg.per_second``)."""
     name = f"{unit}__cycles_elapsed.avg.per_second"
-    v = num(raw, name)
-    if v is not None:
-        return Resolved(v, name)
+    # SM sub-partitions and the GPC run on the SM clock (ncu's "SM Frequency" is gpc__…per_second):
+    # a CSV that collected only one of them still gives the SM clock
+    for u in (unit, *SAME_CLOCK.get(unit, ())):
+        v = num(raw, f"{u}__cycles_elapsed.avg.per_second")
+        if v is not None:
+            return Resolved(v, f"{u}__cycles_elapsed.avg.per_second" + ("" if u == unit else " (same clock domain)"))
     legacy = {"dram": "dram__frequency", "sm": "gpc__frequency", "smsp": "gpc__frequency"}
     if unit in legacy:
         v = num(raw, legacy[unit])
         if v is not None:
             return Resolved(v, f"{legacy[unit]} (legacy)")
-    if unit == "smsp":
-        return clock_hz(raw, "sm")
     return unavailable(f"no {name}")
+
+
+#: units whose cycles are counted on the same clock
+SAME_CLOCK = {"sm": ("smsp", "gpc"), "smsp": ("sm", "gpc"), "gpc": ("sm", "smsp")}
 
 
 def elapsed_cycles(raw: Raw, unit: str, duration: Resolved) -> Resolved:
