@@ -186,3 +186,59 @@ def test_kernels_from_columns_types_and_checks():
     assert k["rank"].isna().all() and k["replay_ok"].all()
     with pytest.raises(SchemaError, match="not_a_column"):
         kernels_from_columns({"not_a_column": [1]}, 1)
+
+
+def test_damaged_values_become_missing_not_crashes(tmp_path):
+    """A grid of strings, a rank that is not an integer, a name that is a number: read, marked missing."""
+    p = tmp_path / "damaged.pt.trace.json"
+    kernel = {**KERNEL, "args": {**KERNEL["args"], "grid": ["a", 1, 1], "block": [1.5, 1, 1]}}
+    op = {**OP, "name": 12345}
+    p.write_bytes(_trace([op, LAUNCH, kernel], deviceProperties=PROPS, distributedInfo={"rank": "three"}))
+    k = roofline.read(p)
+    assert len(k) == 1 and k["grid_x"].isna().all() and k["block_x"].isna().all() and k["rank"].isna().all()
+    assert k["kernel_name"].iloc[0] == "12345" and k["flop_fp32_source"].iloc[0].startswith("unavailable")
+
+
+def test_any_damage_is_read_or_a_typed_error(tmp_path_factory):
+    """Property: events whose fields hold any JSON value read, or fail with a RooflineError; never a crash."""
+    import json
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    scalar = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=False, allow_infinity=False),
+                       st.sampled_from(["X", "kernel", "cpu_op", "cuda_runtime", "gpu_memcpy", "cuda_profiler_range",
+                                        "aten::mm", "ProfilerStep#1", ""]))
+    value = st.recursive(scalar, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                         st.dictionaries(st.text(max_size=3), inner, max_size=2)),
+                         max_leaves=6)
+    base = [OP, LAUNCH, KERNEL]
+    keys = ["ph", "cat", "name", "ts", "dur", "pid", "tid", "args"]
+    arg_keys = ["External id", "correlation", "Input Dims", "Input type", "Concrete Inputs", "grid", "block",
+                "bytes", "device", "In msg nelems", "dtype"]
+    damage = st.lists(st.tuples(st.integers(0, 2), st.sampled_from(keys + arg_keys + ["(the whole event)"]), value),
+                      min_size=1, max_size=4)
+    folder = tmp_path_factory.mktemp("fuzz")
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(damage=damage, props=st.one_of(st.just(PROPS), value))
+    def check(damage, props):
+        events = [json.loads(json.dumps(e)) for e in base]
+        for i, key, v in damage:
+            if key == "(the whole event)":
+                events[i] = v
+            elif not isinstance(events[i], dict):
+                continue
+            elif key in keys:
+                events[i][key] = v
+            elif isinstance(events[i].get("args"), dict):
+                events[i]["args"][key] = v
+        p = folder / "fuzz.pt.trace.json"
+        p.write_bytes(_trace(events, deviceProperties=props))
+        try:
+            k = roofline.read(p)
+        except errors.RooflineError:
+            return
+        roofline.analyze(k)
+
+    check()

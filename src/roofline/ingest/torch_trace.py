@@ -105,6 +105,7 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
     devices = {p.get("id"): p for p in (props if isinstance(props, list) else []) if isinstance(p, dict)}
     dist = top.get("distributedInfo")
     rank = dist.get("rank") if isinstance(dist, dict) else None
+    rank = rank if rank.__class__ is int else None  # a damaged value is no rank, not a crash later
     ops: list[Event] = []
     by_ext: dict[Any, int] = {}
     runtimes: dict[Any, Event] = {}
@@ -225,18 +226,19 @@ class _Rows:
             main = max(evs, key=lambda e: float(e.dur))
         margs = main.args
         dev = margs.device if margs is not None and margs.device is not None else main.pid
+        if dev.__class__ in (list, dict):  # unhashable: a damaged trace's device is no device
+            dev = None
         ts = op.ts if op is not None else float(main.ts)
         name = op.name if op is not None else main.name
+        if name.__class__ is not str:  # a damaged trace's number or null: a name all the same
+            name = "" if name is None else str(name)
         key = (len(evs), main.cat)
         src = self.sources.get(key)
         if src is None:
             src = self.sources[key] = f"Σ dur of {len(evs)} GPU event(s) ({main.cat})"
         grid = block = None
         if margs is not None:
-            if isinstance(margs.grid, list) and len(margs.grid) == 3:
-                grid = margs.grid
-            if isinstance(margs.block, list) and len(margs.block) == 3:
-                block = margs.block
+            grid, block = _dim3(margs.grid), _dim3(margs.block)
         self.rows.append((ts, name, name if op is not None else _short(name), main.name,
                           _step(self.steps, ts) if self.steps else None, dev, dur_us * 1e-6, src, label,
                           grid, block, self._cost(op, evs, margs, label)))
@@ -244,11 +246,12 @@ class _Rows:
     def _cost(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
         args = op.args if op is not None else None
         if args is not None:
+            name = str(op.name)  # type: ignore[union-attr]
             dims = args.input_dims if args.input_dims is not NULL else args.input_dims_lc
-            key = (op.name, len(evs), bytes(dims), bytes(args.input_type), bytes(args.concrete))  # type: ignore[union-attr]
+            key = (name, len(evs), bytes(dims), bytes(args.input_type), bytes(args.concrete))
             found = self.costs.get(key)
             if found is None:
-                c = cost(op.name, shapes(dims), shapes(args.input_type), shapes(args.concrete))  # type: ignore[union-attr]
+                c = cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete))
                 found = self.costs[key] = _modelled(c, len(evs)) if c is not None else None
             if found is not None:
                 return found
@@ -330,6 +333,14 @@ def _modelled(c: OpCost, n_events: int) -> tuple[Any, ...]:
         flops[slot] = c.flops
     src = f"model: {c.formula} (from Input Dims; {n_events} GPU event(s))"
     return (*flops, src, src, src, src, c.tensor_path, c.bytes, "model: inputs + outputs from shapes, each once")
+
+
+def _dim3(v: Any) -> list[int] | None:
+    """A launch's grid or block: three integers, or None for anything else a damaged trace may hold."""
+    if v.__class__ is list and len(v) == 3 and v[0].__class__ is int and v[1].__class__ is int \
+            and v[2].__class__ is int:
+        return v
+    return None
 
 
 def _step(steps: list[tuple[float, float, str]], ts: float) -> str | None:

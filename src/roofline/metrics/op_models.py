@@ -126,9 +126,9 @@ GATHERS = {"embedding", "index_select", "gather", "embedding_dense_backward", "i
 def cost(name: str, dims: Sequence[Any] | None, types: Sequence[str] | None,
          concrete: Sequence[Any] | None = None) -> OpCost | None:
     """The modelled cost of one call of ``name``, or None when there is no model (or no shapes)."""
-    if not dims or not types:
-        return None
-    concrete = list(concrete or [])
+    if not dims or not types or not isinstance(dims, (list, tuple)) or not isinstance(types, (list, tuple)):
+        return None  # (a damaged trace's shapes are no shapes)
+    concrete = list(concrete) if isinstance(concrete, (list, tuple)) else []
     try:
         if name in MATMUL:
             return _matmul(name, dims, types)
