@@ -133,3 +133,66 @@ def test_sm_clock_from_the_smsp_counter_when_sm_is_not_collected():
     a = roofline.analyze(k, peaks="A100 PCIe 40GB")
     assert a["peak_flop_per_s_fp32"].to_numpy() == pytest.approx(128 * 108 * k["sm_clock_hz"].to_numpy(), rel=1e-12)
     assert a["peak_flop_per_s_fp32_source"].str.contains("profiled SM clock 765 MHz").all()
+
+
+def test_any_damaged_cell_is_read_or_a_typed_error(tmp_path_factory):
+    """Property: a real CSV export with any cells replaced (text, huge, infinite, empty) or cut short reads,
+    or fails with a RooflineError; it never crashes, and what reads can be analysed."""
+    import io
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from roofline import errors
+
+    sources = [shared(f"ncu/{name}") for name in CSVS]
+    tables = [list(csv.reader(open(p, encoding="utf-8"))) for p in sources]
+    cell = st.sampled_from(["", "n/a", "-1", "1e400", "nan", "abc", "1,2,3", '"', "0", "(1, 2)", "(a, b, c)",
+                            "999999999999999999999999", "9.0", "x.y", "inf"])
+    folder = tmp_path_factory.mktemp("fuzz")
+
+    @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(which=st.integers(0, len(tables) - 1), edits=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 50),
+                                                                           cell), min_size=1, max_size=6),
+           cut=st.one_of(st.none(), st.integers(1, 40)))
+    def check(which, edits, cut):
+        rows = [list(r) for r in tables[which]]
+        for r, c, v in edits:
+            row = rows[r % len(rows)]
+            if row:
+                row[c % len(row)] = v
+        if cut is not None:
+            rows = rows[:cut]
+        buf = io.StringIO()
+        csv.writer(buf, quoting=csv.QUOTE_ALL).writerows(rows)
+        p = folder / "damaged.csv"
+        p.write_text(buf.getvalue(), encoding="utf-8")
+        try:
+            k = roofline.read(p)
+        except errors.RooflineError:
+            return
+        roofline.analyze(k)
+
+    check()
+
+
+def test_infinite_and_huge_values_are_unavailable_not_numbers(tmp_path):
+    """An export whose DRAM bytes read 1e400 (inf), whose clock is inf and whose grid is beyond int64: the
+    bytes and the clock are unavailable (not inf), the grid is missing, and the spec roofs do not use the clock."""
+    src = shared("ncu/sm80_a100_gemm-variants_roofline-metrics-printfp.csv")
+    rows = list(csv.reader(open(src, encoding="utf-8")))
+    h = rows[0]
+    for r in rows[1:]:
+        if r[h.index("Metric Name")] == "dram__bytes.sum":
+            r[h.index("Metric Value")] = "1e400"
+        if r[h.index("Metric Name")] == "smsp__cycles_elapsed.avg.per_second":
+            r[h.index("Metric Value")] = "inf"
+        r[h.index("Grid Size")] = "(999999999999999999999999, 1, 1)"
+    p = tmp_path / "inf.csv"
+    with open(p, "w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows(rows)
+    k = roofline.read(p)
+    assert k["dram_bytes"].isna().all() and k["dram_bytes_source"].str.startswith("unavailable").all()
+    assert k["sm_clock_hz"].isna().all() and k["grid_x"].isna().all() and (k["grid_y"] == 1).all()
+    a = roofline.analyze(k, peaks="A100 PCIe 40GB")
+    assert (a["peak_flop_per_s_fp32"] == 19.5e12).all()  # as published: no usable profiled clock

@@ -193,10 +193,21 @@ def _typed(values: Any, n: int, dtype: str) -> Any:
         obj = np.empty(n, dtype=object)
         obj[:] = list(values)  # (not np.array(values): that would nest lists)
         missing = pd.isna(obj)
-        if all(v.__class__ is int for v in obj[~missing]):
-            return pd.arrays.IntegerArray(np.where(missing, 0, obj).astype("int64"), missing)
-        return pd.array(list(values), dtype="Int64")  # floats, strings: pandas' own checks and errors
+        if not all(v.__class__ is int and _INT64_MIN <= v <= _INT64_MAX for v in obj[~missing]):
+            obj[:] = [_as_int64(v) for v in obj]  # integral floats kept; anything else is missing, not a crash
+            missing = pd.isna(obj)
+        return pd.arrays.IntegerArray(np.where(missing, 0, obj).astype("int64"), missing)
     return pd.array([values] * n if scalar else list(values), dtype=dtype)
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _as_int64(v: Any) -> int | None:
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and v == v \
+            and _INT64_MIN <= v <= _INT64_MAX and float(v).is_integer():
+        return int(v)
+    return None
 
 
 def conform_kernels(frame: pd.DataFrame) -> pd.DataFrame:

@@ -222,6 +222,8 @@ def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True) -> pd.D
         clk = None
         if at_profiled_clock and "sm_clock_hz" in out:
             clk = pd.to_numeric(out["sm_clock_hz"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            with np.errstate(invalid="ignore"):
+                clk = np.where(np.isfinite(clk) & (clk > 0), clk, np.nan)  # a damaged clock is no clock
         for col, key in (("peak_flop_per_s_fp64", "fp64"), ("peak_flop_per_s_fp32", "fp32"),
                          ("peak_flop_per_s_fp16", "fp16")):
             if key in spec.figures:

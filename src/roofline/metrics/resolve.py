@@ -49,7 +49,7 @@ def num(raw: Raw, name: str) -> float | None:
         f = float(v)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
-    return None if math.isnan(f) else f
+    return f if math.isfinite(f) else None  # inf: a damaged export, as unusable as NaN
 
 
 def unit_of(metric_base: str) -> str:
