@@ -75,3 +75,15 @@ def analysed(rows: list[dict]):
     from roofline.schema import conform_kernels
 
     return roofline.analyze(conform_kernels(pd.DataFrame(rows)))
+
+
+def read_or_typed_error(path: Path) -> None:
+    """What a damaged input must do: read and analyse, or raise a RooflineError (nothing else)."""
+    import roofline
+    from roofline import errors
+
+    try:
+        k = roofline.read(path)
+    except errors.RooflineError:
+        return
+    roofline.analyze(k)
