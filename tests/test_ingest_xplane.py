@@ -426,3 +426,17 @@ def test_gpu_named_from_plane_capabilities():
     assert name(caps("Nvidia", "8.9", 142, 45, 864e9, 2490), "/device:GPU:0") == "NVIDIA GPU cc8.9 142 SMs 45 GiB"
     # ROCm reports half of MI300X's bandwidth: matched on its capabilities and memory instead
     assert name(caps("AMD", "9.4", 304, 192, 2.6624e12, 2100), "/device:GPU:0") == "MI300X"
+
+
+def test_xprof_trace_events_with_unhashable_ids_are_dropped_not_a_crash(tmp_path):
+    """Damaged trace-viewer JSON: an event whose pid is a list is skipped; the rest reads as before."""
+    src = shared("traces/derived/jax0.8_rocm_mi300x_gemm.xprof-trace_viewer.json.gz")
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    before = roofline.read(src)
+    doc["traceEvents"].append({**doc["traceEvents"][-1], "pid": [1, 2]})
+    doc["traceEvents"].append({**doc["traceEvents"][-1], "pid": 1, "tid": {"a": 1}})
+    p = tmp_path / "damaged.xprof-trace_viewer.json"
+    p.write_text(json.dumps(doc))
+    after = roofline.read(p)
+    cols = [c for c in before.columns if c != "source_file"]
+    pd.testing.assert_frame_equal(before[cols], after[cols])

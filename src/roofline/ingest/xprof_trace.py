@@ -64,7 +64,9 @@ def _load(path: Path) -> list[dict[str, Any]]:
     events = data.get("traceEvents") if isinstance(data, dict) else None
     if not isinstance(events, list):
         raise FormatMismatchError(path, "is JSON but not an XProf trace (no traceEvents list)")
-    return [e for e in events if isinstance(e, dict)]
+    # events keyed by an unhashable pid/tid are damage, not events (they would crash the grouping)
+    return [e for e in events if isinstance(e, dict) and e.get("pid").__class__ not in (list, dict)
+            and e.get("tid").__class__ not in (list, dict)]
 
 
 def _ps(v: Any) -> int | None:
