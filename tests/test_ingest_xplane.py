@@ -433,8 +433,9 @@ def test_xprof_trace_events_with_unhashable_ids_are_dropped_not_a_crash(tmp_path
     src = shared("traces/derived/jax0.8_rocm_mi300x_gemm.xprof-trace_viewer.json.gz")
     doc = json.loads(gzip.decompress(src.read_bytes()))
     before = roofline.read(src)
-    doc["traceEvents"].append({**doc["traceEvents"][-1], "pid": [1, 2]})
-    doc["traceEvents"].append({**doc["traceEvents"][-1], "pid": 1, "tid": {"a": 1}})
+    x = next(e for e in doc["traceEvents"] if e.get("ph") == "X" and "hlo_op" in e.get("args", {}))
+    meta = next(e for e in doc["traceEvents"] if e.get("ph") == "M")
+    doc["traceEvents"] += [{**x, "tid": [1, 2]}, {**x, "pid": {"a": 1}}, {**meta, "pid": [3]}]
     p = tmp_path / "damaged.xprof-trace_viewer.json"
     p.write_text(json.dumps(doc))
     after = roofline.read(p)
