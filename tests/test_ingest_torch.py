@@ -96,6 +96,9 @@ def test_bad_traces_raise_typed_errors(tmp_path):
         "invalid.pt.trace.json": (b'{"traceEvents": [ {"ph": "X",', errors.CorruptReportError),
         "other.pt.trace.json": (b'{"hello": "world"}', errors.FormatMismatchError),
         "nots.pt.trace.json": (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k"}]}', errors.NoKernelsError),
+        "rows.pt.trace.json": (b'[{"name": "fusion", "flops": 3}, {"name": "copy"}]', errors.FormatMismatchError),
+        "empty-array.pt.trace.json": (b'[]', errors.FormatMismatchError),
+        "numbers.pt.trace.json": (b'[1, 2, 3]', errors.FormatMismatchError),
         "cpu.pt.trace.json": (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]}',
                               errors.NoKernelsError),
     }

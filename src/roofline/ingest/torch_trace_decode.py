@@ -85,8 +85,16 @@ def decode(path: Any, raw: bytes) -> tuple[list[Event], dict[str, Any]]:
     except msgspec.DecodeError as exc:
         raise CorruptReportError(path, f"not valid JSON ({exc})") from None
     if isinstance(doc, list):
-        return doc, {}
+        return _bare(path, doc), {}
     return doc.traceEvents, {k: getattr(doc, k) for k in TOP_FIELDS}
+
+
+def _bare(path: Any, events: list[Any]) -> list[Any]:
+    """A bare array is a trace (the 1.8 era) only if it holds trace events: objects with a ``ph``."""
+    if not any(e.ph is not None for e in events):
+        raise FormatMismatchError(path, "is a JSON array but holds no trace events (no object with a 'ph' "
+                                        "field): not a PyTorch profiler trace")
+    return events
 
 
 def range_events(path: Any, raw: bytes) -> list[Any]:
@@ -115,7 +123,8 @@ def _lenient(path: Any, raw: bytes, kind: type, top_fields: tuple[str, ...]) -> 
     clean = [e if isinstance(e.get("args"), (dict, type(None))) else {**e, "args": None}
              for e in events if isinstance(e, dict)]
     # a round trip through JSON (not msgspec.convert) so that raw-JSON fields decode as they would
-    return msgspec.json.decode(msgspec.json.encode(clean), type=list[kind]), top
+    converted = msgspec.json.decode(msgspec.json.encode(clean), type=list[kind])
+    return (_bare(path, converted) if isinstance(data, list) else converted), top
 
 
 def shapes(raw: msgspec.Raw) -> Any:
