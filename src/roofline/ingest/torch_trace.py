@@ -22,6 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from roofline.errors import NoKernelsError
@@ -316,7 +317,7 @@ class _Rows:
                 cols[f"{c[1:]}_{axis}"] = [d[i] if d is not None else None for d in dims]
         del cols["_ts"]
         cols.update({"format": "torch-trace", "replay_ok": True, "l2_bytes_source": NO_CACHE,
-                     "l1_bytes_source": NO_CACHE, "kernel_id": list(range(n)), "rank": rank,
+                     "l1_bytes_source": NO_CACHE, "kernel_id": np.arange(n), "rank": rank,
                      "source_file": str(path)})
         return fill_spec_peaks(kernels_from_columns(cols, n))
 
