@@ -241,3 +241,16 @@ def test_any_damage_is_read_or_a_typed_error(tmp_path_factory):
         read_or_typed_error(p)
 
     check()
+
+
+def test_a_launch_without_external_id_finds_its_op_by_time_even_beside_damaged_ops(tmp_path):
+    """Linking by time (innermost op on the launching thread) when the launch carries no External id; an op
+    with an unhashable tid elsewhere in the trace does not stop it."""
+    p = tmp_path / "bytime.pt.trace.json"
+    launch = {**LAUNCH, "args": {"correlation": 99}}
+    kernel = {**KERNEL, "args": {"correlation": 99, "device": 0}}
+    outer = {**OP, "name": "aten::linear", "ts": 5, "dur": 80, "args": {"External id": 6}}
+    damaged = {**OP, "name": "aten::add", "tid": [1], "args": {"External id": 8}}
+    p.write_bytes(_trace([damaged, outer, OP, launch, kernel], deviceProperties=PROPS))
+    k = roofline.read(p)
+    assert list(k["kernel_name"]) == ["aten::mm"] and list(k["attribution"]) == ["op"]

@@ -80,7 +80,10 @@ class _Threads:
         if self.threads is None:
             per: dict[tuple[Any, Any], list[int]] = defaultdict(list)
             for i, o in enumerate(self.ops):
-                per[(o.pid, o.tid)].append(i)
+                try:
+                    per[(o.pid, o.tid)].append(i)
+                except TypeError:  # an unhashable pid/tid (damaged trace): no thread to look the op up by
+                    continue
             self.threads = {}
             for key, idx in per.items():
                 idx.sort(key=lambda i: self.ops[i].ts)
