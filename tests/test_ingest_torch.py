@@ -254,3 +254,22 @@ def test_a_launch_without_external_id_finds_its_op_by_time_even_beside_damaged_o
     p.write_bytes(_trace([damaged, outer, OP, launch, kernel], deviceProperties=PROPS))
     k = roofline.read(p)
     assert list(k["kernel_name"]) == ["aten::mm"] and list(k["attribution"]) == ["op"]
+
+
+def test_copies_count_their_bytes_and_say_when_they_cannot(tmp_path):
+    """A device-to-device copy moves its bytes twice (read + write); a memset once; a copy without a bytes
+    arg leaves DRAM bytes unavailable (never 0); a host-to-device copy is not DRAM traffic."""
+    def copy(name, cat, args, ts):
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": 2, "pid": 0, "tid": 7, "args": args}
+
+    events = [copy("Memcpy DtoD (Device -> Device)", "gpu_memcpy", {"bytes": 1000}, 1),
+              copy("Memset (Device)", "gpu_memset", {"bytes": 64}, 5),
+              copy("Memcpy DtoD (Device -> Device)", "gpu_memcpy", {"bytes": "lots"}, 9),
+              copy("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", {"bytes": 4096}, 13)]
+    p = tmp_path / "copies.pt.trace.json"
+    p.write_bytes(_trace(events, deviceProperties=PROPS))
+    k = roofline.read(p).sort_values("kernel_id")
+    assert k["dram_bytes"].iloc[0] == 2000 and k["dram_bytes"].iloc[1] == 64
+    assert pd.isna(k["dram_bytes"].iloc[2]) and "without a numeric bytes" in k["dram_bytes_source"].iloc[2]
+    assert pd.isna(k["dram_bytes"].iloc[3]) and "PCIe" in k["dram_bytes_source"].iloc[3]
+    assert (k["flop_fp32"] == 0).all()

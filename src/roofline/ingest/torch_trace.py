@@ -267,8 +267,11 @@ class _Rows:
                 why = f"{UNAVAILABLE}: a collective moves data; its reduction FLOPs are not modelled"
                 return (NAN, NAN, NAN, NAN, why, why, why, why, None, coll, "NCCL message: In msg nelems × dtype size")
         if all(e.cat in COPY_CATS for e in evs):
-            device, host = _copy_bytes(evs)
+            device, host, unknown = _copy_bytes(evs)
             note = "memcpy/memset: no FLOPs"
+            if unknown:
+                why = f"{UNAVAILABLE}: {unknown} memcpy/memset event(s) without a numeric bytes arg"
+                return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why)
             if host:
                 why = (f"{UNAVAILABLE}: host<->device copy of {host:.0f} B: bound by PCIe/NVLink, "
                        "not by device memory")
@@ -352,13 +355,18 @@ def _step(steps: list[tuple[float, float, str]], ts: float) -> str | None:
     return steps[j][2] if j >= 0 and steps[j][1] >= ts else None
 
 
-def _copy_bytes(evs: list[Event]) -> tuple[float, float]:
-    """(device-memory bytes, host<->device bytes) of the memcpy/memset events among ``evs``."""
+def _copy_bytes(evs: list[Event]) -> tuple[float, float, int]:
+    """(device-memory bytes, host<->device bytes, events without a usable ``bytes``) of the
+    memcpy/memset events among ``evs``."""
     device = host = 0.0
+    unknown = 0
     for e in evs:
         if e.cat not in COPY_CATS:
             continue
-        n = float((e.args.bytes if e.args is not None else None) or 0)
+        n = e.args.bytes if e.args is not None else None
+        if n.__class__ not in NUMBER:  # absent or damaged: unknown, never a silent 0
+            unknown += 1
+            continue
         name = str(e.name)
         if "memset" in name.lower() or "Memset" in str(e.cat):
             device += n
@@ -366,7 +374,7 @@ def _copy_bytes(evs: list[Event]) -> tuple[float, float]:
             device += 2 * n
         else:  # HtoD, DtoH, HtoH, PtoP: the link bounds them
             host += n
-    return device, host
+    return device, host, unknown
 
 
 def _short(name: Any) -> str:
