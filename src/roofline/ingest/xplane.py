@@ -139,14 +139,12 @@ def build_rows(planes: list[xd.PlaneOps], modules: dict[int, str], costs: xc.Cos
             g = groups.get(key)
             if g is None:
                 g = groups[key] = {
-                    "first": occ, "plane": plane, "occ": 0, "self": 0, "time": 0, "kernels": {}, "planes": set(),
-                    "ev_flops": 0.0}
+                    "first": occ, "plane": plane, "occ": 0, "self": 0, "time": 0, "kernels": {}, "planes": set()}
             g["occ"] += 1
             g["self"] += max(occ.self_ps, 0)
             g["time"] += occ.time_ps
             g["kernels"].update(dict.fromkeys(occ.kernels))
             g["planes"].add(plane.name)
-            g["ev_flops"] += occ.event_flops
         spans = {s[2]: s[1] - s[0] for s in plane.steps}
         spans[None] = plane.span_ps - sum(spans.values())
         for step, span in spans.items():

@@ -117,8 +117,6 @@ class Occurrence:
     end_ps: int
     self_ps: int
     meta: dict[str, Any] = field(default_factory=dict)  # op-level stats (TPU metadata; GPU first event)
-    event_flops: float = 0.0  # FLOPs / bytes an event carried itself (summed, XProf's GPU rule)
-    event_bytes: float = 0.0
     kernels: tuple[str, ...] = ()
     long_name: str = ""
     line: str = ""
@@ -265,8 +263,6 @@ def _gpu_ops(plane: Any, stats: Stats, out: PlaneOps) -> None:
                 prev = Occurrence(pid, op, start, end, ev.duration_ps, evs, kernels=(kernel,), line=ln.name,
                                   module=module)
                 out.ops.append(prev)
-            prev.event_flops += float(evs.get("flops") or 0)
-            prev.event_bytes += float(evs.get("bytes_accessed") or 0)
 
 
 def _int(v: Any) -> int:
