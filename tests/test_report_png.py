@@ -81,3 +81,17 @@ def test_fixture_charts_render_and_match_their_roofs(tmp_path, name):
         assert res["device_name"].iloc[0] in fig.axes[0].get_title()
     finally:
         plt.close(fig)
+
+
+def test_trace_chart_draws_no_cache_roofs_and_labels_unscaled_spec_peaks_as_published():
+    """A trace has no L2/L1 bytes: no L1 roof without points; its spec peaks had no clock to scale to,
+    so the legend says "as published", not "as profiled"."""
+    from roofline.report.chart_data import short_source
+
+    a = roofline.analyze(roofline.read(shared("traces/torch2.6_h100_bert-small_infer_flops-flag.pt.trace.json.gz")))
+    got = roofs(a)
+    assert {r.key for r in got if r.kind == "bandwidth"} == {"dram"}
+    assert all(r.short_source == "spec, as published" for r in got)
+    assert short_source("spec: 128 B/cycle/SM × 132 SMs × the boost clock 1980 MHz; no profiled clock known") \
+        == "spec, boost clock"
+    assert short_source("spec: …, 128 FLOP/cycle/SM × 108 SMs × the profiled SM clock 765 MHz") == "spec, as profiled"

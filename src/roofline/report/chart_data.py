@@ -38,6 +38,8 @@ def short_source(source: str) -> str:
     kind = s.split(":", 1)[0].split(" ")[-1] if ":" in s else "unknown"
     if "boost" in s and "rescaled" in s:
         return f"{kind}, boost clock"
+    if "no profiled clock" in s:  # the spec filled without a clock to scale to
+        return f"{kind}, boost clock" if "the boost clock" in s else f"{kind}, as published"
     if "profiled" in s:
         return f"{kind}, as profiled"
     if "as published" in s:
@@ -76,6 +78,9 @@ def roofs(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> list[Roof]:
     """One sloped roof per memory level and one flat roof per precision the kernels used."""
     out: list[Roof] = []
     for lv in levels:
+        moved = pd.to_numeric(frame[f"{lv}_bytes"], errors="coerce") if f"{lv}_bytes" in frame else None
+        if moved is None or not (moved > 0).any():
+            continue  # no kernel has bytes at this level (a trace has no cache counters): a roof with no point
         rep = _representative(frame, f"peak_{lv}_bytes_per_s")
         if rep:
             out.append(Roof("bandwidth", lv, rep[0], rep[1],
