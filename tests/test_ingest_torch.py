@@ -273,3 +273,11 @@ def test_copies_count_their_bytes_and_say_when_they_cannot(tmp_path):
     assert pd.isna(k["dram_bytes"].iloc[2]) and "without a numeric bytes" in k["dram_bytes_source"].iloc[2]
     assert pd.isna(k["dram_bytes"].iloc[3]) and "PCIe" in k["dram_bytes_source"].iloc[3]
     assert (k["flop_fp32"] == 0).all()
+
+
+def test_gather_reads_one_element_per_index_not_the_whole_source():
+    """aten::gather of 888 x 2880 bf16 elements out of a 25136 x 2880 table (the B200 trace's call): index
+    int64 read, gathered elements read, output written: 888·2880·(8 + 2·2) bytes."""
+    c = cost("aten::gather", [[25136, 2880], [], [888, 2880], [], [888, 2880]],
+             ["c10::BFloat16", "Scalar", "long int", "Scalar", "c10::BFloat16"], ["", "0", "", "False", ""])
+    assert c.flops == 0 and c.bytes == 888 * 2880 * (8 + 2 * 2)

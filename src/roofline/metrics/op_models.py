@@ -313,6 +313,10 @@ def _gather(base: str, dims: Sequence[Any], types: Sequence[str]) -> OpCost | No
         rows = _numel(idx)
         per_row = _numel(x) // max(1, x[0]) if x else 0
         nbytes = rows * (si or 8) + 2 * rows * per_row * (sx or 4)
+    elif base == "gather":  # self, dim, index[, sparse_grad, out]: one element of self per index, not all of self
+        (x, sx), (idx, si) = ts[0], ts[2]
+        n = _numel(idx)
+        nbytes = n * (si or 8) + 2 * n * (sx or 4)
     else:
         t = _tensors(dims, types)
         nbytes = sum(_numel(s) * z for s, z in t) * 2
