@@ -114,6 +114,15 @@ ELEMENTWISE = {"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg"
                "gelu_backward", "silu_backward", "sigmoid_backward", "tanh_backward", "clamp", "clamp_", "where",
                "eq", "ne", "lt", "gt", "le", "ge", "abs", "reciprocal", "addcmul_", "addcdiv_", "lerp_", "erf",
                "masked_fill", "masked_fill_", "hardtanh", "hardtanh_", "leaky_relu", "minimum", "maximum", "fmod"}
+#: tensor inputs of an out-of-place elementwise op; one more, shaped like the result, is its ``out=``
+#: (``aten::mul`` of ``mul.out``) and must not be counted as an input and again as the output
+ELEMENTWISE_ARITY = {**dict.fromkeys(("neg", "rsqrt", "sqrt", "exp", "log", "cos", "sin", "tanh", "sigmoid", "relu",
+                                      "gelu", "silu", "abs", "reciprocal", "erf", "hardtanh", "leaky_relu"), 1),
+                     **dict.fromkeys(("add", "sub", "mul", "div", "pow", "eq", "ne", "lt", "gt", "le", "ge",
+                                      "minimum", "maximum", "fmod", "threshold_backward", "gelu_backward",
+                                      "silu_backward", "sigmoid_backward", "tanh_backward"), 2),
+                     "where": 3, "clamp": 3, "masked_fill": 3}
+COMPARISONS = {"eq", "ne", "lt", "gt", "le", "ge"}
 MOVES = {"copy_", "fill_", "zero_", "clone", "contiguous", "_to_copy", "cat", "stack"}
 REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "argmax", "all", "any", "norm", "var", "std", "prod"}
 SOFTMAX = {"softmax", "_softmax", "log_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data"}
@@ -279,9 +288,15 @@ def _elementwise(base: str, dims: Sequence[Any], types: Sequence[str]) -> OpCost
     if base in ("cat", "stack"):
         moved = sum(_numel(s) * z for s, z in ts)
         return OpCost(0.0, float(2 * moved), "none", None, "concatenation: read + write every element")
+    # result element size: a comparison's is bool, where(cond, self, other)'s that of self, else the first input's
+    out_size = 1 if base in COMPARISONS else ts[1][1] if base == "where" and len(ts) > 1 else ts[0][1]
+    arity = ELEMENTWISE_ARITY.get(base)
+    if arity and len(ts) == arity + 1 and ts[-1][0] == _broadcast([s for s, _ in ts[:-1]]):
+        ts, out_size = ts[:-1], ts[-1][1]  # the trailing tensor is out=: the output, written once
     out = _broadcast([s for s, _ in ts])
-    out_bytes = _numel(out) * ts[0][1]
-    nbytes = sum(_numel(s) * z for s, z in ts) + (0 if base.endswith("_") and base not in MOVES else out_bytes)
+    out_bytes = _numel(out) * out_size
+    # every tensor once: an in-place op's (and copy_'s) output is its self, already counted among the inputs
+    nbytes = sum(_numel(s) * z for s, z in ts) + (0 if base.endswith("_") else out_bytes)
     if base in MOVES:
         if base in ("fill_", "zero_"):
             return OpCost(0.0, float(out_bytes), "none", None, "fill: write every element")
