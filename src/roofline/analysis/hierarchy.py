@@ -261,8 +261,10 @@ class _Texts:
         over_idx = np.where(v["over"], v["binding_idx"], 0)
         roof_srcs = [np.asarray(peak_src.codes, dtype=np.int64) + 1] + [f.key() for f in self.bw_src]
         over_src = np.where(v["over"], _stack(roof_srcs)[np.arange(n), over_idx] if n else 0, 0)
-        byte_keys = _stack([np.zeros(n, np.int64)] + [f.key() for f in self.bytes_src])
-        over_bytes_src = np.where(v["over"], byte_keys[np.arange(n), over_idx] if n else 0, 0)
+        over_bytes_src = np.zeros(n, np.int64)  # which bytes source an over-roof row's level has (rare: only then)
+        if v["over"].any():
+            byte_keys = _stack([np.zeros(n, np.int64)] + [f.key() for f in self.bytes_src])
+            over_bytes_src = np.where(v["over"], byte_keys[np.arange(n), over_idx], 0)
         no_flops = ~v["any_have"]
         flop_src = np.where(no_flops, self.flop_src.key(), 0)
         no_level = v["any_have"] & (v["total"] > 0) & ~v["any_level"]

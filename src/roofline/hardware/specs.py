@@ -313,8 +313,8 @@ def _fill_compute(out: pd.DataFrame, col: str, spec: GpuSpec, key: str, sparse: 
         _assign(out, col, mask, spec.figures[key].flop_per_s * factor, published)
         return
     known = c > 0
-    value = np.where(known, spec.flop_per_s_at(key, 1.0) * factor * np.where(known, c, 0.0),
-                     spec.figures[key].flop_per_s * factor)
+    # (c is NaN where no clock is known: fill_spec_peaks cleared damaged clocks)
+    value = np.where(known, spec.flop_per_s_at(key, 1.0) * factor * c, spec.figures[key].flop_per_s * factor)
     per_clock = (f"{base}, {spec.figures[key].flop_per_cycle_per_sm:g} FLOP/cycle/SM × {spec.sm_count} SMs × "
                  "the profiled SM clock ")
     notes = [f"{per_clock}{round(x / 1e6):d} MHz" if k else published for x, k in zip(c, known)]
