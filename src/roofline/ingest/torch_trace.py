@@ -29,7 +29,8 @@ from roofline.errors import NoKernelsError
 from roofline.ingest.common import check_exists, json_bytes, provenance_record
 from roofline.ingest.torch_trace_decode import NULL, RANGE_CAT, Args, Event, decode, range_events, shapes
 from roofline.metrics.flops import flops_from_counts
-from roofline.metrics.op_models import OpCost, collective_bytes, cost
+from roofline.metrics.kernel_precision import decide as precision_evidence
+from roofline.metrics.op_models import NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
 from roofline.schema import UNAVAILABLE, kernels_from_columns, set_provenance
 
 CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
@@ -76,7 +77,7 @@ class _Threads:
         self.ops = ops
         self.threads: dict[tuple[Any, Any], tuple[list[float], list[int]]] | None = None
 
-    def innermost(self, pid: Any, tid: Any, ts: float) -> int | None:
+    def _index(self) -> dict[tuple[Any, Any], tuple[list[float], list[int]]]:
         if self.threads is None:
             per: dict[tuple[Any, Any], list[int]] = defaultdict(list)
             for i, o in enumerate(self.ops):
@@ -88,6 +89,23 @@ class _Threads:
             for key, idx in per.items():
                 idx.sort(key=lambda i: self.ops[i].ts)
                 self.threads[key] = ([self.ops[i].ts for i in idx], idx)
+        return self.threads
+
+    def following(self, op: Event, limit: int = 8) -> list[Event]:
+        """The ops that start after ``op`` ends on its thread, in order (at most ``limit``)."""
+        try:
+            found = self._index().get((op.pid, op.tid))
+        except TypeError:
+            return []
+        if not found:
+            return []
+        starts, idx = found
+        j = bisect.bisect_left(starts, float(op.ts) + float(op.dur))
+        return [self.ops[i] for i in idx[j:j + limit]]
+
+    def innermost(self, pid: Any, tid: Any, ts: float) -> int | None:
+        self._index()
+        assert self.threads is not None
         found = self.threads.get((pid, tid))
         if not found:
             return None
@@ -166,7 +184,7 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
         else:
             groups[op].append(e)
 
-    rows = _Rows(devices, steps)
+    rows = _Rows(devices, steps, lambda op: threads.following(op))
     for op, evs in groups.items():
         rows.add(ops[op], evs, "op")
     for e, label in orphans:
@@ -213,7 +231,9 @@ class _Rows:
     cost model and its source strings are built per signature and shared, not per row.
     """
 
-    def __init__(self, devices: dict[Any, Any], steps: list[tuple[float, float, str]]) -> None:
+    def __init__(self, devices: dict[Any, Any], steps: list[tuple[float, float, str]],
+                 following: Any = None) -> None:
+        self.following = following  # op -> the ops that follow it on its thread (a conv's consumer)
         self.devices = devices
         self.only = next(iter(devices.values())) if len(devices) == 1 else {}
         self.steps = steps
@@ -247,16 +267,33 @@ class _Rows:
                           _step(self.steps, ts) if self.steps else None, dev, dur_us * 1e-6, src, label,
                           grid, block, self._cost(op, evs, margs, label)))
 
+    def _consumer_out(self, op: Event, dims: Any) -> list[int] | None:
+        """A convolution's output shape, from the op that consumes it, when the link is unambiguous."""
+        if self.following is None:
+            return None
+        later = []
+        for o in self.following(op):
+            a = o.args
+            later.append(shapes(a.input_dims if a.input_dims is not NULL else a.input_dims_lc) if a is not None else None)
+        return conv_out_from_consumer(dims, later)
+
     def _cost(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
         args = op.args if op is not None else None
         if args is not None:
             name = str(op.name)  # type: ignore[union-attr]
             dims = args.input_dims if args.input_dims is not NULL else args.input_dims_lc
-            key = (name, len(evs), bytes(dims), bytes(args.input_type), bytes(args.concrete))
+            kernels = tuple(sorted({str(e.name) for e in evs if e.cat in KERNEL_CATS}))
+            key = (name, len(evs), bytes(dims), bytes(args.input_type), bytes(args.concrete), kernels)
             found = self.costs.get(key)
             if found is None:
                 c = cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete))
-                found = self.costs[key] = _modelled(c, len(evs)) if c is not None else None
+                if c is not None and c.why == NOT_RECORDED:  # a conv without stride/padding: its consumer's input
+                    out = self._consumer_out(op, shapes(dims))  # type: ignore[arg-type]
+                    if out is not None:
+                        c2 = cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete), out)
+                        if c2 is not None:
+                            return _modelled(c2, len(evs), kernels, _host_copy(evs))
+                found = self.costs[key] = _modelled(c, len(evs), kernels, _host_copy(evs)) if c is not None else None
             if found is not None:
                 return found
         nelems = margs.nelems if margs is not None and margs.nelems is not None else (args.nelems if args else None)
@@ -333,13 +370,36 @@ class _Rows:
         return prop.get("name"), prop.get("numSms"), cc
 
 
-def _modelled(c: OpCost, n_events: int) -> tuple[Any, ...]:
-    flops = [0.0, 0.0, 0.0, 0.0]
-    slot = FLOP_SLOT.get(c.precision)
-    if slot is not None:
+def _modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: float = 0.0) -> tuple[Any, ...]:
+    """The cost columns of a modelled op: FLOPs in the slot of the precision the evidence gives (the
+    dtype, or the kernel names: an fp32 GEMM on TF32 tensor cores), bytes as the hardware moves them."""
+    precision, path, evidence = c.precision, c.tensor_path, "dtype"
+    if c.matmul_like and kernels:
+        decided = precision_evidence(c.precision, c.tensor_path, kernels)
+        if decided is not None:
+            precision, path, evidence = decided
+    why_flops = why_bytes = None
+    if c.flops != c.flops:
+        why_flops = f"{UNAVAILABLE}: {c.why}"
+    if c.bytes != c.bytes:
+        why_bytes = f"{UNAVAILABLE}: {c.why}"
+    flops = [0.0, 0.0, 0.0, 0.0] if why_flops is None else [NAN] * 4
+    slot = FLOP_SLOT.get(precision)
+    if slot is not None and why_flops is None:
         flops[slot] = c.flops
-    src = f"model: {c.formula} (from Input Dims; {n_events} GPU event(s))"
-    return (*flops, src, src, src, src, c.tensor_path, c.bytes, "model: inputs + outputs from shapes, each once")
+    args = f" [{c.args}]" if c.args else ""
+    src = why_flops or f"model: {c.formula}{args} (from Input Dims; precision from {evidence}; {n_events} GPU event(s))"
+    nbytes = c.bytes
+    bsrc = why_bytes or "model: bytes each tensor moves (in-place self read and written, out= written once)"
+    if host:
+        nbytes, bsrc = NAN, (f"{UNAVAILABLE}: {host:.0f} B crossed the host link (PCIe/NVLink-C2C/xGMI), not device "
+                             "memory; the spec table has no link bandwidth yet, so there is no link roof")
+    return (*flops, src, src, src, src, path, nbytes, bsrc)
+
+
+def _host_copy(evs: list[Event]) -> float:
+    """Bytes of the op's host<->device/peer memcpy events: they cross a link, not DRAM."""
+    return _copy_bytes(evs)[1] if any(e.cat in COPY_CATS for e in evs) else 0.0
 
 
 def _dim3(v: Any) -> list[int] | None:
