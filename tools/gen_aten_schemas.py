@@ -61,6 +61,12 @@ CUSTOM = {
     "vllm::rocm_unquantized_gemm": ["(x:T, weight:T, bias:T?)"],
     "vllm::unified_attention_with_output": [
         "(query:T, key:T, value:T, output:T, layer_name:S, output_scale:T?, output_block_scale:T?, kv_cache_dummy_dep:T?)"],
+    "sglang::store_cache": ["(k:T, v:T, k_cache:T, v_cache:T, indices:T, arg5:S, arg6:S)"],
+    "aiter::mha_batch_prefill": [  # 6 tensors, 12 scalars, 12 optional tensors (as the SGLang trace records)
+        "(q:T, k:T, v:T, cu_seqlens_q:T, kv_indptr:T, kv_page_indices:T, max_seqlen_q:S, max_seqlen_k:S, "
+        "dropout_p:S, softmax_scale:S, logits_soft_cap:S, zero_tensors:S, is_causal:S, window_size_left:S, "
+        "window_size_right:S, " + ", ".join(f"arg{i}:S" for i in range(15, 18)) + ", "
+        + ", ".join(f"arg{i}:T?" for i in range(18, 30)) + ")"],
     "_C::rms_norm": ["(result:T, input:T, weight:T, epsilon:S)"],
     "_C::fused_add_rms_norm": ["(input:T, residual:T, weight:T, epsilon:S)"],
     "_C::rotary_embedding": ["(positions:T, query:T, key:T?, head_size:S, cos_sin_cache:T, is_neox:S)"],

@@ -59,9 +59,19 @@ def _norm_backward(call: Call, _: Any) -> OpCost | None:
     g = _first(call, "grad_out", "grad_output", "dY")
     if g is None:
         return None
-    # dx needs Σg and Σg·x̂ per group, which are dbeta and dgamma themselves: 9 FLOP per element whichever
-    # gradients output_mask asks for (x̂ = (x−μ)·rstd: 2; g·x̂, two sums: 3; dx = rstd·(g − mean g − x̂·mean g·x̂): 4)
-    return _per_element(call, g, 9, "9 FLOP per element (norm backward: x̂, two sums, dx)")
+    mask = (call.flags("output_mask") or []) + [True, True, True]
+    w = _first(call, "weight", "gamma")
+    # the affine gradients written (dgamma, dbeta), each the weight's size
+    grads = (nbytes(w) * sum(1 for m in mask[1:3 if "rms" not in call.name else 2] if m)) if w else 0.0
+    if "rms" in call.name:
+        # dx = rstd·(g·w − x̂·mean(g·w·x̂)): 8 FLOP per element; dweight's Σ g·x̂ is not shared with dx
+        # (dx needs g·w, not g): 2 more per element when it is asked for
+        per = 8 + (2 if mask[1] else 0)
+    else:
+        # dx needs Σg and Σg·x̂ per group, which are dbeta and dgamma themselves: 9 FLOP per element whichever
+        # gradients output_mask asks for (x̂ = (x−μ)·rstd: 2; g·x̂, two sums: 3; dx = rstd·(g − mean g − x̂·mean g·x̂): 4)
+        per = 9
+    return _per_element(call, g, per, f"{per} FLOP per element (norm backward: x̂, sums, dx)", extra_read=grads)
 
 
 @model("embedding", "index_select", "gather", "embedding_dense_backward", "index", "take", "embedding_bag",
@@ -219,3 +229,49 @@ def _engine_gemm(call: Call, _: Any) -> OpCost | None:
     precision, path = _precision(call, call.dtype("A") or call.dtype("x"), True)
     return OpCost(float(flops), float(moved), precision, path,
                   f"2·M·N·K{' + M·N (bias)' if bias else ''}, M={m} N={n} K={k} (B is [N, K])", matmul_like=True)
+
+
+@model("sglang::store_cache")
+def _store_cache(call: Call, _: Any) -> OpCost | None:
+    k, v, idx = call.tensor("k"), call.tensor("v"), call.tensor("indices")
+    if k is None or v is None:
+        return None
+    return OpCost(0.0, float(2 * (nbytes(k) + nbytes(v)) + nbytes(idx)), "none", None,
+                  "KV-cache store: new k, v read and written into the cache at their slots; indices read")
+
+
+@model("aiter::mha_batch_prefill", "aiter::mha_varlen_fwd", "aten::_flash_attention_forward_varlen")
+def _varlen_attention(call: Call, _: Any) -> OpCost | None:
+    """Packed-sequence attention: per-sequence lengths are tensor values the trace does not record, only
+    their bounds. They are exact when the bounds leave no choice: Σ q = batch · max_q makes every query
+    length max_q, and a prefill's key length lies between its query length and max_k, so max_k = max_q
+    makes every key length max_q too."""
+    q, k, v = call.tensor("q"), call.tensor("k"), call.tensor("v")
+    cu = call.tensor("cu_seqlens_q")
+    max_q, max_k = call.ints("max_seqlen_q"), call.ints("max_seqlen_k")
+    if q is None or k is None or v is None or cu is None:
+        return None
+    batch = numel(cu[0]) - 1
+    total, hq, dqk = q[0]
+    hk, dv = k[0][-2], v[0][-1]
+    if max_q is None or max_k is None or batch <= 0 or total != batch * max_q[0] or max_k[0] != max_q[0]:
+        return OpCost(NAN, NAN, "none", None, "", "per-sequence lengths are tensor values the trace does not record "
+                      f"and its bounds (Σq={total}, batch={batch}, max_q={max_q}, max_k={max_k}) do not fix them")
+    s = max_q[0]
+    causal = bool(call.flag("is_causal"))
+    flops = batch * 2 * hq * s * s * (dqk + dv) // (2 if causal else 1)
+    z = q[1] or NAN
+    moved = (total * hq * dqk + total * hk * dqk + total * hk * dv + total * hq * dv) * z
+    precision, path = _precision(call, call.dtype("q"), True)
+    return OpCost(float(flops), float(moved), precision, path,
+                  f"Σ 2·H·Sq·Sk·(Dqk+Dv){' × ½ (causal)' if causal else ''}, {batch} sequences of {s} tokens "
+                  "(Σq = batch·max_q, max_k = max_q); q, k, v, o of those tokens", matmul_like=True)
+
+
+@model("vllm::unified_attention_with_output", "vllm::unified_attention")
+def _paged_attention(call: Call, _: Any) -> OpCost | None:
+    q = call.tensor("query")
+    if q is None:
+        return None
+    return OpCost(NAN, NAN, "none", None, "", "paged attention: the context lengths live in the engine's attention "
+                  "metadata (block tables, seq_lens), which the op's recorded arguments do not carry")
