@@ -75,7 +75,7 @@ def _norm_backward(call: Call, _: Any) -> OpCost | None:
 
 
 @model("embedding", "index_select", "gather", "embedding_dense_backward", "index", "take", "embedding_bag",
-       "_embedding_bag", "index_add", "index_add_", "index_copy", "index_copy_", "index_put", "index_put_",
+       "_embedding_bag", "_embedding_bag_forward_only", "index_add", "index_add_", "index_copy", "index_copy_", "index_put", "index_put_",
        "_index_put_impl_", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
        "scatter_reduce_", "masked_select", "nonzero")
 def _gather(call: Call, _: Any) -> OpCost | None:
@@ -85,7 +85,7 @@ def _gather(call: Call, _: Any) -> OpCost | None:
     if src is None:
         return None
     (ss, zs) = src
-    if base in ("embedding", "embedding_bag", "_embedding_bag") and idx is not None:
+    if base in ("embedding", "embedding_bag", "_embedding_bag", "_embedding_bag_forward_only") and idx is not None:
         rows = numel(idx[0])
         moved = nbytes(idx) + 2 * rows * ss[-1] * (zs or NAN)  # the rows read, then written
         flops = rows * ss[-1] if "bag" in base else 0  # a bag sums its rows
@@ -118,7 +118,7 @@ def _gather(call: Call, _: Any) -> OpCost | None:
 @model("cat", "stack", "_cat", "hstack", "vstack", "constant_pad_nd", "repeat", "flip", "roll", "tril", "triu",
        "upsample_nearest2d", "upsample_bilinear2d", "upsample_nearest1d", "upsample_nearest3d",
        "upsample_bicubic2d", "_upsample_nearest_exact2d", "_upsample_bilinear2d_aa", "upsample_linear1d",
-       "upsample_trilinear3d", "native_dropout", "dropout", "feature_dropout", "bernoulli_", "native_dropout_backward",
+       "upsample_trilinear3d", "upsample_nearest2d_backward", "upsample_bilinear2d_backward", "native_dropout", "dropout", "feature_dropout", "bernoulli_", "native_dropout_backward",
        "nll_loss_forward", "nll_loss", "cross_entropy_loss", "nll_loss_backward", "nll_loss2d_forward")
 def _movement(call: Call, _: Any) -> OpCost | None:
     base = call.name.removeprefix("aten::")
@@ -130,22 +130,24 @@ def _movement(call: Call, _: Any) -> OpCost | None:
         shapes = [s for s in d if isinstance(s, list) and all(isinstance(x, int) for x in s)]
         if not shapes:
             return None
-        z = None
-        if isinstance(types, list) and types:
-            from roofline.metrics.op_args import size
-            z = size(types[0])
-        elif call.typed:
-            z = None
-        moved = 2 * sum(numel(s) for s in shapes) * (z or NAN)
-        return OpCost(0.0, float(moved), "none", None, "concatenation: read + write every element")
+        n = sum(numel(s) for s in shapes)
+        return OpCost(0.0, NAN, "none", None, f"concatenation: read + write {n} elements",
+                      "a TensorList's element dtype is not recorded (Input type says only 'TensorList'), "
+                      f"so the bytes of its {n} elements read and written are unknown")
     t = _first(call, "self", "input", "grad_output")
     if t is None:
         return None
-    if base.startswith(("upsample", "_upsample")):
+    if base.startswith(("upsample", "_upsample")) and not base.endswith("backward"):
         size_out = call.ints("output_size")
+        scales = call.values.get("scale_factors")
+        if size_out is None and isinstance(scales, str) and scales.strip():
+            import re
+
+            factors = [float(f) for f in re.findall(r"[-\d.eE]+", scales)]
+            if len(factors) == len(t[0]) - 2:  # PyTorch: output size = floor(input size × scale)
+                size_out = [int(math.floor(d * f)) for d, f in zip(t[0][2:], factors)]
         if size_out is None:
-            scales = call.values.get("scale_factors") or call.values.get("scales_h")
-            return OpCost(NAN, NAN, "none", None, "", f"{base}: output_size not recorded ({scales!r})")
+            return OpCost(NAN, NAN, "none", None, "", f"{base}: neither output_size nor scale_factors recorded")
         out = t[0][:2] + size_out
         per = {"nearest": 0, "linear": 7, "bilinear": 7, "bicubic": 31, "trilinear": 15}
         kind = next((k for k in ("bicubic", "trilinear", "bilinear", "linear", "nearest") if k in base), "nearest")
