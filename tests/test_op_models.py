@@ -147,6 +147,12 @@ def test_a_convolution_without_stride_or_padding_takes_its_output_from_its_consu
             | conv["flop_fp32_source"].str.startswith("unavailable")).all()
     assert (conv["flop_fp32"] == 2 * 32 * 64 * 112 * 112 * 3 * 49).sum() == 6  # conv1, once per step
     assert conv["flop_fp32"].max() == 2 * 32 * 64 * 112 * 112 * 3 * 49
+    # torch 1.9's cuDNN backward ops: their caller's shapes, one gradient each; wgrad per step = forward
+    wgrad = k[k["kernel_name"] == "aten::cudnn_convolution_backward_weight"]
+    assert wgrad["flop_fp32"].notna().all() and wgrad["dram_bytes"].notna().all()
+    assert wgrad["flop_fp32"].sum() == pytest.approx(conv["flop_fp32"].sum())
+    dgrad = k[k["kernel_name"] == "aten::cudnn_convolution_backward_input"]
+    assert dgrad["flop_fp32"].sum() == conv["flop_fp32"].sum() - 6 * 2 * 32 * 64 * 112 * 112 * 3 * 49  # no conv1 dgrad
     # ambiguous or absent consumer: unavailable with the reason, never stride 1 / pad 0
     c = cost("aten::cudnn_convolution", [[32, 3, 224, 224], [64, 3, 7, 7]] + [[]] * 7,
              ["float", "float"] + ["GenericList"] * 3 + ["Int", "Bool", "Bool", "Bool"])

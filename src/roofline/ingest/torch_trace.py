@@ -47,6 +47,11 @@ NO_CACHE = (f"{UNAVAILABLE}: a PyTorch trace has no cache counters; profile the 
 NO_MODEL = "{u}: no FLOP model for {op} (time is counted; see docs/traces.md for the ops modelled)"
 #: where an op's modelled FLOPs go, by the precision of its cost
 FLOP_SLOT = {"fp64": 0, "fp32": 1, "fp16": 2, "bf16": 2, "tensor": 3}
+#: backward ops whose shapes are int lists -> (their caller, the output_mask of their one gradient)
+SPLIT_BACKWARD = {"aten::cudnn_convolution_backward_input": (("aten::cudnn_convolution_backward",), "[True, False]"),
+                  "aten::cudnn_convolution_backward_weight": (("aten::cudnn_convolution_backward",), "[False, True]"),
+                  "aten::miopen_convolution_backward_input": (("aten::miopen_convolution_backward",), "[True, False]"),
+                  "aten::miopen_convolution_backward_weight": (("aten::miopen_convolution_backward",), "[False, True]")}
 #: a row's cost columns, in the order of the tuples ``_costs`` makes
 COST_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "flop_fp64_source", "flop_fp32_source",
                 "flop_fp16_source", "flop_tensor_source", "tensor_path", "dram_bytes", "dram_bytes_source")
@@ -102,6 +107,23 @@ class _Threads:
         starts, idx = found
         j = bisect.bisect_left(starts, float(op.ts) + float(op.dur))
         return [self.ops[i] for i in idx[j:j + limit]]
+
+    def enclosing(self, op: Event) -> Event | None:
+        """The innermost other op whose span holds ``op`` on its thread (its caller)."""
+        try:
+            found = self._index().get((op.pid, op.tid))
+        except TypeError:
+            return None
+        if not found:
+            return None
+        starts, idx = found
+        end = float(op.ts) + float(op.dur)
+        j = bisect.bisect_right(starts, float(op.ts)) - 1
+        for k in range(j, max(-1, j - 64), -1):
+            o = self.ops[idx[k]]
+            if o is not op and float(o.ts) + float(o.dur) >= end and o.dur >= op.dur:
+                return o
+        return None
 
     def innermost(self, pid: Any, tid: Any, ts: float) -> int | None:
         self._index()
@@ -184,7 +206,7 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
         else:
             groups[op].append(e)
 
-    rows = _Rows(devices, steps, lambda op: threads.following(op))
+    rows = _Rows(devices, steps, threads)
     for op, evs in groups.items():
         rows.add(ops[op], evs, "op")
     for e, label in orphans:
@@ -232,8 +254,8 @@ class _Rows:
     """
 
     def __init__(self, devices: dict[Any, Any], steps: list[tuple[float, float, str]],
-                 following: Any = None) -> None:
-        self.following = following  # op -> the ops that follow it on its thread (a conv's consumer)
+                 threads: _Threads | None = None) -> None:
+        self.threads = threads  # ops by thread: a conv's consumer, a backward pass's caller
         self.devices = devices
         self.only = next(iter(devices.values())) if len(devices) == 1 else {}
         self.steps = steps
@@ -267,12 +289,26 @@ class _Rows:
                           _step(self.steps, ts) if self.steps else None, dev, dur_us * 1e-6, src, label,
                           grid, block, self._cost(op, evs, margs, label)))
 
+    def _from_caller(self, op: Event, name: str) -> OpCost | None:
+        """torch ≤ 1.10's cuDNN backward ops take the weight (or input) shape as an int list the trace does
+        not record; their caller, ``cudnn_convolution_backward``, holds input, grad_output and weight as
+        tensors: its count for the one gradient this op computes (output_mask set accordingly)."""
+        caller = self.threads.enclosing(op) if self.threads is not None else None
+        a = caller.args if caller is not None else None
+        if a is None or caller.name not in SPLIT_BACKWARD[name][0]:  # type: ignore[union-attr]
+            return None
+        dims = shapes(a.input_dims if a.input_dims is not NULL else a.input_dims_lc)
+        if not isinstance(dims, list) or len(dims) != 11:
+            return None
+        concrete = [""] * 10 + [SPLIT_BACKWARD[name][1]]
+        return cost(caller.name, dims, shapes(a.input_type), concrete)  # type: ignore[union-attr]
+
     def _consumer_out(self, op: Event, dims: Any) -> list[int] | None:
         """A convolution's output shape, from the op that consumes it, when the link is unambiguous."""
-        if self.following is None:
+        if self.threads is None:
             return None
         later = []
-        for o in self.following(op):
+        for o in self.threads.following(op):
             a = o.args
             later.append(shapes(a.input_dims if a.input_dims is not NULL else a.input_dims_lc) if a is not None else None)
         return conv_out_from_consumer(dims, later)
@@ -293,6 +329,10 @@ class _Rows:
                         c2 = cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete), out)
                         if c2 is not None:
                             return _modelled(c2, len(evs), kernels, _host_copy(evs))
+                if c is not None and name in SPLIT_BACKWARD and (c.flops != c.flops or c.bytes != c.bytes):
+                    c = self._from_caller(op, name) or c  # type: ignore[arg-type]
+                    if c.flops == c.flops and c.bytes == c.bytes:  # per call: the caller's shapes are not in this op's key
+                        return _modelled(c, len(evs), kernels, _host_copy(evs))
                 found = self.costs[key] = _modelled(c, len(evs), kernels, _host_copy(evs)) if c is not None else None
             if found is not None:
                 return found
