@@ -310,3 +310,17 @@ def test_the_shipped_schemas_are_what_the_generator_writes(tmp_path, monkeypatch
 
     gen.main(modelled_ops())
     assert json.loads((tmp_path / "s.json").read_text()) == schemas()
+
+
+def test_op_rows_show_their_inputs_and_the_summary_lists_unmodelled_ops():
+    import roofline
+
+    k = roofline.read(shared("traces/torch_rocm6.4_mi300x_8rank_resnet-act-ckpt_train_rank0.pt.trace.json.gz"))
+    r = k[k["kernel_name"] == "aten::miopen_convolution"].iloc[0]
+    assert json.loads(r["op_input_dims"])[:2] == [[10, 3, 224, 224], [64, 3, 7, 7]]
+    assert json.loads(r["op_input_types"])[0] == "c10::BFloat16"
+    assert r["op_args"] == "aten::miopen_convolution(self, weight, stride=[2, 2], padding=[3, 3], dilation=[1, 1])"
+    assert r["precision_evidence"].startswith("the dtype (bf16")
+    missing = k.attrs["roofline.provenance"][0]["unmodelled_ops"]
+    assert missing and missing == sorted(missing, key=lambda m: -m["gpu_time_share"])
+    assert all(0 < m["gpu_time_share"] <= 1 and m["reason"] for m in missing)

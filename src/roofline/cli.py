@@ -411,6 +411,11 @@ def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | No
             click.echo(f"{what} on {devices}; hierarchical roofline over {', '.join(lv.upper() for lv in levels)}; "
                        "longest first")
         click.echo(format_table(result, levels=levels, by=by))
+        for prov in result.attrs.get("roofline.provenance", []) if by is None else []:  # traces: what is not priced
+            missing = prov.get("unmodelled_ops") if isinstance(prov, dict) else None
+            if missing:
+                click.echo(f"{prov.get('source_file', '')}: GPU time without FLOPs or bytes: " + ", ".join(
+                    f"{m['op']} {100 * m['gpu_time_share']:.1f}%" for m in missing[:6]))
     elif fmt == "json":
         records = [
             {k: _jsonable(v) for k, v in rec.items()} for rec in result.to_dict("records")

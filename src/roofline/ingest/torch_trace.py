@@ -54,10 +54,12 @@ SPLIT_BACKWARD = {"aten::cudnn_convolution_backward_input": (("aten::cudnn_convo
                   "aten::miopen_convolution_backward_weight": (("aten::miopen_convolution_backward",), "[False, True]")}
 #: a row's cost columns, in the order of the tuples ``_costs`` makes
 COST_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "flop_fp64_source", "flop_fp32_source",
-                "flop_fp16_source", "flop_tensor_source", "tensor_path", "dram_bytes", "dram_bytes_source")
+                "flop_fp16_source", "flop_tensor_source", "tensor_path", "dram_bytes", "dram_bytes_source",
+                "op_args", "precision_evidence")
+NO_OP_COLUMNS = (None, None)  # op_args, precision_evidence of a row no op model priced
 #: a row's other varying columns, in the order of the tuples ``_build`` makes (``_ts`` sorts them)
 ROW_COLUMNS = ("_ts", "kernel_name", "kernel_short_name", "mangled_name", "nvtx_range", "_device", "duration_s",
-               "duration_s_source", "attribution", "_grid", "_block", "_cost")
+               "duration_s_source", "attribution", "_grid", "_block", "_cost", "op_input_dims", "op_input_types")
 
 
 def read(path: str | Path) -> pd.DataFrame:
@@ -218,6 +220,7 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
 
     meta = provenance_record(path, "torch-trace", reader=f"msgspec {msgspec.__version__}")
     meta.update(_trace_meta(top, events, gpu + ranges, orphans, groups, skipped))
+    meta["unmodelled_ops"] = unmodelled(frame)
     return set_provenance(frame, [meta])
 
 
@@ -261,6 +264,7 @@ class _Rows:
         self.steps = steps
         self.rows: list[tuple[Any, ...]] = []
         self.costs: dict[Any, tuple[Any, ...]] = {}
+        self.texts: dict[bytes, str] = {}
         self.sources: dict[Any, str] = {}
 
     def add(self, op: Event | None, evs: list[Event], label: str) -> None:
@@ -287,7 +291,23 @@ class _Rows:
             grid, block = _dim3(margs.grid), _dim3(margs.block)
         self.rows.append((ts, name, name if op is not None else _short(name), main.name,
                           _step(self.steps, ts) if self.steps else None, dev, dur_us * 1e-6, src, label,
-                          grid, block, self._cost(op, evs, margs, label)))
+                          grid, block, self._cost(op, evs, margs, label), *self._inputs(op)))
+
+    def _inputs(self, op: Event | None) -> tuple[str | None, str | None]:
+        """The op's recorded Input Dims and Input type, as the trace wrote them (JSON text)."""
+        a = op.args if op is not None else None
+        if a is None:
+            return None, None
+        dims = a.input_dims if a.input_dims is not NULL else a.input_dims_lc
+        return (None if dims is NULL else self._text(dims)), (None if a.input_type is NULL else self._text(a.input_type))
+
+    def _text(self, raw: Any) -> str:
+        """Compact JSON of a raw value (the same whichever decoder path read it), once per distinct value."""
+        key = bytes(raw)
+        found = self.texts.get(key)
+        if found is None:
+            found = self.texts[key] = _text(raw)
+        return found
 
     def _from_caller(self, op: Event, name: str) -> OpCost | None:
         """torch ≤ 1.10's cuDNN backward ops take the weight (or input) shape as an int list the trace does
@@ -314,6 +334,10 @@ class _Rows:
         return conv_out_from_consumer(dims, later)
 
     def _cost(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
+        c = self._cost11(op, evs, margs, label)
+        return c if len(c) == len(COST_COLUMNS) else c + NO_OP_COLUMNS
+
+    def _cost11(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
         args = op.args if op is not None else None
         if args is not None:
             name = str(op.name)  # type: ignore[union-attr]
@@ -378,10 +402,10 @@ class _Rows:
                 flops.append(NAN)
                 sources.append(f"{UNAVAILABLE}: the range profiler did not record {letter}add/{letter}mul/{letter}fma")
         costs = (*flops, NAN, *sources, f"{UNAVAILABLE}: no tensor counters in the range profiler", None, NAN,
-                 f"{UNAVAILABLE}: the range profiler recorded no DRAM counters")
+                 f"{UNAVAILABLE}: the range profiler recorded no DRAM counters", *NO_OP_COLUMNS)
         prop_key = next(iter(self.devices)) if self.devices else None
         self.rows.append((float(e.ts), e.name, _short(e.name), None, None, prop_key, float(e.dur) * 1e-6,
-                          "cuda_profiler_range dur", "measured: CUPTI range profiler", None, None, costs))
+                          "cuda_profiler_range dur", "measured: CUPTI range profiler", None, None, costs, None, None))
 
     def frame(self, path: Path, rank: Any) -> pd.DataFrame:
         from roofline.hardware.specs import fill_spec_peaks
@@ -413,7 +437,9 @@ class _Rows:
 def _modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: float = 0.0) -> tuple[Any, ...]:
     """The cost columns of a modelled op: FLOPs in the slot of the precision the evidence gives (the
     dtype, or the kernel names: an fp32 GEMM on TF32 tensor cores), bytes as the hardware moves them."""
-    precision, path, evidence = c.precision, c.tensor_path, "dtype"
+    precision, path = c.precision, c.tensor_path
+    evidence = ("no dtype recorded: filed under fp32, PyTorch's default dtype" if c.why.startswith("Input type not")
+                else f"the dtype ({path or precision}{', tensor cores' if path else ''})")
     if c.matmul_like and kernels:
         decided = precision_evidence(c.precision, c.tensor_path, kernels)
         if decided is not None:
@@ -434,7 +460,16 @@ def _modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: flo
     if host:
         nbytes, bsrc = NAN, (f"{UNAVAILABLE}: {host:.0f} B crossed the host link (PCIe/NVLink-C2C/xGMI), not device "
                              "memory; the spec table has no link bandwidth yet, so there is no link roof")
-    return (*flops, src, src, src, src, path, nbytes, bsrc)
+    return (*flops, src, src, src, src, path, nbytes, bsrc, c.args or None, evidence)
+
+
+def _text(raw: Any) -> str:
+    import msgspec
+
+    try:
+        return msgspec.json.encode(msgspec.json.decode(raw)).decode()
+    except (TypeError, msgspec.DecodeError):
+        return str(raw)
 
 
 def _host_copy(evs: list[Event]) -> float:
@@ -481,6 +516,21 @@ def _short(name: Any) -> str:
     name = str(name)
     base = name.split("(")[0].split("<")[0].strip()
     return base.rsplit(" ", 1)[-1].rsplit("::", 1)[-1] or name[:60]
+
+
+def unmodelled(frame: pd.DataFrame, top: int = 10) -> list[dict[str, Any]]:
+    """Ops whose FLOPs or bytes are unavailable, by share of the trace's GPU time, with the first reason."""
+    total = float(frame["duration_s"].sum())
+    if not total:
+        return []
+    miss = frame[frame["flop_fp32"].isna() | frame["dram_bytes"].isna()]
+    if miss.empty:
+        return []
+    g = miss.groupby("kernel_short_name", sort=False).agg(t=("duration_s", "sum"), why=("flop_fp32_source", "first"),
+                                                          bwhy=("dram_bytes_source", "first"))
+    g = g.sort_values("t", ascending=False).head(top)
+    return [{"op": str(n), "gpu_time_share": float(r.t) / total,
+             "reason": str(r.why if str(r.why).startswith(UNAVAILABLE) else r.bwhy)} for n, r in g.iterrows()]
 
 
 def _trace_meta(top: dict, events: list, gpu: list, orphans: list, groups: dict, skipped: int) -> dict[str, Any]:

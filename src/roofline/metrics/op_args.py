@@ -130,8 +130,11 @@ class Call:
 
     def described(self) -> str:
         """``name.overload(arg, ...)``: the schema and the arguments the model read."""
-        seen = list(dict.fromkeys(self.used))
-        return f"{self.name}{'.' + self.overload if self.overload else ''}({', '.join(seen)})"
+        parts = []
+        for a in dict.fromkeys(self.used):
+            v = self.values.get(a)
+            parts.append(f"{a}={v.strip()}" if isinstance(v, str) and v.strip() else a)
+        return f"{self.name}{'.' + self.overload if self.overload else ''}({', '.join(parts)})"
 
 
 def size(t: Any) -> int | None:
