@@ -75,10 +75,13 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
               help="Under this %% of every roof a kernel is called latency-limited.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
               help="Also write the interactive HTML report (and the PNG chart beside it).")
+@click.option("--capture", "captures", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="PyTorch trace recorded while CUDA/HIP graphs were captured: replayed graph kernels get the "
+              "captured ops' shapes (default: capture_traces/ beside the replay).")
 def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
             clock: str, device: str | None, name_rx: str | None, bound: str | None, precision: str | None,
             nvtx: str | None, top: int | None, by: str | None, latency_threshold: float,
-            html_path: Path | None) -> None:
+            html_path: Path | None, captures: tuple[Path, ...] = ()) -> None:
     """Hierarchical roofline of profiles: per kernel and memory level the intensity, attainable and
     achieved FLOP/s, the binding roof, the % of it reached and the time at the roof.
 
@@ -88,6 +91,10 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
     from roofline.analysis.aggregate import aggregate
     from roofline.analysis.select import select
 
+    if captures:
+        from roofline.ingest.torch_graphs import CAPTURES
+
+        CAPTURES.set(tuple(captures))
     result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold)
     try:
         # name and NVTX filters pick kernels, before any grouping; bound, precision and top pick rows

@@ -211,6 +211,13 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
     rows = _Rows(devices, steps, threads)
     for op, evs in groups.items():
         rows.add(ops[op], evs, "op")
+    graph_notes: list[str] = []
+    if any(label.startswith("orphan: graph replay") for _, label in orphans):
+        from roofline.ingest.torch_graphs import attribute
+
+        joined, orphans, graph_notes = attribute(path, orphans)
+        for cop, evs in joined.values():
+            rows.add(cop, evs, "graph replay: captured op")
     for e, label in orphans:
         rows.add(None, [e], label)
     for r in ranges:
@@ -221,6 +228,8 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
     meta = provenance_record(path, "torch-trace", reader=f"msgspec {msgspec.__version__}")
     meta.update(_trace_meta(top, events, gpu + ranges, orphans, groups, skipped))
     meta["unmodelled_ops"] = unmodelled(frame)
+    if graph_notes:
+        meta["graph_replays"] = graph_notes
     return set_provenance(frame, [meta])
 
 

@@ -42,6 +42,7 @@ class Args(msgspec.Struct, gc=False):
     grid: Any = None
     block: Any = None
     bytes: Any = None
+    kernel: Any = None  # a launch event's kernel name (graph capture traces)
 
 
 class Event(msgspec.Struct, gc=False):
