@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 import roofline
@@ -68,3 +69,28 @@ def test_the_vllm_full_graph_decode_is_joined_to_its_capture():
     assert not k["attribution"].str.startswith("orphan: graph").any()
     rms = k[k["kernel_name"] == "aiter::rmsnorm2d_fwd_with_add_ck"]
     assert len(rms) > 0 and (rms["flop_fp32"] + rms["flop_fp16"] + rms["flop_tensor"] > 0).all()
+
+
+def test_inductor_kernels_use_the_estimates_the_trace_carries(tmp_path):
+    """kernel_flop / kernel_num_gb (torch._inductor.analysis.profile_analysis) are used as recorded; an
+    Inductor Triton op without them gets its buffers' bytes and FLOPs unavailable, saying why."""
+    p = tmp_path / "ind.pt.trace.json"
+    op = {"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "dur": 5}
+    rt = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "dur": 1}
+    k = {"ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "dur": 4}
+    _write(p, [
+        {**op, "name": "triton_poi_fused_add_0", "ts": 1, "args": {"External id": 1, "Input Dims": [[1024], [1024], []],
+                                                                "Input type": ["c10::BFloat16"] * 2 + ["Scalar"],
+                                                                "kernel_flop": 1024, "kernel_num_gb": 4.096e-06}},
+        {**rt, "ts": 2, "args": {"External id": 1, "correlation": 1}},
+        {**k, "name": "triton_poi_fused_add_0", "ts": 3, "args": {"correlation": 1, "device": 0}},
+        {**op, "name": "triton_red_fused_sum_1", "ts": 10, "args": {"External id": 2, "Input Dims": [[64, 32], [64], []],
+                                                                 "Input type": ["float", "float", "Scalar"]}},
+        {**rt, "ts": 11, "args": {"External id": 2, "correlation": 2}},
+        {**k, "name": "triton_red_fused_sum_1", "ts": 12, "args": {"correlation": 2, "device": 0}}])
+    r = roofline.read(p).sort_values("kernel_id")
+    est, buf = r.iloc[0], r.iloc[1]
+    assert est["flop_fp16"] == 1024 and est["dram_bytes"] == pytest.approx(4096)
+    assert est["flop_fp16_source"].startswith("trace estimate") and est["precision_evidence"] == "trace estimate"
+    assert buf["dram_bytes"] == (64 * 32 + 64) * 4 and pd.isna(buf["flop_fp32"])
+    assert "arithmetic is not recorded" in buf["flop_fp32_source"]

@@ -67,6 +67,10 @@ CUSTOM = {
         "dropout_p:S, softmax_scale:S, logits_soft_cap:S, zero_tensors:S, is_causal:S, window_size_left:S, "
         "window_size_right:S, " + ", ".join(f"arg{i}:S" for i in range(15, 18)) + ", "
         + ", ".join(f"arg{i}:T?" for i in range(18, 30)) + ")"],
+    "_C_cache_ops::reshape_and_cache_flash": [
+        "(key:T, value:T, key_cache:T, value_cache:T, slot_mapping:T, kv_cache_dtype:S, k_scale:T?, v_scale:T?)"],
+    "vllm::moe_forward": ["(hidden_states:T, router_logits:T, layer_name:S)",
+                          "(hidden_states:T, router_logits:T, layer_name:S, arg3:S)"],
     "_C::rms_norm": ["(result:T, input:T, weight:T, epsilon:S)"],
     "_C::fused_add_rms_norm": ["(input:T, residual:T, weight:T, epsilon:S)"],
     "_C::rotary_embedding": ["(positions:T, query:T, key:T?, head_size:S, cos_sin_cache:T, is_neox:S)"],

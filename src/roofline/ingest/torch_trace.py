@@ -348,6 +348,11 @@ class _Rows:
 
     def _cost11(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
         args = op.args if op is not None else None
+        for a in (args, margs):  # an estimate the trace carries (Inductor/Triton): used as recorded
+            if a is not None and (a.kernel_flop is not None or a.kernel_num_gb is not None):
+                est = _estimates(a, args, str(op.name) if op is not None else "")
+                if est is not None:
+                    return est
         if args is not None:
             name = str(op.name)  # type: ignore[union-attr]
             dims = args.input_dims if args.input_dims is not NULL else args.input_dims_lc
@@ -470,6 +475,32 @@ def _modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: flo
         nbytes, bsrc = NAN, (f"{UNAVAILABLE}: {host:.0f} B crossed the host link (PCIe/NVLink-C2C/xGMI), not device "
                              "memory; the spec table has no link bandwidth yet, so there is no link roof")
     return (*flops, src, src, src, src, path, nbytes, bsrc, c.args or None, evidence)
+
+
+def _estimates(a: Args, op_args: Args | None, name: str) -> tuple[Any, ...] | None:
+    """Cost columns from ``kernel_flop`` / ``kernel_num_gb`` (torch._inductor.analysis.profile_analysis
+    writes them on ops and kernels; Inductor's benchmark_kernel/profile_bandwidth estimates)."""
+    flop, gb = a.kernel_flop, a.kernel_num_gb
+    if flop.__class__ not in NUMBER and gb.__class__ not in NUMBER:
+        return None
+    from roofline.metrics.op_args import size
+    from roofline.metrics.op_models import compute
+
+    types = shapes(op_args.input_type) if op_args is not None else None
+    dtype = next((t for t in types if size(t)), "") if isinstance(types, list) else ""
+    # an Inductor template matmul (triton_tem_fused_mm…, …addmm…, …bmm…) runs on tensor cores
+    precision, path = compute(dtype, name.startswith("triton_tem_") or "mm" in name.split("_"))
+    flops = [0.0, 0.0, 0.0, 0.0]
+    src = f"trace estimate: kernel_flop = {flop} (precision from the dtype {dtype or 'not recorded: fp32'})"
+    if flop.__class__ in NUMBER:
+        flops[FLOP_SLOT.get(precision, 1)] = float(flop)
+    else:
+        flops, src = [NAN] * 4, f"{UNAVAILABLE}: the trace carries kernel_num_gb but no kernel_flop"
+    if gb.__class__ in NUMBER:
+        nbytes, bsrc = float(gb) * 1e9, f"trace estimate: kernel_num_gb = {gb} (× 1e9 B)"
+    else:
+        nbytes, bsrc = NAN, f"{UNAVAILABLE}: the trace carries kernel_flop but no kernel_num_gb"
+    return (*flops, src, src, src, src, path, nbytes, bsrc, None, "trace estimate")
 
 
 def _text(raw: Any) -> str:

@@ -112,6 +112,9 @@ def cost(name: str, dims: Sequence[Any] | None, types: Sequence[str] | None,
     if not MODELS.get("aten::rms_norm"):
         modelled_ops()
     f = MODELS.get(name)
+    if f is None and name.startswith(("triton_poi_", "triton_red_", "triton_per_")) and isinstance(dims, list) \
+            and isinstance(types, list):
+        return _inductor_buffers(dims, types)
     if f is None or not dims or not isinstance(dims, (list, tuple)):
         return None
     if types is not None and not isinstance(types, (list, tuple)):
@@ -131,6 +134,21 @@ def cost(name: str, dims: Sequence[Any] | None, types: Sequence[str] | None,
         why = "Input type not recorded (a torch 1.8-era trace): bytes need each tensor's dtype"
         c = OpCost(c.flops, NAN, c.precision, c.tensor_path, c.formula, why, c.args, c.matmul_like)
     return c
+
+
+def _inductor_buffers(dims: list[Any], types: list[Any]) -> OpCost | None:
+    """An Inductor pointwise/reduction Triton kernel without estimates: each buffer it is passed is read or
+    written once (an in_out buffer is both, so this is a lower bound); its arithmetic is not recorded."""
+    moved = 0.0
+    for d, t in zip(dims, types):
+        z = size(t)
+        if z and isinstance(d, list) and d and all(isinstance(v, int) for v in d):
+            moved += numel(d) * z
+    if not moved:
+        return None
+    return OpCost(NAN, moved, "none", None, "each buffer argument once (Inductor Triton kernel)",
+                  "an Inductor Triton kernel's arithmetic is not recorded (Input Dims hold its buffers; "
+                  "torch._inductor.analysis.profile_analysis adds kernel_flop/kernel_num_gb estimates)")
 
 
 def _first(call: Call, *names: str) -> tuple[list[int], int | None] | None:

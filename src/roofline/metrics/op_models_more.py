@@ -233,6 +233,26 @@ def _engine_gemm(call: Call, _: Any) -> OpCost | None:
                   f"2·M·N·K{' + M·N (bias)' if bias else ''}, M={m} N={n} K={k} (B is [N, K])", matmul_like=True)
 
 
+@model("_C_cache_ops::reshape_and_cache_flash")
+def _reshape_and_cache(call: Call, _: Any) -> OpCost | None:
+    k, v, kc, slots = call.tensor("key"), call.tensor("value"), call.tensor("key_cache"), call.tensor("slot_mapping")
+    if k is None or v is None or kc is None:
+        return None
+    z = kc[1] or NAN  # the cache's element size (fp8 caches: 1 B)
+    moved = nbytes(k) + nbytes(v) + (numel(k[0]) + numel(v[0])) * z + nbytes(slots)
+    return OpCost(0.0, float(moved), "none", None,
+                  "KV-cache store: new key, value read, written into the cache at its dtype; slot mapping read")
+
+
+@model("vllm::moe_forward")
+def _moe(call: Call, _: Any) -> OpCost | None:
+    h, r = call.tensor("hidden_states"), call.tensor("router_logits")
+    if h is None or r is None:
+        return None
+    return OpCost(NAN, NAN, "none", None, "", "fused MoE: the experts' weight shapes and top_k are not among the op's "
+                  f"arguments (hidden_states {h[0]}, router_logits {r[0]}, the layer's name)")
+
+
 @model("sglang::store_cache")
 def _store_cache(call: Call, _: Any) -> OpCost | None:
     k, v, idx = call.tensor("k"), call.tensor("v"), call.tensor("indices")
