@@ -94,3 +94,16 @@ def test_inductor_kernels_use_the_estimates_the_trace_carries(tmp_path):
     assert est["flop_fp16_source"].startswith("trace estimate") and est["precision_evidence"] == "trace estimate"
     assert buf["dram_bytes"] == (64 * 32 + 64) * 4 and pd.isna(buf["flop_fp32"])
     assert "arithmetic is not recorded" in buf["flop_fp32_source"]
+
+
+def test_fused_moe_flops_come_from_the_routed_token_expert_pairs():
+    """vLLM moe_forward in the graph case: T=32 tokens, top_k=4 from its TopK op, H=3072; the up GEMM writes
+    [128, 2944] through a fused SwiGLU (2·2944 GEMM columns), the down GEMM [128, 3072]:
+    2·128·3072·5888 + 2·128·2944·3072 FLOP. Bytes: the experts' weights actually used are not recorded."""
+    k = roofline.read(shared("traces/vllm_decode_full-graph/graph_execution.pt.trace.json.gz"))
+    moe = k[k["kernel_name"] == "vllm::moe_forward"]
+    assert len(moe) > 0
+    assert (moe["flop_tensor"] == 2 * 128 * 3072 * 5888 + 2 * 128 * 2944 * 3072).all()
+    assert moe["dram_bytes"].isna().all() and moe["dram_bytes_source"].str.contains("experts actually used").all()
+    flops = k[["flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor"]].sum(axis=1, min_count=1)
+    assert k.loc[flops.notna(), "duration_s"].sum() >= 0.8 * k["duration_s"].sum()

@@ -50,12 +50,15 @@ class Captured:
             if enabled:
                 gc.enable()
         ops: dict[Any, Event] = {}
+        cpu: list[Event] = []
         windows: list[tuple[float, float]] = []
         begin = None
         launches: list[Event] = []
         for e in events:
             name = str(e.name)
             if e.cat in ("cpu_op", "Operator", "operator") and e.args is not None:
+                if e.ts.__class__ in (int, float) and e.dur.__class__ in (int, float):
+                    cpu.append(e)
                 ext = e.args.external_id
                 if ext is not None and ext.__class__ is not list and ext not in ops:
                     ops[ext] = e
@@ -68,6 +71,9 @@ class Captured:
                 elif "Launch" in name and "Graph" not in name and e.args is not None and e.args.kernel is not None:
                     launches.append(e)
         launches.sort(key=lambda e: float(e.ts))
+        from roofline.ingest.torch_trace import _Threads
+
+        self.threads = _Threads(cpu)  # the captured ops by thread: an op's callees (a MoE's routing)
         self.graphs: list[tuple[list[str], list[Event | None]]] = []
         for lo, hi in windows:
             inside = [e for e in launches if lo <= float(e.ts) <= hi]
@@ -75,9 +81,9 @@ class Captured:
                                 [ops.get(e.args.external_id) for e in inside]))  # type: ignore[union-attr]
 
 
-def attribute(replay: Path, orphans: list[tuple[Event, str]]) -> tuple[dict[int, tuple[Event, list[Event]]],
+def attribute(replay: Path, orphans: list[tuple[Event, str]]) -> tuple[dict[int, tuple[Event, list[Event], Any]],
                                                                        list[tuple[Event, str]], list[str]]:
-    """(captured op id -> (op, its replayed kernels), the orphans left, notes) for a replay's graph orphans."""
+    """(captured op id -> (op, its replayed kernels, its capture's ops by thread), the orphans left, notes)."""
     graph = [(e, label) for e, label in orphans if label.startswith("orphan: graph replay")]
     paths = capture_paths(replay) if graph else []
     if not paths:
@@ -86,7 +92,7 @@ def attribute(replay: Path, orphans: list[tuple[Event, str]]) -> tuple[dict[int,
     by_launch: dict[Any, list[Event]] = defaultdict(list)
     for e, _ in graph:
         by_launch[e.args.correlation if e.args is not None else None].append(e)
-    joined: dict[int, tuple[Event, list[Event]]] = {}
+    joined: dict[int, tuple[Event, list[Event], Any]] = {}
     done: set[int] = set()
     notes = []
     for corr, kernels in by_launch.items():
@@ -102,7 +108,7 @@ def attribute(replay: Path, orphans: list[tuple[Event, str]]) -> tuple[dict[int,
             if op is None:
                 continue
             done.add(id(k))
-            slot = joined.setdefault(id(op) ^ hash(corr), (op, []))
+            slot = joined.setdefault(id(op) ^ hash(corr), (op, [], cap.threads))
             slot[1].append(k)
     left = [(e, label) for e, label in orphans if id(e) not in done]
     return joined, left, notes

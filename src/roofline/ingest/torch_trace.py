@@ -47,6 +47,7 @@ NO_CACHE = (f"{UNAVAILABLE}: a PyTorch trace has no cache counters; profile the 
 NO_MODEL = "{u}: no FLOP model for {op} (time is counted; see docs/traces.md for the ops modelled)"
 #: where an op's modelled FLOPs go, by the precision of its cost
 FLOP_SLOT = {"fp64": 0, "fp32": 1, "fp16": 2, "bf16": 2, "tensor": 3}
+MOE_OPS = frozenset({"vllm::moe_forward"})
 #: backward ops whose shapes are int lists -> (their caller, the output_mask of their one gradient)
 SPLIT_BACKWARD = {"aten::cudnn_convolution_backward_input": (("aten::cudnn_convolution_backward",), "[True, False]"),
                   "aten::cudnn_convolution_backward_weight": (("aten::cudnn_convolution_backward",), "[False, True]"),
@@ -109,6 +110,19 @@ class _Threads:
         starts, idx = found
         j = bisect.bisect_left(starts, float(op.ts) + float(op.dur))
         return [self.ops[i] for i in idx[j:j + limit]]
+
+    def within(self, op: Event, limit: int = 4096) -> list[Event]:
+        """The ops that start inside ``op``'s span on its thread, in order."""
+        try:
+            found = self._index().get((op.pid, op.tid))
+        except TypeError:
+            return []
+        if not found:
+            return []
+        starts, idx = found
+        lo = bisect.bisect_right(starts, float(op.ts))
+        hi = bisect.bisect_right(starts, float(op.ts) + float(op.dur))
+        return [self.ops[i] for i in idx[lo:min(hi, lo + limit)]]
 
     def enclosing(self, op: Event) -> Event | None:
         """The innermost other op whose span holds ``op`` on its thread (its caller)."""
@@ -216,8 +230,10 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
         from roofline.ingest.torch_graphs import attribute
 
         joined, orphans, graph_notes = attribute(path, orphans)
-        for cop, evs in joined.values():
+        for cop, evs, cap_threads in joined.values():
+            rows.threads = cap_threads  # a captured op's callees are in its capture trace
             rows.add(cop, evs, "graph replay: captured op")
+        rows.threads = threads
     for e, label in orphans:
         rows.add(None, [e], label)
     for r in ranges:
@@ -318,6 +334,18 @@ class _Rows:
             found = self.texts[key] = _text(raw)
         return found
 
+    def _moe(self, op: Event, kernels: tuple[str, ...]) -> OpCost | None:
+        from roofline.metrics.moe import moe_cost
+
+        if self.threads is None or op.args is None:
+            return None
+        children = []
+        for o in self.threads.within(op):
+            a = o.args
+            children.append((str(o.name), None, shapes(a.concrete) if a is not None else None))
+        a = op.args
+        return moe_cost(shapes(a.input_dims), shapes(a.input_type), children, kernels)
+
     def _from_caller(self, op: Event, name: str) -> OpCost | None:
         """torch ≤ 1.10's cuDNN backward ops take the weight (or input) shape as an int list the trace does
         not record; their caller, ``cudnn_convolution_backward``, holds input, grad_output and weight as
@@ -367,6 +395,8 @@ class _Rows:
                         c2 = cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete), out)
                         if c2 is not None:
                             return _modelled(c2, len(evs), kernels, _host_copy(evs))
+                if c is not None and name in MOE_OPS and c.flops != c.flops:
+                    c = self._moe(op, kernels) or c  # type: ignore[arg-type]
                 if c is not None and name in SPLIT_BACKWARD and (c.flops != c.flops or c.bytes != c.bytes):
                     c = self._from_caller(op, name) or c  # type: ignore[arg-type]
                     if c.flops == c.flops and c.bytes == c.bytes:  # per call: the caller's shapes are not in this op's key
