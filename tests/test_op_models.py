@@ -324,3 +324,41 @@ def test_op_rows_show_their_inputs_and_the_summary_lists_unmodelled_ops():
     missing = k.attrs["roofline.provenance"][0]["unmodelled_ops"]
     assert missing and missing == sorted(missing, key=lambda m: -m["gpu_time_share"])
     assert all(0 < m["gpu_time_share"] <= 1 and m["reason"] for m in missing)
+
+
+@pytest.mark.parametrize("case", ["conv", "grouped", "transposed", "strided3d", "mm", "bmm", "addmm"])
+def test_flops_equal_torch_flop_counter_on_recorded_calls(case):
+    """The independent count: torch.utils.flop_counter.FlopCounterMode on the same call, profiled on CPU
+    with record_shapes=True; our model reads the profiler's own record of that call."""
+    torch = pytest.importorskip("torch")
+    import tempfile
+    from pathlib import Path
+
+    from torch.profiler import ProfilerActivity, profile
+    from torch.utils.flop_counter import FlopCounterMode
+
+    F = torch.nn.functional
+    calls = {
+        "conv": ("aten::convolution", lambda: F.conv2d(torch.randn(2, 8, 15, 15), torch.randn(16, 8, 3, 3), stride=2,
+                                                      padding=1, dilation=1)),
+        "grouped": ("aten::convolution", lambda: F.conv2d(torch.randn(2, 8, 9, 9), torch.randn(16, 2, 3, 3), groups=4)),
+        "transposed": ("aten::convolution", lambda: F.conv_transpose2d(torch.randn(1, 8, 5, 5), torch.randn(8, 4, 3, 3),
+                                                                      stride=2, padding=1)),
+        "strided3d": ("aten::convolution", lambda: F.conv3d(torch.randn(1, 2, 6, 7, 8), torch.randn(3, 2, 2, 3, 2),
+                                                           stride=(1, 2, 3), padding=(1, 0, 1))),
+        "mm": ("aten::mm", lambda: torch.randn(7, 5) @ torch.randn(5, 3)),
+        "bmm": ("aten::bmm", lambda: torch.bmm(torch.randn(4, 7, 5), torch.randn(4, 5, 3))),
+        "addmm": ("aten::addmm", lambda: torch.addmm(torch.randn(3), torch.randn(7, 5), torch.randn(5, 3))),
+    }
+    op, fn = calls[case]
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        fn()
+    with tempfile.TemporaryDirectory() as d:
+        prof.export_chrome_trace(str(Path(d) / "t.json"))
+        events = json.loads((Path(d) / "t.json").read_text())["traceEvents"]
+    e = next(e for e in events if e.get("name") == op)
+    c = cost(op, e["args"]["Input Dims"], e["args"]["Input type"], e["args"]["Concrete Inputs"])
+    bias = 7 * 3 if case == "addmm" else 0  # TraceLens' bias term, which flop_counter leaves out
+    assert c.flops - bias == counter.get_total_flops(), (c, counter.get_total_flops())

@@ -28,6 +28,7 @@ import pandas as pd
 from roofline.errors import NoKernelsError
 from roofline.ingest.common import check_exists, json_bytes, provenance_record
 from roofline.ingest.torch_trace_decode import NULL, RANGE_CAT, Args, Event, decode, range_events, shapes
+from roofline.ingest.torch_trace_summary import estimates, unmodelled
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.kernel_precision import decide as precision_evidence
 from roofline.metrics.op_models import NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
@@ -378,7 +379,7 @@ class _Rows:
         args = op.args if op is not None else None
         for a in (args, margs):  # an estimate the trace carries (Inductor/Triton): used as recorded
             if a is not None and (a.kernel_flop is not None or a.kernel_num_gb is not None):
-                est = _estimates(a, args, str(op.name) if op is not None else "")
+                est = estimates(a, args, str(op.name) if op is not None else "")
                 if est is not None:
                     return est
         if args is not None:
@@ -507,32 +508,6 @@ def _modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: flo
     return (*flops, src, src, src, src, path, nbytes, bsrc, c.args or None, evidence)
 
 
-def _estimates(a: Args, op_args: Args | None, name: str) -> tuple[Any, ...] | None:
-    """Cost columns from ``kernel_flop`` / ``kernel_num_gb`` (torch._inductor.analysis.profile_analysis
-    writes them on ops and kernels; Inductor's benchmark_kernel/profile_bandwidth estimates)."""
-    flop, gb = a.kernel_flop, a.kernel_num_gb
-    if flop.__class__ not in NUMBER and gb.__class__ not in NUMBER:
-        return None
-    from roofline.metrics.op_args import size
-    from roofline.metrics.op_models import compute
-
-    types = shapes(op_args.input_type) if op_args is not None else None
-    dtype = next((t for t in types if size(t)), "") if isinstance(types, list) else ""
-    # an Inductor template matmul (triton_tem_fused_mm…, …addmm…, …bmm…) runs on tensor cores
-    precision, path = compute(dtype, name.startswith("triton_tem_") or "mm" in name.split("_"))
-    flops = [0.0, 0.0, 0.0, 0.0]
-    src = f"trace estimate: kernel_flop = {flop} (precision from the dtype {dtype or 'not recorded: fp32'})"
-    if flop.__class__ in NUMBER:
-        flops[FLOP_SLOT.get(precision, 1)] = float(flop)
-    else:
-        flops, src = [NAN] * 4, f"{UNAVAILABLE}: the trace carries kernel_num_gb but no kernel_flop"
-    if gb.__class__ in NUMBER:
-        nbytes, bsrc = float(gb) * 1e9, f"trace estimate: kernel_num_gb = {gb} (× 1e9 B)"
-    else:
-        nbytes, bsrc = NAN, f"{UNAVAILABLE}: the trace carries kernel_flop but no kernel_num_gb"
-    return (*flops, src, src, src, src, path, nbytes, bsrc, None, "trace estimate")
-
-
 def _text(raw: Any) -> str:
     import msgspec
 
@@ -586,21 +561,6 @@ def _short(name: Any) -> str:
     name = str(name)
     base = name.split("(")[0].split("<")[0].strip()
     return base.rsplit(" ", 1)[-1].rsplit("::", 1)[-1] or name[:60]
-
-
-def unmodelled(frame: pd.DataFrame, top: int = 10) -> list[dict[str, Any]]:
-    """Ops whose FLOPs or bytes are unavailable, by share of the trace's GPU time, with the first reason."""
-    total = float(frame["duration_s"].sum())
-    if not total:
-        return []
-    miss = frame[frame["flop_fp32"].isna() | frame["dram_bytes"].isna()]
-    if miss.empty:
-        return []
-    g = miss.groupby("kernel_short_name", sort=False).agg(t=("duration_s", "sum"), why=("flop_fp32_source", "first"),
-                                                          bwhy=("dram_bytes_source", "first"))
-    g = g.sort_values("t", ascending=False).head(top)
-    return [{"op": str(n), "gpu_time_share": float(r.t) / total,
-             "reason": str(r.why if str(r.why).startswith(UNAVAILABLE) else r.bwhy)} for n, r in g.iterrows()]
 
 
 def _trace_meta(top: dict, events: list, gpu: list, orphans: list, groups: dict, skipped: int) -> dict[str, Any]:

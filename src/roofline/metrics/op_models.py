@@ -98,8 +98,6 @@ def model(*names: str) -> Callable[[Model], Model]:
 
 
 def modelled_ops() -> list[str]:
-    import roofline.metrics.op_models_more  # noqa: F401  (registers its models)
-
     return sorted(MODELS)
 
 
@@ -109,8 +107,6 @@ def cost(name: str, dims: Sequence[Any] | None, types: Sequence[str] | None,
 
     ``out_dims``: the op's output shape where the trace establishes it otherwise (a convolution
     without stride/padding: the reader finds its consumer's input)."""
-    if not MODELS.get("aten::rms_norm"):
-        modelled_ops()
     f = MODELS.get(name)
     if f is None and name.startswith(("triton_poi_", "triton_red_", "triton_per_")) and isinstance(dims, list) \
             and isinstance(types, list):
@@ -475,3 +471,6 @@ def collective_bytes(nelems: Any, dtype: Any) -> float | None:
     z = size(str(dtype)) or {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4,
                              "uint8": 1, "int8": 1}.get(str(dtype).lower())
     return n * z if z else None
+
+
+import roofline.metrics.op_models_more  # noqa: E402,F401  (registers its models into MODELS)

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from roofline.metrics.op_args import Call, numel
-from roofline.metrics.op_models import NAN, OpCost, _first, _precision, broadcast, model, nbytes
+from roofline.metrics.op_models import NAN, OpCost, _first, _precision, model, nbytes
 
 
 def _tensors(call: Call, skip: tuple[str, ...] = ()) -> list[tuple[str, tuple[list[int], int | None]]]:
@@ -124,7 +124,6 @@ def _movement(call: Call, _: Any) -> OpCost | None:
     base = call.name.removeprefix("aten::")
     if base in ("cat", "stack", "_cat", "hstack", "vstack"):
         d = call.dims.get("tensors")
-        types = call.types.get("tensors")
         if not isinstance(d, list):
             return None
         shapes = [s for s in d if isinstance(s, list) and all(isinstance(x, int) for x in s)]
