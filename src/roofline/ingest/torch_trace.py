@@ -58,7 +58,8 @@ SPLIT_BACKWARD = {"aten::cudnn_convolution_backward_input": (("aten::cudnn_convo
 COST_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "flop_fp64_source", "flop_fp32_source",
                 "flop_fp16_source", "flop_tensor_source", "tensor_path", "dram_bytes", "dram_bytes_source",
                 "op_args", "precision_evidence")
-NO_OP_COLUMNS = (None, None)  # op_args, precision_evidence of a row no op model priced
+NO_OP_COLUMNS = (None, None)
+MISSING = object()  # op_args, precision_evidence of a row no op model priced
 #: a row's other varying columns, in the order of the tuples ``_build`` makes (``_ts`` sorts them)
 ROW_COLUMNS = ("_ts", "kernel_name", "kernel_short_name", "mangled_name", "nvtx_range", "_device", "duration_s",
                "duration_s_source", "attribution", "_grid", "_block", "_cost", "op_input_dims", "op_input_types")
@@ -143,9 +144,8 @@ class _Threads:
         return None
 
     def innermost(self, pid: Any, tid: Any, ts: float) -> int | None:
-        self._index()
-        assert self.threads is not None
-        found = self.threads.get((pid, tid))
+        threads = self.threads if self.threads is not None else self._index()
+        found = threads.get((pid, tid))
         if not found:
             return None
         starts, idx = found
@@ -290,6 +290,7 @@ class _Rows:
         self.steps = steps
         self.rows: list[tuple[Any, ...]] = []
         self.costs: dict[Any, tuple[Any, ...]] = {}
+        self.models: dict[Any, OpCost | None] = {}  # per op signature: the model's cost (None: no model)
         self.texts: dict[bytes, str] = {}
         self.sources: dict[Any, str] = {}
 
@@ -334,6 +335,21 @@ class _Rows:
         if found is None:
             found = self.texts[key] = _text(raw)
         return found
+
+    def _evidence(self, op: Event, name: str, c: OpCost, dims: Any, args: Args, evs: list[Event]) -> OpCost | None:
+        """A cost from the ops around this one, when its own arguments leave FLOPs or bytes unavailable: a
+        convolution's consumer, a MoE's callees, a cuDNN backward op's caller."""
+        if c.why == NOT_RECORDED:  # a conv without stride/padding: its output from its consumer's input
+            out = self._consumer_out(op, shapes(dims))
+            if out is not None:
+                return cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete), out)
+        elif name in MOE_OPS and c.flops != c.flops:
+            return self._moe(op, tuple(str(e.name) for e in evs if e.cat in KERNEL_CATS))
+        elif name in SPLIT_BACKWARD:
+            found = self._from_caller(op, name)
+            if found is not None and found.flops == found.flops and found.bytes == found.bytes:
+                return found
+        return None
 
     def _moe(self, op: Event, kernels: tuple[str, ...]) -> OpCost | None:
         from roofline.metrics.moe import moe_cost
@@ -385,25 +401,21 @@ class _Rows:
         if args is not None:
             name = str(op.name)  # type: ignore[union-attr]
             dims = args.input_dims if args.input_dims is not NULL else args.input_dims_lc
-            kernels = tuple(sorted({str(e.name) for e in evs if e.cat in KERNEL_CATS}))
-            key = (name, len(evs), bytes(dims), bytes(args.input_type), bytes(args.concrete), kernels)
-            found = self.costs.get(key)
-            if found is None:
-                c = cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete))
-                if c is not None and c.why == NOT_RECORDED:  # a conv without stride/padding: its consumer's input
-                    out = self._consumer_out(op, shapes(dims))  # type: ignore[arg-type]
-                    if out is not None:
-                        c2 = cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete), out)
-                        if c2 is not None:
-                            return _modelled(c2, len(evs), kernels, _host_copy(evs))
-                if c is not None and name in MOE_OPS and c.flops != c.flops:
-                    c = self._moe(op, kernels) or c  # type: ignore[arg-type]
-                if c is not None and name in SPLIT_BACKWARD and (c.flops != c.flops or c.bytes != c.bytes):
-                    c = self._from_caller(op, name) or c  # type: ignore[arg-type]
-                    if c.flops == c.flops and c.bytes == c.bytes:  # per call: the caller's shapes are not in this op's key
-                        return _modelled(c, len(evs), kernels, _host_copy(evs))
-                found = self.costs[key] = _modelled(c, len(evs), kernels, _host_copy(evs)) if c is not None else None
-            if found is not None:
+            key = (name, len(evs), bytes(dims), bytes(args.input_type), bytes(args.concrete))
+            c = self.models.get(key, MISSING)
+            if c is MISSING:
+                c = self.models[key] = cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete))
+            if c is not None:
+                # the kernels decide a matmul's precision; host copies take bytes off DRAM
+                kernels = tuple(sorted({str(e.name) for e in evs if e.cat in KERNEL_CATS})) if c.matmul_like else ()
+                copies = _host_copy(evs) if any(e.cat in COPY_CATS for e in evs) else 0.0
+                if c.flops != c.flops or c.bytes != c.bytes:  # per call: evidence beyond the op's own args
+                    extra = self._evidence(op, name, c, dims, args, evs)  # type: ignore[arg-type]
+                    if extra is not None:
+                        return _modelled(extra, len(evs), kernels, copies)
+                found = self.costs.get((key, kernels, copies))
+                if found is None:
+                    found = self.costs[(key, kernels, copies)] = _modelled(c, len(evs), kernels, copies)
                 return found
         nelems = margs.nelems if margs is not None and margs.nelems is not None else (args.nelems if args else None)
         if nelems is not None:
