@@ -101,12 +101,16 @@ class _Threads:
                 self.threads[key] = ([self.ops[i].ts for i in idx], idx)
         return self.threads
 
+    def _thread(self, op: Event) -> tuple[list[float], list[int]] | None:
+        """(start times, op indices) of ``op``'s thread."""
+        try:
+            return self._index().get((op.pid, op.tid))
+        except TypeError:  # an unhashable pid/tid
+            return None
+
     def following(self, op: Event, limit: int = 8) -> list[Event]:
         """The ops that start after ``op`` ends on its thread, in order (at most ``limit``)."""
-        try:
-            found = self._index().get((op.pid, op.tid))
-        except TypeError:
-            return []
+        found = self._thread(op)
         if not found:
             return []
         starts, idx = found
@@ -115,10 +119,7 @@ class _Threads:
 
     def within(self, op: Event, limit: int = 4096) -> list[Event]:
         """The ops that start inside ``op``'s span on its thread, in order."""
-        try:
-            found = self._index().get((op.pid, op.tid))
-        except TypeError:
-            return []
+        found = self._thread(op)
         if not found:
             return []
         starts, idx = found
@@ -128,10 +129,7 @@ class _Threads:
 
     def enclosing(self, op: Event) -> Event | None:
         """The innermost other op whose span holds ``op`` on its thread (its caller)."""
-        try:
-            found = self._index().get((op.pid, op.tid))
-        except TypeError:
-            return None
+        found = self._thread(op)
         if not found:
             return None
         starts, idx = found
