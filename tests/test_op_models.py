@@ -362,3 +362,20 @@ def test_flops_equal_torch_flop_counter_on_recorded_calls(case):
     c = cost(op, e["args"]["Input Dims"], e["args"]["Input type"], e["args"]["Concrete Inputs"])
     bias = 7 * 3 if case == "addmm" else 0  # TraceLens' bias term, which flop_counter leaves out
     assert c.flops - bias == counter.get_total_flops(), (c, counter.get_total_flops())
+
+
+def test_flash_varlen_grouped_mm_and_half_on_cuda_cores():
+    # flash-attn varlen: 4 sequences of 256 tokens (Σq = 4·max_q, max_k = max_q), 8 heads of 64, causal
+    c = cost("aten::_flash_attention_forward", [[1024, 8, 64]] * 3 + [[5], [5]] + [[]] * 10,
+             ["c10::BFloat16"] * 3 + ["int", "int"] + ["Scalar"] * 5 + [""] * 5,
+             ["", "", "", "", "", "256", "256", "0.", "True", "False", "", "", "", "", ""])
+    assert c.flops == 4 * 2 * 8 * 256 * 256 * 128 // 2 and c.bytes == 4 * 1024 * 8 * 64 * 2
+    g = cost("aten::_grouped_mm", [[512, 2048], [8, 2048, 1024], [8], [], []],
+             ["c10::BFloat16"] * 2 + ["int", "", "Scalar"], None)
+    assert g.flops == 2 * 512 * 2048 * 1024 and math.isnan(g.bytes) and "offs" in g.why
+    from roofline.metrics.kernel_precision import decide
+
+    assert decide("tensor", "fp16", ("volta_hgemm_128x64_nn",))[:2] == ("fp16", None)
+    assert decide("tensor", "fp16", ("volta_h884gemm_128x64_nn",)) is None  # a tensor-core kernel: the dtype stands
+    assert decide("fp32", None, ("sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n",))[:2] == ("tensor", "tf32")
+    assert decide("fp32", None, ("ampere_sgemm_128x64_nn",)) is None

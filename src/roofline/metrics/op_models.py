@@ -348,10 +348,12 @@ def _attention(call: Call, _: Any) -> OpCost | None:
     (qs, zq), (ks, _), (vs, _) = q, k, v
     if call.name in ("aten::_flash_attention_forward", "aten::_flash_attention_backward",
                      "aten::_efficient_attention_forward", "aten::_efficient_attention_backward"):
+        if call.tensor("cum_seq_q") is not None and not backward:  # varlen: q is [Σ tokens, H, D]
+            from roofline.metrics.op_models_more import _varlen_attention
+
+            return _varlen_attention(call, None)
         b, sq, h, dqk = qs  # these take [B, S, H, D]
         sk, dv = ks[1], vs[3]
-        if call.tensor("cum_seq_q") is not None:
-            return None  # varlen: modelled by the packed-sequence model
     else:
         b, h, sq, dqk = (qs[0], qs[1], qs[-2], qs[-1]) if len(qs) == 4 else (qs[0], 1, qs[-2], qs[-1])
         sk, dv = ks[-2], vs[-1]

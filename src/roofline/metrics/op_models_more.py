@@ -261,15 +261,15 @@ def _store_cache(call: Call, _: Any) -> OpCost | None:
                   "KV-cache store: new k, v read and written into the cache at their slots; indices read")
 
 
-@model("aiter::mha_batch_prefill", "aiter::mha_varlen_fwd", "aten::_flash_attention_forward_varlen")
+@model("aiter::mha_batch_prefill", "aiter::mha_varlen_fwd")
 def _varlen_attention(call: Call, _: Any) -> OpCost | None:
     """Packed-sequence attention: per-sequence lengths are tensor values the trace does not record, only
     their bounds. They are exact when the bounds leave no choice: Σ q = batch · max_q makes every query
     length max_q, and a prefill's key length lies between its query length and max_k, so max_k = max_q
-    makes every key length max_q too."""
-    q, k, v = call.tensor("q"), call.tensor("k"), call.tensor("v")
-    cu = call.tensor("cu_seqlens_q")
-    max_q, max_k = call.ints("max_seqlen_q"), call.ints("max_seqlen_k")
+    makes every key length max_q too. (flash-attn varlen through ``_flash_attention_forward`` too.)"""
+    q, k, v = _first(call, "q", "query"), _first(call, "k", "key"), _first(call, "v", "value")
+    cu = _first(call, "cu_seqlens_q", "cum_seq_q")
+    max_q, max_k = call.ints("max_seqlen_q") or call.ints("max_q"), call.ints("max_seqlen_k") or call.ints("max_k")
     if q is None or k is None or v is None or cu is None:
         return None
     batch = numel(cu[0]) - 1
@@ -283,7 +283,7 @@ def _varlen_attention(call: Call, _: Any) -> OpCost | None:
     flops = batch * 2 * hq * s * s * (dqk + dv) // (2 if causal else 1)
     z = q[1] or NAN
     moved = (total * hq * dqk + total * hk * dqk + total * hk * dv + total * hq * dv) * z
-    precision, path = _precision(call, call.dtype("q"), True)
+    precision, path = _precision(call, call.dtype("q") or call.dtype("query"), True)
     return OpCost(float(flops), float(moved), precision, path,
                   f"Σ 2·H·Sq·Sk·(Dqk+Dv){' × ½ (causal)' if causal else ''}, {batch} sequences of {s} tokens "
                   "(Σq = batch·max_q, max_k = max_q); q, k, v, o of those tokens", matmul_like=True)
@@ -296,3 +296,19 @@ def _paged_attention(call: Call, _: Any) -> OpCost | None:
         return None
     return OpCost(NAN, NAN, "none", None, "", "paged attention: the context lengths live in the engine's attention "
                   "metadata (block tables, seq_lens), which the op's recorded arguments do not carry")
+
+
+@model("_grouped_mm", "_scaled_grouped_mm")
+def _grouped_mm(call: Call, _: Any) -> OpCost | None:
+    """Grouped GEMM (MoE experts): rows of ``self`` [Σ tokens, K] each multiply their group's [K, N] of
+    ``mat2`` [G, K, N]: 2·Σtokens·K·N whatever the split (``offs``, a tensor value). Bytes: the groups that
+    got rows are a tensor value too, so the weights read are not known: unavailable."""
+    a, b = call.tensor("self"), call.tensor("mat2")
+    if a is None or b is None or len(a[0]) != 2 or len(b[0]) != 3:
+        return None
+    m, kk = a[0]
+    g, _k2, n = b[0]
+    precision, path = _precision(call, call.dtype("self"), True)
+    return OpCost(float(2 * m * kk * n), NAN, precision, path, f"2·ΣM·K·N over {g} groups, ΣM={m} K={kk} N={n}",
+                  "grouped GEMM: which groups got rows (offs) is a tensor value, so the weights read are unknown",
+                  matmul_like=True)
