@@ -272,6 +272,7 @@ def test_copies_count_their_bytes_and_say_when_they_cannot(tmp_path):
     assert k["dram_bytes"].iloc[0] == 2000 and k["dram_bytes"].iloc[1] == 64
     assert pd.isna(k["dram_bytes"].iloc[2]) and "without a numeric bytes" in k["dram_bytes_source"].iloc[2]
     assert pd.isna(k["dram_bytes"].iloc[3]) and "PCIe" in k["dram_bytes_source"].iloc[3]
+    assert k["host_link_bytes"].iloc[3] == 4096 and k["host_link_bytes"].iloc[:3].isna().all()
     assert (k["flop_fp32"] == 0).all()
 
 

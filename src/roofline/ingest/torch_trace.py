@@ -57,9 +57,9 @@ SPLIT_BACKWARD = {"aten::cudnn_convolution_backward_input": (("aten::cudnn_convo
 #: a row's cost columns, in the order of the tuples ``_costs`` makes
 COST_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "flop_fp64_source", "flop_fp32_source",
                 "flop_fp16_source", "flop_tensor_source", "tensor_path", "dram_bytes", "dram_bytes_source",
-                "op_args", "precision_evidence")
-NO_OP_COLUMNS = (None, None)
-MISSING = object()  # op_args, precision_evidence of a row no op model priced
+                "op_args", "precision_evidence", "host_link_bytes")
+NO_OP_COLUMNS = (None, None, NAN)  # op_args, precision_evidence, host_link_bytes of a row no op model priced
+MISSING = object()  # a signature not modelled yet (None is a cached "no model")
 #: a row's other varying columns, in the order of the tuples ``_build`` makes (``_ts`` sorts them)
 ROW_COLUMNS = ("_ts", "kernel_name", "kernel_short_name", "mangled_name", "nvtx_range", "_device", "duration_s",
                "duration_s_source", "attribution", "_grid", "_block", "_cost", "op_input_dims", "op_input_types")
@@ -387,7 +387,7 @@ class _Rows:
 
     def _cost(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
         c = self._cost11(op, evs, margs, label)
-        return c if len(c) == len(COST_COLUMNS) else c + NO_OP_COLUMNS
+        return c if len(c) == len(COST_COLUMNS) else c + NO_OP_COLUMNS  # (the 11 columns every row has)
 
     def _cost11(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
         args = op.args if op is not None else None
@@ -430,8 +430,8 @@ class _Rows:
                 return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why)
             if host:
                 why = (f"{UNAVAILABLE}: host<->device copy of {host:.0f} B: bound by PCIe/NVLink, "
-                       "not by device memory")
-                return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why)
+                       "not by device memory (host_link_bytes)")
+                return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why, None, None, host)
             return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, device,
                     "memcpy/memset args: bytes (device-to-device copies read and write: × 2)")
         if op is None:
@@ -514,8 +514,8 @@ def _modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: flo
     bsrc = why_bytes or "model: bytes each tensor moves (in-place self read and written, out= written once)"
     if host:
         nbytes, bsrc = NAN, (f"{UNAVAILABLE}: {host:.0f} B crossed the host link (PCIe/NVLink-C2C/xGMI), not device "
-                             "memory; the spec table has no link bandwidth yet, so there is no link roof")
-    return (*flops, src, src, src, src, path, nbytes, bsrc, c.args or None, evidence)
+                             "memory (host_link_bytes); the spec table has no link bandwidth yet, so no link roof")
+    return (*flops, src, src, src, src, path, nbytes, bsrc, c.args or None, evidence, host if host else NAN)
 
 
 def _text(raw: Any) -> str:
