@@ -102,7 +102,7 @@ def test_every_tracelens_reference_row_matches_or_is_a_documented_convention():
         else:
             conventions[why] = conventions.get(why, 0) + 1
     assert not missing, missing[:5]
-    assert exact >= 170, (exact, conventions)
+    assert exact >= 170 and sum(conventions.values()) == 50, (exact, conventions)
 
 
 def test_every_miopen_and_cudnn_convolution_of_the_fixtures_is_exact():
