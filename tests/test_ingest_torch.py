@@ -77,8 +77,8 @@ def test_cost_models_by_hand():
     c = cost("aten::convolution", [[1, 64, 56, 56], [128, 64, 3, 3], [], [], [], [], [], [], []],
              ["float"] * 2 + [""] * 7, ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"])
     assert c.flops == 2 * 1 * 128 * 28 * 28 * 64 * 9 and c.precision == "fp32"
-    c = cost("aten::_scaled_dot_product_flash_attention", [[2, 4, 128, 64]] * 3, ["c10::Half"] * 3,
-             ["", "", "", "0.", "True", "False", ""])
+    c = cost("aten::_scaled_dot_product_flash_attention", [[2, 4, 128, 64]] * 3 + [[]] * 4,
+             ["c10::Half"] * 3 + ["Scalar"] * 3 + [""], ["", "", "", "0.", "True", "False", ""])
     assert c.flops == 2 * 2 * 4 * 128 * 128 * 128 // 2 and c.tensor_path == "fp16"
     assert cost("aten::mystery", [[4]], ["float"]) is None
 
@@ -272,6 +272,7 @@ def test_copies_count_their_bytes_and_say_when_they_cannot(tmp_path):
     assert k["dram_bytes"].iloc[0] == 2000 and k["dram_bytes"].iloc[1] == 64
     assert pd.isna(k["dram_bytes"].iloc[2]) and "without a numeric bytes" in k["dram_bytes_source"].iloc[2]
     assert pd.isna(k["dram_bytes"].iloc[3]) and "PCIe" in k["dram_bytes_source"].iloc[3]
+    assert k["host_link_bytes"].iloc[3] == 4096 and k["host_link_bytes"].iloc[:3].isna().all()
     assert (k["flop_fp32"] == 0).all()
 
 
@@ -285,11 +286,12 @@ def test_gather_reads_one_element_per_index_not_the_whole_source():
 
 def test_copy_into_a_tensor_reads_the_source_and_writes_the_destination_once():
     """aten::copy_(self bf16, src fp32): src read (4 B) and self written (2 B) per element; clone reads and
-    writes a new tensor; an in-place add reads other and self and writes self, each tensor counted once."""
+    writes a new tensor; an in-place add reads self and other and writes self: self moves twice (read-modify-
+    write), as TraceLens counts it (its add_ of two 16-element fp32 tensors moves 192 B = 3·16·4)."""
     n = 16 * 1024
     assert cost("aten::copy_", [[16, 1024], [16, 1024], []], ["c10::BFloat16", "float", "Scalar"]).bytes == n * 6
     assert cost("aten::clone", [[16, 1024], []], ["float", ""]).bytes == n * 8
-    assert cost("aten::add_", [[16, 1024], [16, 1024], []], ["float", "float", "Scalar"]).bytes == n * 8
+    assert cost("aten::add_", [[16, 1024], [16, 1024], []], ["float", "float", "Scalar"]).bytes == n * 12
 
 
 def test_an_out_argument_is_the_output_not_another_input():

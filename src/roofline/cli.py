@@ -75,10 +75,13 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
               help="Under this %% of every roof a kernel is called latency-limited.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
               help="Also write the interactive HTML report (and the PNG chart beside it).")
+@click.option("--capture", "captures", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="PyTorch trace recorded while CUDA/HIP graphs were captured: replayed graph kernels get the "
+              "captured ops' shapes (default: capture_traces/ beside the replay).")
 def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
             clock: str, device: str | None, name_rx: str | None, bound: str | None, precision: str | None,
             nvtx: str | None, top: int | None, by: str | None, latency_threshold: float,
-            html_path: Path | None) -> None:
+            html_path: Path | None, captures: tuple[Path, ...] = ()) -> None:
     """Hierarchical roofline of profiles: per kernel and memory level the intensity, attainable and
     achieved FLOP/s, the binding roof, the % of it reached and the time at the roof.
 
@@ -88,6 +91,10 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
     from roofline.analysis.aggregate import aggregate
     from roofline.analysis.select import select
 
+    if captures:
+        from roofline.ingest.torch_graphs import CAPTURES
+
+        CAPTURES.set(tuple(captures))
     result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold)
     try:
         # name and NVTX filters pick kernels, before any grouping; bound, precision and top pick rows
@@ -411,6 +418,11 @@ def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | No
             click.echo(f"{what} on {devices}; hierarchical roofline over {', '.join(lv.upper() for lv in levels)}; "
                        "longest first")
         click.echo(format_table(result, levels=levels, by=by))
+        for prov in result.attrs.get("roofline.provenance", []) if by is None else []:  # traces: what is not priced
+            missing = prov.get("unmodelled_ops") if isinstance(prov, dict) else None
+            if missing:
+                click.echo(f"{prov.get('source_file', '')}: GPU time without FLOPs or bytes: " + ", ".join(
+                    f"{m['op']} {100 * m['gpu_time_share']:.1f}%" for m in missing[:6]))
     elif fmt == "json":
         records = [
             {k: _jsonable(v) for k, v in rec.items()} for rec in result.to_dict("records")

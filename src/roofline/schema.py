@@ -100,6 +100,11 @@ STATUS_COLUMNS: dict[str, str] = {
     "replay_ok": "boolean",
     "flags": "string",
     "attribution": "string",  # traces: how a GPU row was tied to its CPU op ("op", "orphan: ...")
+    "op_input_dims": "string",  # traces: the op's Input Dims as recorded (JSON)
+    "op_input_types": "string",  # traces: the op's Input type as recorded (JSON)
+    "op_args": "string",  # traces: schema overload and the named arguments the op model read
+    "precision_evidence": "string",  # traces: what decided the FLOPs' precision (dtype, kernel name)
+    "host_link_bytes": "float64",  # traces: bytes over the host link (host<->device, peer copies), not DRAM
 }
 
 FLOP_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor")

@@ -28,8 +28,10 @@ import pandas as pd
 from roofline.errors import NoKernelsError
 from roofline.ingest.common import check_exists, json_bytes, provenance_record
 from roofline.ingest.torch_trace_decode import NULL, RANGE_CAT, Args, Event, decode, range_events, shapes
+from roofline.ingest.torch_trace_summary import estimates, unmodelled
 from roofline.metrics.flops import flops_from_counts
-from roofline.metrics.op_models import OpCost, collective_bytes, cost
+from roofline.metrics.kernel_precision import decide as precision_evidence
+from roofline.metrics.op_models import NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
 from roofline.schema import UNAVAILABLE, kernels_from_columns, set_provenance
 
 CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
@@ -46,12 +48,21 @@ NO_CACHE = (f"{UNAVAILABLE}: a PyTorch trace has no cache counters; profile the 
 NO_MODEL = "{u}: no FLOP model for {op} (time is counted; see docs/traces.md for the ops modelled)"
 #: where an op's modelled FLOPs go, by the precision of its cost
 FLOP_SLOT = {"fp64": 0, "fp32": 1, "fp16": 2, "bf16": 2, "tensor": 3}
+MOE_OPS = frozenset({"vllm::moe_forward"})
+#: backward ops whose shapes are int lists -> (their caller, the output_mask of their one gradient)
+SPLIT_BACKWARD = {"aten::cudnn_convolution_backward_input": (("aten::cudnn_convolution_backward",), "[True, False]"),
+                  "aten::cudnn_convolution_backward_weight": (("aten::cudnn_convolution_backward",), "[False, True]"),
+                  "aten::miopen_convolution_backward_input": (("aten::miopen_convolution_backward",), "[True, False]"),
+                  "aten::miopen_convolution_backward_weight": (("aten::miopen_convolution_backward",), "[False, True]")}
 #: a row's cost columns, in the order of the tuples ``_costs`` makes
 COST_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "flop_fp64_source", "flop_fp32_source",
-                "flop_fp16_source", "flop_tensor_source", "tensor_path", "dram_bytes", "dram_bytes_source")
+                "flop_fp16_source", "flop_tensor_source", "tensor_path", "dram_bytes", "dram_bytes_source",
+                "op_args", "precision_evidence", "host_link_bytes")
+NO_OP_COLUMNS = (None, None, NAN)  # op_args, precision_evidence, host_link_bytes of a row no op model priced
+MISSING = object()  # a signature not modelled yet (None is a cached "no model")
 #: a row's other varying columns, in the order of the tuples ``_build`` makes (``_ts`` sorts them)
 ROW_COLUMNS = ("_ts", "kernel_name", "kernel_short_name", "mangled_name", "nvtx_range", "_device", "duration_s",
-               "duration_s_source", "attribution", "_grid", "_block", "_cost")
+               "duration_s_source", "attribution", "_grid", "_block", "_cost", "op_input_dims", "op_input_types")
 
 
 def read(path: str | Path) -> pd.DataFrame:
@@ -76,7 +87,7 @@ class _Threads:
         self.ops = ops
         self.threads: dict[tuple[Any, Any], tuple[list[float], list[int]]] | None = None
 
-    def innermost(self, pid: Any, tid: Any, ts: float) -> int | None:
+    def _index(self) -> dict[tuple[Any, Any], tuple[list[float], list[int]]]:
         if self.threads is None:
             per: dict[tuple[Any, Any], list[int]] = defaultdict(list)
             for i, o in enumerate(self.ops):
@@ -88,7 +99,51 @@ class _Threads:
             for key, idx in per.items():
                 idx.sort(key=lambda i: self.ops[i].ts)
                 self.threads[key] = ([self.ops[i].ts for i in idx], idx)
-        found = self.threads.get((pid, tid))
+        return self.threads
+
+    def _thread(self, op: Event) -> tuple[list[float], list[int]] | None:
+        """(start times, op indices) of ``op``'s thread."""
+        try:
+            return self._index().get((op.pid, op.tid))
+        except TypeError:  # an unhashable pid/tid
+            return None
+
+    def following(self, op: Event, limit: int = 8) -> list[Event]:
+        """The ops that start after ``op`` ends on its thread, in order (at most ``limit``)."""
+        found = self._thread(op)
+        if not found:
+            return []
+        starts, idx = found
+        j = bisect.bisect_left(starts, float(op.ts) + float(op.dur))
+        return [self.ops[i] for i in idx[j:j + limit]]
+
+    def within(self, op: Event, limit: int = 4096) -> list[Event]:
+        """The ops that start inside ``op``'s span on its thread, in order."""
+        found = self._thread(op)
+        if not found:
+            return []
+        starts, idx = found
+        lo = bisect.bisect_right(starts, float(op.ts))
+        hi = bisect.bisect_right(starts, float(op.ts) + float(op.dur))
+        return [self.ops[i] for i in idx[lo:min(hi, lo + limit)]]
+
+    def enclosing(self, op: Event) -> Event | None:
+        """The innermost other op whose span holds ``op`` on its thread (its caller)."""
+        found = self._thread(op)
+        if not found:
+            return None
+        starts, idx = found
+        end = float(op.ts) + float(op.dur)
+        j = bisect.bisect_right(starts, float(op.ts)) - 1
+        for k in range(j, max(-1, j - 64), -1):
+            o = self.ops[idx[k]]
+            if o is not op and float(o.ts) + float(o.dur) >= end and o.dur >= op.dur:
+                return o
+        return None
+
+    def innermost(self, pid: Any, tid: Any, ts: float) -> int | None:
+        threads = self.threads if self.threads is not None else self._index()
+        found = threads.get((pid, tid))
         if not found:
             return None
         starts, idx = found
@@ -166,9 +221,18 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
         else:
             groups[op].append(e)
 
-    rows = _Rows(devices, steps)
+    rows = _Rows(devices, steps, threads)
     for op, evs in groups.items():
         rows.add(ops[op], evs, "op")
+    graph_notes: list[str] = []
+    if any(label.startswith("orphan: graph replay") for _, label in orphans):
+        from roofline.ingest.torch_graphs import attribute
+
+        joined, orphans, graph_notes = attribute(path, orphans)
+        for cop, evs, cap_threads in joined.values():
+            rows.threads = cap_threads  # a captured op's callees are in its capture trace
+            rows.add(cop, evs, "graph replay: captured op")
+        rows.threads = threads
     for e, label in orphans:
         rows.add(None, [e], label)
     for r in ranges:
@@ -178,6 +242,9 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
 
     meta = provenance_record(path, "torch-trace", reader=f"msgspec {msgspec.__version__}")
     meta.update(_trace_meta(top, events, gpu + ranges, orphans, groups, skipped))
+    meta["unmodelled_ops"] = unmodelled(frame)
+    if graph_notes:
+        meta["graph_replays"] = graph_notes
     return set_provenance(frame, [meta])
 
 
@@ -213,12 +280,16 @@ class _Rows:
     cost model and its source strings are built per signature and shared, not per row.
     """
 
-    def __init__(self, devices: dict[Any, Any], steps: list[tuple[float, float, str]]) -> None:
+    def __init__(self, devices: dict[Any, Any], steps: list[tuple[float, float, str]],
+                 threads: _Threads | None = None) -> None:
+        self.threads = threads  # ops by thread: a conv's consumer, a backward pass's caller
         self.devices = devices
         self.only = next(iter(devices.values())) if len(devices) == 1 else {}
         self.steps = steps
         self.rows: list[tuple[Any, ...]] = []
         self.costs: dict[Any, tuple[Any, ...]] = {}
+        self.models: dict[Any, OpCost | None] = {}  # per op signature: the model's cost (None: no model)
+        self.texts: dict[bytes, str] = {}
         self.sources: dict[Any, str] = {}
 
     def add(self, op: Event | None, evs: list[Event], label: str) -> None:
@@ -245,19 +316,104 @@ class _Rows:
             grid, block = _dim3(margs.grid), _dim3(margs.block)
         self.rows.append((ts, name, name if op is not None else _short(name), main.name,
                           _step(self.steps, ts) if self.steps else None, dev, dur_us * 1e-6, src, label,
-                          grid, block, self._cost(op, evs, margs, label)))
+                          grid, block, self._cost(op, evs, margs, label), *self._inputs(op)))
+
+    def _inputs(self, op: Event | None) -> tuple[str | None, str | None]:
+        """The op's recorded Input Dims and Input type, as the trace wrote them (JSON text)."""
+        a = op.args if op is not None else None
+        if a is None:
+            return None, None
+        dims = a.input_dims if a.input_dims is not NULL else a.input_dims_lc
+        return (None if dims is NULL else self._text(dims)), (None if a.input_type is NULL else self._text(a.input_type))
+
+    def _text(self, raw: Any) -> str:
+        """Compact JSON of a raw value (the same whichever decoder path read it), once per distinct value."""
+        key = bytes(raw)
+        found = self.texts.get(key)
+        if found is None:
+            found = self.texts[key] = _text(raw)
+        return found
+
+    def _evidence(self, op: Event, name: str, c: OpCost, dims: Any, args: Args, evs: list[Event]) -> OpCost | None:
+        """A cost from the ops around this one, when its own arguments leave FLOPs or bytes unavailable: a
+        convolution's consumer, a MoE's callees, a cuDNN backward op's caller."""
+        if c.why == NOT_RECORDED:  # a conv without stride/padding: its output from its consumer's input
+            out = self._consumer_out(op, shapes(dims))
+            if out is not None:
+                return cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete), out)
+        elif name in MOE_OPS and c.flops != c.flops:
+            return self._moe(op, tuple(str(e.name) for e in evs if e.cat in KERNEL_CATS))
+        elif name in SPLIT_BACKWARD:
+            found = self._from_caller(op, name)
+            if found is not None and found.flops == found.flops and found.bytes == found.bytes:
+                return found
+        return None
+
+    def _moe(self, op: Event, kernels: tuple[str, ...]) -> OpCost | None:
+        from roofline.metrics.moe import moe_cost
+
+        if self.threads is None or op.args is None:
+            return None
+        children = []
+        for o in self.threads.within(op):
+            a = o.args
+            children.append((str(o.name), None, shapes(a.concrete) if a is not None else None))
+        a = op.args
+        return moe_cost(shapes(a.input_dims), shapes(a.input_type), children, kernels)
+
+    def _from_caller(self, op: Event, name: str) -> OpCost | None:
+        """torch ≤ 1.10's cuDNN backward ops take the weight (or input) shape as an int list the trace does
+        not record; their caller, ``cudnn_convolution_backward``, holds input, grad_output and weight as
+        tensors: its count for the one gradient this op computes (output_mask set accordingly)."""
+        caller = self.threads.enclosing(op) if self.threads is not None else None
+        a = caller.args if caller is not None else None
+        if a is None or caller.name not in SPLIT_BACKWARD[name][0]:  # type: ignore[union-attr]
+            return None
+        dims = shapes(a.input_dims if a.input_dims is not NULL else a.input_dims_lc)
+        if not isinstance(dims, list) or len(dims) != 11:
+            return None
+        concrete = [""] * 10 + [SPLIT_BACKWARD[name][1]]
+        return cost(caller.name, dims, shapes(a.input_type), concrete)  # type: ignore[union-attr]
+
+    def _consumer_out(self, op: Event, dims: Any) -> list[int] | None:
+        """A convolution's output shape, from the op that consumes it, when the link is unambiguous."""
+        if self.threads is None:
+            return None
+        later = []
+        for o in self.threads.following(op):
+            a = o.args
+            later.append(shapes(a.input_dims if a.input_dims is not NULL else a.input_dims_lc) if a is not None else None)
+        return conv_out_from_consumer(dims, later)
 
     def _cost(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
+        c = self._cost11(op, evs, margs, label)
+        return c if len(c) == len(COST_COLUMNS) else c + NO_OP_COLUMNS  # (the 11 columns every row has)
+
+    def _cost11(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
         args = op.args if op is not None else None
+        for a in (args, margs):  # an estimate the trace carries (Inductor/Triton): used as recorded
+            if a is not None and (a.kernel_flop is not None or a.kernel_num_gb is not None):
+                est = estimates(a, args, str(op.name) if op is not None else "")
+                if est is not None:
+                    return est
         if args is not None:
             name = str(op.name)  # type: ignore[union-attr]
             dims = args.input_dims if args.input_dims is not NULL else args.input_dims_lc
             key = (name, len(evs), bytes(dims), bytes(args.input_type), bytes(args.concrete))
-            found = self.costs.get(key)
-            if found is None:
-                c = cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete))
-                found = self.costs[key] = _modelled(c, len(evs)) if c is not None else None
-            if found is not None:
+            c = self.models.get(key, MISSING)
+            if c is MISSING:
+                c = self.models[key] = cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete))
+            if c is not None:
+                # the kernels decide a matmul's precision; host copies take bytes off DRAM
+                kernels = tuple(sorted({str(e.name) for e in evs if e.cat in KERNEL_CATS})) if c.matmul_like else ()
+                copies = _host_copy(evs) if any(e.cat in COPY_CATS for e in evs) else 0.0
+                if c.flops != c.flops or c.bytes != c.bytes:  # per call: evidence beyond the op's own args
+                    extra = self._evidence(op, name, c, dims, args, evs)  # type: ignore[arg-type]
+                    if extra is not None:
+                        return _modelled(extra, len(evs), kernels, copies)
+                found = self.costs.get((key, kernels, copies))
+                if found is None:
+                    found = self.costs[(key, kernels, copies)] = _modelled(c, len(evs), kernels, copies)
                 return found
         nelems = margs.nelems if margs is not None and margs.nelems is not None else (args.nelems if args else None)
         if nelems is not None:
@@ -274,8 +430,8 @@ class _Rows:
                 return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why)
             if host:
                 why = (f"{UNAVAILABLE}: host<->device copy of {host:.0f} B: bound by PCIe/NVLink, "
-                       "not by device memory")
-                return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why)
+                       "not by device memory (host_link_bytes)")
+                return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why, None, None, host)
             return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, device,
                     "memcpy/memset args: bytes (device-to-device copies read and write: × 2)")
         if op is None:
@@ -301,10 +457,10 @@ class _Rows:
                 flops.append(NAN)
                 sources.append(f"{UNAVAILABLE}: the range profiler did not record {letter}add/{letter}mul/{letter}fma")
         costs = (*flops, NAN, *sources, f"{UNAVAILABLE}: no tensor counters in the range profiler", None, NAN,
-                 f"{UNAVAILABLE}: the range profiler recorded no DRAM counters")
+                 f"{UNAVAILABLE}: the range profiler recorded no DRAM counters", *NO_OP_COLUMNS)
         prop_key = next(iter(self.devices)) if self.devices else None
         self.rows.append((float(e.ts), e.name, _short(e.name), None, None, prop_key, float(e.dur) * 1e-6,
-                          "cuda_profiler_range dur", "measured: CUPTI range profiler", None, None, costs))
+                          "cuda_profiler_range dur", "measured: CUPTI range profiler", None, None, costs, None, None))
 
     def frame(self, path: Path, rank: Any) -> pd.DataFrame:
         from roofline.hardware.specs import fill_spec_peaks
@@ -333,13 +489,47 @@ class _Rows:
         return prop.get("name"), prop.get("numSms"), cc
 
 
-def _modelled(c: OpCost, n_events: int) -> tuple[Any, ...]:
-    flops = [0.0, 0.0, 0.0, 0.0]
-    slot = FLOP_SLOT.get(c.precision)
-    if slot is not None:
+def _modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: float = 0.0) -> tuple[Any, ...]:
+    """The cost columns of a modelled op: FLOPs in the slot of the precision the evidence gives (the
+    dtype, or the kernel names: an fp32 GEMM on TF32 tensor cores), bytes as the hardware moves them."""
+    precision, path = c.precision, c.tensor_path
+    evidence = ("no dtype recorded: filed under fp32, PyTorch's default dtype" if c.why.startswith("Input type not")
+                else f"the dtype ({path or precision}{', tensor cores' if path else ''})")
+    if c.matmul_like and kernels:
+        decided = precision_evidence(c.precision, c.tensor_path, kernels)
+        if decided is not None:
+            precision, path, evidence = decided
+    why_flops = why_bytes = None
+    if c.flops != c.flops:
+        why_flops = f"{UNAVAILABLE}: {c.why}"
+    if c.bytes != c.bytes:
+        why_bytes = f"{UNAVAILABLE}: {c.why}"
+    flops = [0.0, 0.0, 0.0, 0.0] if why_flops is None else [NAN] * 4
+    slot = FLOP_SLOT.get(precision)
+    if slot is not None and why_flops is None:
         flops[slot] = c.flops
-    src = f"model: {c.formula} (from Input Dims; {n_events} GPU event(s))"
-    return (*flops, src, src, src, src, c.tensor_path, c.bytes, "model: inputs + outputs from shapes, each once")
+    args = f" [{c.args}]" if c.args else ""
+    src = why_flops or f"model: {c.formula}{args} (from Input Dims; precision from {evidence}; {n_events} GPU event(s))"
+    nbytes = c.bytes
+    bsrc = why_bytes or "model: bytes each tensor moves (in-place self read and written, out= written once)"
+    if host:
+        nbytes, bsrc = NAN, (f"{UNAVAILABLE}: {host:.0f} B crossed the host link (PCIe/NVLink-C2C/xGMI), not device "
+                             "memory (host_link_bytes); the spec table has no link bandwidth yet, so no link roof")
+    return (*flops, src, src, src, src, path, nbytes, bsrc, c.args or None, evidence, host if host else NAN)
+
+
+def _text(raw: Any) -> str:
+    import msgspec
+
+    try:
+        return msgspec.json.encode(msgspec.json.decode(raw)).decode()
+    except (TypeError, msgspec.DecodeError):
+        return str(raw)
+
+
+def _host_copy(evs: list[Event]) -> float:
+    """Bytes of the op's host<->device/peer memcpy events: they cross a link, not DRAM."""
+    return _copy_bytes(evs)[1] if any(e.cat in COPY_CATS for e in evs) else 0.0
 
 
 def _dim3(v: Any) -> list[int] | None:

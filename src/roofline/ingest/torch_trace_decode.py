@@ -42,6 +42,9 @@ class Args(msgspec.Struct, gc=False):
     grid: Any = None
     block: Any = None
     bytes: Any = None
+    kernel: Any = None  # a launch event's kernel name (graph capture traces)
+    kernel_flop: Any = None  # torch._inductor.analysis.profile_analysis (or Inductor benchmark_kernel) estimates
+    kernel_num_gb: Any = None
 
 
 class Event(msgspec.Struct, gc=False):

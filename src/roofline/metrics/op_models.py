@@ -1,76 +1,75 @@
 """FLOPs and bytes that an operator's semantics imply, from the shapes a PyTorch trace records.
 
 Traces carry no hardware counters: these are "useful work" models, like TraceLens' and
-``torch.utils.flop_counter``'s, computed from ``Input Dims``, ``Input type`` and ``Concrete Inputs``.
-Bytes are what the op must read and write at least once (inputs + outputs), with no cache effects,
-so they are the DRAM/HBM traffic of a perfect implementation.
-
-Conventions (tests hold them against TraceLens' reference outputs):
+``torch.utils.flop_counter``'s, computed from ``Input Dims``, ``Input type`` and ``Concrete Inputs``,
+each argument read **by name** from the op's schema (``op_args.py``, ``aten_schemas.json``). Bytes are
+what the op must move at least once, with no cache effects: the DRAM/HBM traffic of a perfect
+implementation. Conventions (``docs/traces.md`` lists where they differ from TraceLens, with arithmetic):
 
 * matmul family: 2·M·N·K (per batch); ``addmm``/``baddbmm`` add M·N for the bias, as TraceLens does.
   Bytes: A + B + C (+ bias), each at its own dtype size.
-* convolution: 2·N·Cout·∏out·(Cin/groups)·∏kernel (``flop_counter``'s count, no bias term); backward
-  twice that per gradient asked for. Bytes: input + weight (+ bias) + output.
+* convolution: 2·N·Cout·∏out·(Cin/groups)·∏kernel (``flop_counter``'s count, no bias term). The output
+  size comes from stride/padding/dilation when the trace recorded them, else from an output shape the
+  trace establishes (``out_dims``, given by the reader), else FLOPs and bytes are unavailable: nothing is
+  assumed. Backward: that count per gradient ``output_mask`` asks for; bytes per gradient pass (dgrad
+  reads grad_out + weight, writes grad_input; wgrad reads grad_out + input, writes grad_weight).
 * attention (SDPA, flash, efficient, cudnn): forward 2·B·H·Sq·Sk·(Dqk + Dv), halved when causal (as
-  TraceLens); backward twice the forward (``flop_counter``; no recomputation counted).
-  Bytes: Q, K, V, O (+ dO, dQ, dK, dV in backward).
-* elementwise: 1 FLOP per output element (copies and fills: 0); reductions 1 per input element;
-  softmax 5, layer/group/batch norm 5, RMS norm 4 per element (max/sub/exp/sum/div; mean/var/normalise/
-  scale/shift). Bytes: tensor inputs + the broadcast output.
-* embedding / index_select / gather: no FLOPs; bytes = indices + the rows read + the output.
+  TraceLens); backward twice the forward. Bytes: Q, K, V, O (+ dO, dQ, dK, dV in backward).
+* elementwise: 1 FLOP per output element (copies and fills: 0); an in-place op reads and writes its
+  self (counted twice), an ``out=`` tensor is written once. Reductions 1 per input element; softmax 5,
+  norms 4–5 per element. Gathers: no FLOPs; indices + the elements read + the output.
 
-An op without a model gets ``None``: its time still counts and the summary says how many.
+More models (norm backward, inference fused ops, MoE, ...) live in ``op_models_more.py``. An op
+without a model gets ``None``: its time still counts and the summary says how many.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-DTYPE_BYTES = {
-    "float": 4, "double": 8, "c10::half": 2, "c10::bfloat16": 2, "half": 2, "bfloat16": 2,
-    "long int": 8, "long": 8, "int": 4, "short": 2, "short int": 2, "bool": 1, "unsigned char": 1,
-    "signed char": 1, "char": 1, "c10::float8_e4m3fn": 1, "c10::float8_e5m2": 1, "c10::float8_e4m3fnuz": 1,
-    "c10::float8_e5m2fnuz": 1, "c10::complex<float>": 8, "c10::complex<double>": 16,
-}
+from roofline.metrics.op_args import DTYPE_BYTES, Call, bind, numel, schemas, size
+
+__all__ = ["DTYPE_BYTES", "OpCost", "cost", "collective_bytes", "modelled_ops"]
+
 #: the precision a floating-point dtype computes in on CUDA cores, and on tensor cores
 PRECISION = {"float": "fp32", "double": "fp64", "c10::half": "fp16", "c10::bfloat16": "bf16", "half": "fp16",
              "bfloat16": "bf16"}
+NAN = float("nan")
 
 
 @dataclass(frozen=True)
 class OpCost:
-    flops: float
+    flops: float  # NaN when unavailable (``why`` says why)
     bytes: float
     precision: str  # "fp64", "fp32", "fp16", "tensor" or "none"
     tensor_path: str | None  # e.g. "bf16" for tensor work
     formula: str
+    why: str = ""  # why FLOPs or bytes are NaN
+    args: str = ""  # the schema and the named arguments the model read
+    matmul_like: bool = False  # tensor-core eligible: kernel names may decide its precision (TF32)
 
 
-def _numel(dims: Any) -> int:
-    if not isinstance(dims, list) or any(not isinstance(d, (int, float)) for d in dims):
-        return 0
-    return int(math.prod(int(d) for d in dims))
+def unavailable(why: str, args: str = "") -> OpCost:
+    return OpCost(NAN, NAN, "none", None, "", why, args)
 
 
-def _size(t: str) -> int | None:
-    return DTYPE_BYTES.get(t.lower().strip()) if isinstance(t, str) else None
+def compute(t: str, tensor_ok: bool) -> tuple[str, str | None]:
+    """(precision slot, tensor path) of work in dtype ``t``."""
+    low = (t or "").lower().strip()
+    p = PRECISION.get(low)
+    if p is None:
+        if "float8" in low:
+            return ("tensor", "fp8") if tensor_ok else ("fp16", None)
+        return "none", None
+    if tensor_ok and p in ("fp16", "bf16"):
+        return "tensor", p
+    return ("fp16" if p == "bf16" else p), None
 
 
-def _tensors(dims: Sequence[Any], types: Sequence[str]) -> list[tuple[list[int], int]]:
-    """(shape, itemsize) of the plain tensor inputs (TensorLists and scalars left out)."""
-    out = []
-    for d, t in zip(dims, types):
-        size = _size(t)
-        if size and isinstance(d, list) and all(isinstance(x, (int, float)) for x in d):
-            out.append(([int(x) for x in d], size))
-    return out
-
-
-def _broadcast(shapes: list[list[int]]) -> list[int]:
+def broadcast(shapes: list[list[int]]) -> list[int]:
     n = max((len(s) for s in shapes), default=0)
     out = [1] * n
     for s in shapes:
@@ -79,263 +78,390 @@ def _broadcast(shapes: list[list[int]]) -> list[int]:
     return out
 
 
-def _ints(text: Any) -> list[int] | None:
-    if not isinstance(text, str):
-        return None
-    nums = re.findall(r"-?\d+", text)
-    return [int(x) for x in nums] if nums else None
+def nbytes(t: tuple[list[int], int | None] | None) -> float:
+    """Bytes of a tensor; NaN when its dtype is not recorded (never a guessed size)."""
+    if t is None:
+        return 0.0
+    return float(numel(t[0]) * t[1]) if t[1] else NAN
 
 
-def _flag(text: Any) -> bool:
-    return isinstance(text, str) and text.strip().lower() in ("true", "1")
+Model = Callable[[Call, Any], OpCost | None]
+MODELS: dict[str, Model] = {}
 
 
-def _compute(t: str, tensor_ok: bool) -> tuple[str, str | None]:
-    p = PRECISION.get((t or "").lower().strip())
-    if p is None:
-        return ("fp8" if "float8" in (t or "").lower() else "none"), None
-    if tensor_ok and p in ("fp16", "bf16"):
-        return "tensor", p
-    if tensor_ok and "float8" in (t or "").lower():
-        return "tensor", "fp8"
-    return ("fp16" if p == "bf16" else p), None
+def model(*names: str) -> Callable[[Model], Model]:
+    def register(f: Model) -> Model:
+        for n in names:
+            MODELS[n if "::" in n else f"aten::{n}"] = f
+        return f
+    return register
 
 
-MATMUL = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::_addmm_activation"}
-CONV = {"aten::convolution", "aten::_convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d",
-        "aten::cudnn_convolution", "aten::miopen_convolution", "aten::convolution_backward"}
-ATTENTION = {"aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
-             "aten::_scaled_dot_product_cudnn_attention", "aten::scaled_dot_product_attention",
-             "aten::_scaled_dot_product_flash_attention_backward", "aten::_scaled_dot_product_efficient_attention_backward",
-             "aten::_scaled_dot_product_cudnn_attention_backward", "aten::_flash_attention_forward",
-             "aten::_flash_attention_backward", "aten::_efficient_attention_forward", "aten::_efficient_attention_backward"}
-ELEMENTWISE = {"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "pow", "rsqrt", "sqrt", "exp", "log",
-               "cos", "sin", "tanh", "sigmoid", "relu", "relu_", "gelu", "silu", "silu_", "threshold_backward",
-               "gelu_backward", "silu_backward", "sigmoid_backward", "tanh_backward", "clamp", "clamp_", "where",
-               "eq", "ne", "lt", "gt", "le", "ge", "abs", "reciprocal", "addcmul_", "addcdiv_", "lerp_", "erf",
-               "masked_fill", "masked_fill_", "hardtanh", "hardtanh_", "leaky_relu", "minimum", "maximum", "fmod"}
-#: tensor inputs of an out-of-place elementwise op; one more, shaped like the result, is its ``out=``
-#: (``aten::mul`` of ``mul.out``) and must not be counted as an input and again as the output
-ELEMENTWISE_ARITY = {**dict.fromkeys(("neg", "rsqrt", "sqrt", "exp", "log", "cos", "sin", "tanh", "sigmoid", "relu",
-                                      "gelu", "silu", "abs", "reciprocal", "erf", "hardtanh", "leaky_relu"), 1),
-                     **dict.fromkeys(("add", "sub", "mul", "div", "pow", "eq", "ne", "lt", "gt", "le", "ge",
-                                      "minimum", "maximum", "fmod", "threshold_backward", "gelu_backward",
-                                      "silu_backward", "sigmoid_backward", "tanh_backward"), 2),
-                     "where": 3, "clamp": 3, "masked_fill": 3}
-COMPARISONS = {"eq", "ne", "lt", "gt", "le", "ge"}
-MOVES = {"copy_", "fill_", "zero_", "clone", "contiguous", "_to_copy", "cat", "stack"}
-REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "argmax", "all", "any", "norm", "var", "std", "prod"}
-SOFTMAX = {"softmax", "_softmax", "log_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data"}
-NORMS = {"layer_norm": 5, "native_layer_norm": 5, "group_norm": 5, "native_group_norm": 5, "batch_norm": 5,
-         "native_batch_norm": 5, "_batch_norm_impl_index": 5, "cudnn_batch_norm": 5, "rms_norm": 4, "_fused_rms_norm": 4,
-         "native_layer_norm_backward": 10, "native_batch_norm_backward": 10, "cudnn_batch_norm_backward": 10}
-GATHERS = {"embedding", "index_select", "gather", "embedding_dense_backward", "index"}
+def modelled_ops() -> list[str]:
+    return sorted(MODELS)
 
 
 def cost(name: str, dims: Sequence[Any] | None, types: Sequence[str] | None,
-         concrete: Sequence[Any] | None = None) -> OpCost | None:
-    """The modelled cost of one call of ``name``, or None when there is no model (or no shapes)."""
-    if not dims or not types or not isinstance(dims, (list, tuple)) or not isinstance(types, (list, tuple)):
+         concrete: Sequence[Any] | None = None, out_dims: list[int] | None = None) -> OpCost | None:
+    """The modelled cost of one call of ``name``; None when there is no model (or no shapes).
+
+    ``out_dims``: the op's output shape where the trace establishes it otherwise (a convolution
+    without stride/padding: the reader finds its consumer's input)."""
+    f = MODELS.get(name)
+    if f is None and name.startswith(("triton_poi_", "triton_red_", "triton_per_")) and isinstance(dims, list) \
+            and isinstance(types, list):
+        return _inductor_buffers(dims, types)
+    if f is None or not dims or not isinstance(dims, (list, tuple)):
+        return None
+    if types is not None and not isinstance(types, (list, tuple)):
         return None  # (a damaged trace's shapes are no shapes)
-    concrete = list(concrete) if isinstance(concrete, (list, tuple)) else []
+    call = bind(name, list(dims), list(types) if types else None, concrete if isinstance(concrete, (list, tuple)) else None)
+    if call is None:
+        known = name in schemas()["ops"]
+        return unavailable(f"the {len(dims)} recorded arguments match no schema of {name}"
+                           + ("" if known else " (no schema shipped)"))
     try:
-        if name in MATMUL:
-            return _matmul(name, dims, types)
-        if name in CONV:
-            return _conv(name, dims, types, concrete)
-        if name in ATTENTION:
-            return _attention(name, dims, types, concrete)
-        base = name.removeprefix("aten::")
-        if base in ELEMENTWISE or base in MOVES:
-            return _elementwise(base, dims, types)
-        if base in REDUCTIONS:
-            return _per_input(base, dims, types, 1, "1 FLOP per input element (reduction)")
-        if base in SOFTMAX:
-            return _per_input(base, dims, types, 5, "5 FLOP per element (max, sub, exp, sum, div)", out_same=True)
-        if base in NORMS:
-            return _per_input(base, dims, types, NORMS[base], f"{NORMS[base]} FLOP per element (normalisation)",
-                              out_same=True)
-        if base in GATHERS:
-            return _gather(base, dims, types)
-    except (ValueError, IndexError, TypeError, ZeroDivisionError):
+        c = f(call, out_dims)
+    except (ValueError, IndexError, TypeError, ZeroDivisionError, KeyError):
+        return None
+    if c is not None and not c.args:
+        c = OpCost(c.flops, c.bytes, c.precision, c.tensor_path, c.formula, c.why, call.described(), c.matmul_like)
+    if c is not None and not call.typed and c.why == "":
+        why = "Input type not recorded (a torch 1.8-era trace): bytes need each tensor's dtype"
+        c = OpCost(c.flops, NAN, c.precision, c.tensor_path, c.formula, why, c.args, c.matmul_like)
+    return c
+
+
+def _inductor_buffers(dims: list[Any], types: list[Any]) -> OpCost | None:
+    """An Inductor pointwise/reduction Triton kernel without estimates: each buffer it is passed is read or
+    written once (an in_out buffer is both, so this is a lower bound); its arithmetic is not recorded."""
+    moved = 0.0
+    for d, t in zip(dims, types):
+        z = size(t)
+        if z and isinstance(d, list) and d and all(isinstance(v, int) for v in d):
+            moved += numel(d) * z
+    if not moved:
+        return None
+    return OpCost(NAN, moved, "none", None, "each buffer argument once (Inductor Triton kernel)",
+                  "an Inductor Triton kernel's arithmetic is not recorded (Input Dims hold its buffers; "
+                  "torch._inductor.analysis.profile_analysis adds kernel_flop/kernel_num_gb estimates)")
+
+
+def _first(call: Call, *names: str) -> tuple[list[int], int | None] | None:
+    for n in names:
+        t = call.tensor(n)
+        if t is not None:
+            return t
+    return None
+
+
+def _dtype(call: Call, *names: str) -> str:
+    for n in names:
+        if call.tensor(n) is not None:
+            return call.dtype(n)
+    return ""
+
+
+def _precision(call: Call, dtype: str, tensor_ok: bool) -> tuple[str, str | None]:
+    if not call.typed:  # the FLOP count does not depend on it; the roof does
+        return "fp32", None
+    return compute(dtype, tensor_ok)
+
+
+# ---- matmul ---------------------------------------------------------------------------------------
+
+@model("mm", "matmul", "bmm", "addmm", "baddbmm", "linear", "_addmm_activation", "addbmm")
+def _matmul(call: Call, _: Any) -> OpCost | None:
+    a = _first(call, "mat1", "batch1", "self", "input")
+    b = _first(call, "mat2", "other", "weight", "batch2")
+    if a is None or b is None:
+        return None
+    bias = _first(call, "bias") if call.has("bias") else (
+        call.tensor("self") if call.has("mat1") or call.has("batch1") else None)
+    (sa, za), (sb, zb) = a, b
+    name = call.name
+    if name == "aten::linear":
+        m, k, n, batch = numel(sa[:-1]) or 1, sa[-1], sb[0], 1
+    elif len(sa) == 3 and len(sb) == 3:
+        batch, m, k, n = sa[0], sa[1], sa[2], sb[2]
+    elif len(sa) == 2 and len(sb) == 2:
+        batch, m, k, n = 1, sa[0], sa[1], sb[1]
+    else:
+        return None  # (matmul of other ranks dispatches to mm/bmm, which carry the kernels)
+    if name == "aten::addbmm":
+        bias_flops = m * n
+    else:
+        bias_flops = batch * m * n if bias is not None and numel(bias[0]) > 0 else 0
+    flops = 2 * batch * m * n * k + bias_flops
+    out_t = call.tensor("out") if call.has("out") else None
+    zc = (out_t[1] if out_t else za) or NAN
+    outs = 1 if name in ("aten::linear", "aten::addbmm") else batch  # linear folds its batch into M
+    moved = batch * (m * k * (za or NAN) + k * n * (zb or NAN)) + outs * m * n * zc
+    if name == "aten::linear":
+        moved = m * k * (za or NAN) + k * n * (zb or NAN) + m * n * zc
+    moved += nbytes(bias) if bias is not None else 0
+    dtype = _dtype(call, "mat1", "batch1", "self", "input")
+    precision, path = _precision(call, dtype, True)
+    formula = (f"{'B·' if batch > 1 else ''}2·M·N·K{' + M·N (bias)' if bias_flops else ''}, "
+               + (f"B={batch} " if batch > 1 else "") + f"M={m} N={n} K={k}")
+    return OpCost(float(flops), float(moved), precision, path, formula, matmul_like=True)
+
+
+# ---- convolution ----------------------------------------------------------------------------------
+
+FORWARD_CONV = ("convolution", "_convolution", "conv1d", "conv2d", "conv3d", "cudnn_convolution",
+                "miopen_convolution", "mkldnn_convolution", "conv_transpose1d", "conv_transpose2d",
+                "conv_transpose3d", "cudnn_convolution_transpose", "miopen_depthwise_convolution")
+NOT_RECORDED = ("stride/padding/dilation not recorded and the output shape is not established by the trace "
+                "(PyTorch >= 2.x with record_shapes=True records them)")
+
+
+def conv_out(x: list[int], w: list[int], stride: list[int], pad: list[int], dil: list[int],
+             transposed: bool = False, out_pad: list[int] | None = None) -> list[int]:
+    nsp = len(x) - 2
+    op = out_pad or [0] * nsp
+    if transposed:
+        return [(x[2 + i] - 1) * stride[i] - 2 * pad[i] + dil[i] * (w[2 + i] - 1) + op[i] + 1 for i in range(nsp)]
+    return [(x[2 + i] + 2 * pad[i] - dil[i] * (w[2 + i] - 1) - 1) // stride[i] + 1 for i in range(nsp)]
+
+
+def _spatial(v: list[int] | None, nsp: int) -> list[int] | None:
+    if v is None:
+        return None
+    return v * nsp if len(v) == 1 else v if len(v) == nsp else None
+
+
+def conv_out_from_consumer(dims: Any, later: list[Any]) -> list[int] | None:
+    """A convolution's output shape from the op that consumes it, only when the link is unambiguous:
+    among the ops that follow it on its thread, the first that takes a tensor of the output's rank must
+    take exactly one shaped [N, Cout, …] whose spatial sizes some stride ≥ 1 and padding ≤ kernel reach;
+    anything else (none, two, an impossible size) establishes nothing."""
+    try:
+        x, w = dims[0], dims[1]
+        rank = len(x)
+        for d in later:
+            if not isinstance(d, list):
+                continue
+            flat = [s for s in d if isinstance(s, list) and len(s) == rank and all(isinstance(v, int) for v in s)]
+            if not flat:
+                continue
+            fits = [s for s in flat if s[0] == x[0] and s[1] == w[0] and
+                    all(1 <= s[2 + i] <= x[2 + i] + 2 * w[2 + i] - w[2 + i] + 1 for i in range(rank - 2))]
+            uniq = {tuple(s) for s in fits}
+            return list(next(iter(uniq))) if len(uniq) == 1 else None
+    except (TypeError, IndexError):
         return None
     return None
 
 
-def _matmul(name: str, dims: Sequence[Any], types: Sequence[str]) -> OpCost | None:
-    t = [(d, _size(ty), ty) for d, ty in zip(dims, types)]
-    if name in ("aten::addmm", "aten::_addmm_activation"):
-        (bias, sb, _), (a, s, ty), (b, s2, _) = t[0], t[1], t[2]
-        m, k, n = a[0], a[1], b[1]
-        flops = 2 * m * n * k + m * n
-        nbytes = _numel(bias) * (sb or s) + (m * k + m * n) * s + k * n * (s2 or s)
-        formula = f"2·M·N·K + M·N (bias), M={m} N={n} K={k}"
-    elif name == "aten::baddbmm":
-        (bias, sb, _), (a, s, ty), (b, s2, _) = t[0], t[1], t[2]
-        bt, m, k, n = a[0], a[1], a[2], b[2]
-        flops = bt * (2 * m * n * k + m * n)
-        nbytes = _numel(bias) * (sb or s) + bt * ((m * k + m * n) * s + k * n * (s2 or s))
-        formula = f"B·(2·M·N·K + M·N), B={bt} M={m} N={n} K={k}"
-    elif name == "aten::bmm":
-        (a, s, ty), (b, s2, _) = t[0], t[1]
-        bt, m, k, n = a[0], a[1], a[2], b[2]
-        flops = 2 * bt * m * n * k
-        nbytes = bt * ((m * k + m * n) * s + k * n * (s2 or s))
-        formula = f"2·B·M·N·K, B={bt} M={m} N={n} K={k}"
-    elif name == "aten::linear":
-        (x, s, ty), (w, s2, _) = t[0], t[1]
-        m, k, n = _numel(x[:-1]) or 1, x[-1], w[0]
-        has_bias = len(t) > 2 and isinstance(t[2][0], list) and len(t[2][0]) > 0
-        flops = 2 * m * n * k + (m * n if has_bias else 0)
-        nbytes = (m * k + m * n) * s + n * k * (s2 or s) + (n * s if has_bias else 0)
-        formula = f"2·M·N·K{' + M·N (bias)' if has_bias else ''}, M={m} N={n} K={k}"
-    else:  # mm, matmul (2-D)
-        (a, s, ty), (b, s2, _) = t[0], t[1]
-        if len(a) != 2 or len(b) != 2:
+@model(*FORWARD_CONV)
+def _conv(call: Call, out_dims: Any) -> OpCost | None:
+    x, w = _first(call, "input", "self"), call.tensor("weight")
+    if x is None or w is None or len(x[0]) < 3 or len(w[0]) != len(x[0]):
+        return None
+    (xs, zx), (ws, zw) = x, w
+    nsp = len(xs) - 2
+    transposed = "transpose" in call.name or bool(call.flag("transposed"))
+    stride, pad, dil = (_spatial(call.ints(a), nsp) for a in ("stride", "padding", "dilation"))
+    pad_text = str(call.values.get("padding", "")).strip().strip("'\"").lower()
+    if pad_text in ("same", "valid") and stride is not None and dil is not None:
+        pad = None if pad_text == "same" else [0] * nsp
+        out = [xs[2 + i] for i in range(nsp)] if pad_text == "same" else None
+        if out is None:
+            out = conv_out(xs, ws, stride, [0] * nsp, dil)
+        how = f"padding='{pad_text}'"
+    elif stride is not None and pad is not None and dil is not None:
+        out = conv_out(xs, ws, stride, pad, dil, transposed, _spatial(call.ints("output_padding"), nsp))
+        how = f"stride={stride} pad={pad} dil={dil}"
+    elif out_dims is not None and len(out_dims) == len(xs) and out_dims[0] == xs[0] and \
+            out_dims[1] == (ws[1] * max(1, xs[1] // max(1, ws[0])) if transposed else ws[0]):
+        out = list(out_dims[2:])
+        how = "output shape from the op that consumes it (stride/padding not recorded)"
+    else:
+        return unavailable(NOT_RECORDED)
+    n = xs[0]
+    if transposed:  # weight [Cin, Cout/g, k...]: each input element scatters into Cout/g·∏k outputs
+        cout = ws[1] * max(1, xs[1] // max(1, ws[0])) if call.ints("groups") is None else ws[1] * call.ints("groups")[0]
+        flops = 2 * n * xs[1] * math.prod(xs[2:]) * ws[1] * math.prod(ws[2:])
+    else:
+        cout = ws[0]
+        flops = 2 * n * cout * math.prod(out) * ws[1] * math.prod(ws[2:])
+    groups = xs[1] // ws[1] if not transposed and ws[1] else None
+    bias = call.tensor("bias") if call.has("bias") else None
+    y = n * cout * math.prod(out) * (zx or NAN)
+    moved = nbytes(x) + nbytes(w) + y + (nbytes(bias) if bias else 0)
+    precision, path = _precision(call, call.dtype("input") or call.dtype("self"), True)
+    formula = f"2·N·Cout·∏out·Cin/g·∏k, out={out}, {how}, groups={groups if groups else '?'}"
+    return OpCost(float(flops), float(moved), precision, path, formula, matmul_like=True)
+
+
+@model("convolution_backward", "cudnn_convolution_backward", "miopen_convolution_backward",
+       "cudnn_convolution_backward_input", "cudnn_convolution_backward_weight",
+       "miopen_convolution_backward_input", "miopen_convolution_backward_weight")
+def _conv_backward(call: Call, _: Any) -> OpCost | None:
+    g = call.tensor("grad_output")
+    x = _first(call, "input", "self")
+    w = call.tensor("weight")
+    if g is None:
+        return None
+    name = call.name
+    if name.endswith("_input"):
+        mask = [True, False, False]
+    elif name.endswith("_weight"):
+        mask = [False, True, False]
+    else:
+        m = call.flags("output_mask")
+        mask = (m + [False] * 3)[:3] if m else [True, True, False]
+    gs = g[0]
+    if w is None:
+        if x is None:
             return None
-        m, k, n = a[0], a[1], b[1]
-        flops = 2 * m * n * k
-        nbytes = (m * k + m * n) * s + k * n * (s2 or s)
-        formula = f"2·M·N·K, M={m} N={n} K={k}"
-    precision, path = _compute(ty, True)
-    return OpCost(float(flops), float(nbytes), precision, path, formula)
+        return unavailable(f"{name}: the weight's shape is an int list the trace does not record "
+                           "(the kernel size is not recorded in traces of this era)")
+    ws = w[0]
+    fwd = 2 * gs[0] * gs[1] * math.prod(gs[2:]) * ws[1] * math.prod(ws[2:])
+    grads = sum(mask[:2])
+    flops = fwd * grads + (gs[0] * gs[1] * math.prod(gs[2:]) if mask[2] else 0)
+    gb, wb = nbytes(g), nbytes(w)
+    xb = nbytes(x) if x is not None else NAN
+    moved = (gb + wb + xb if mask[0] else 0) + (gb + xb + wb if mask[1] else 0) + (gb + gs[1] * (g[1] or NAN) if mask[2] else 0)
+    precision, path = _precision(call, call.dtype("grad_output"), True)
+    which = "+".join(n for n, m in zip(("dgrad", "wgrad", "bias grad"), mask) if m)
+    formula = f"{grads} × 2·N·Cout·∏out·Cin/g·∏k ({which}), each pass reads its operands and writes its gradient"
+    why = "" if not math.isnan(moved) else f"{name}: the input's shape is an int list the trace does not record"
+    return OpCost(float(flops), float(moved), precision, path, formula, why, matmul_like=True)
 
 
-def _conv(name: str, dims: Sequence[Any], types: Sequence[str], concrete: list[Any]) -> OpCost | None:
-    backward = name == "aten::convolution_backward"
-    if backward:  # grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, out_pad, groups, mask
-        grad, x, w = dims[0], dims[1], dims[2]
-        stride, pad, dil = (_ints(concrete[i]) if len(concrete) > i else None for i in (4, 5, 6))
-        groups = (_ints(concrete[9]) or [1])[0] if len(concrete) > 9 else 1
-        mask = re.findall(r"true|false", str(concrete[10]).lower()) if len(concrete) > 10 else []
-    elif name == "aten::cudnn_convolution":  # input, weight, padding, stride, dilation, groups, ...
-        x, w = dims[0], dims[1]
-        pad, stride, dil = (_ints(concrete[i]) if len(concrete) > i else None for i in (2, 3, 4))
-        groups = (_ints(concrete[5]) or [1])[0] if len(concrete) > 5 else 1
-    else:  # input, weight, bias, stride, padding, dilation, (transposed, output_padding,) groups
-        x, w = dims[0], dims[1]
-        stride, pad, dil = (_ints(concrete[i]) if len(concrete) > i else None for i in (3, 4, 5))
-        gi = 8 if name in ("aten::convolution", "aten::_convolution") else 6
-        groups = (_ints(concrete[gi]) or [1])[0] if len(concrete) > gi else 1
-    nsp = len(x) - 2
-    stride, pad, dil = (v if v and len(v) == nsp else (v * nsp if v and len(v) == 1 else d)
-                        for v, d in ((stride, [1] * nsp), (pad, [0] * nsp), (dil, [1] * nsp)))
-    out = [(x[2 + i] + 2 * pad[i] - dil[i] * (w[2 + i] - 1) - 1) // stride[i] + 1 for i in range(nsp)]
-    if backward:
-        out = list(dims[0][2:])
-    n, cout, cin_g = x[0], w[0], w[1]
-    fwd = 2 * n * cout * math.prod(out) * cin_g * math.prod(w[2:])
-    s = _size(types[0]) or 4
-    x_b, w_b, y_b = _numel(x) * s, _numel(w) * s, n * cout * math.prod(out) * s
-    if backward:
-        grads = sum(1 for m in mask[:2] if m == "true") if mask else 2
-        flops, nbytes = fwd * grads, y_b + x_b + w_b + (x_b if not mask or mask[0] == "true" else 0) + (
-            w_b if not mask or (len(mask) > 1 and mask[1] == "true") else 0)
-        formula = f"{grads} × 2·N·Cout·∏out·Cin/g·∏k (backward), groups={groups}"
+# ---- attention ------------------------------------------------------------------------------------
+
+@model("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+       "_scaled_dot_product_cudnn_attention", "scaled_dot_product_attention", "_flash_attention_forward",
+       "_efficient_attention_forward", "_scaled_dot_product_flash_attention_backward",
+       "_scaled_dot_product_efficient_attention_backward", "_scaled_dot_product_cudnn_attention_backward",
+       "_flash_attention_backward", "_efficient_attention_backward",
+       "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_attention_math")
+def _attention(call: Call, _: Any) -> OpCost | None:
+    backward = "backward" in call.name
+    q, k, v = call.tensor("query"), call.tensor("key"), call.tensor("value")
+    if q is None or k is None or v is None:
+        return None
+    (qs, zq), (ks, _), (vs, _) = q, k, v
+    if call.name in ("aten::_flash_attention_forward", "aten::_flash_attention_backward",
+                     "aten::_efficient_attention_forward", "aten::_efficient_attention_backward"):
+        if call.tensor("cum_seq_q") is not None and not backward:  # varlen: q is [Σ tokens, H, D]
+            from roofline.metrics.op_models_more import _varlen_attention
+
+            return _varlen_attention(call, None)
+        b, sq, h, dqk = qs  # these take [B, S, H, D]
+        sk, dv = ks[1], vs[3]
     else:
-        has_bias = len(dims) > 2 and isinstance(dims[2], list) and len(dims[2]) > 0
-        flops, nbytes = fwd, x_b + w_b + y_b + (cout * s if has_bias else 0)
-        formula = f"2·N·Cout·∏out·Cin/g·∏k, out={out}, stride={stride}, pad={pad}, dil={dil}, groups={groups}"
-    precision, path = _compute(types[0], True)
-    return OpCost(float(flops), float(nbytes), precision, path, formula)
-
-
-def _attention(name: str, dims: Sequence[Any], types: Sequence[str], concrete: list[Any]) -> OpCost | None:
-    backward = "backward" in name
-    if name in ("aten::_flash_attention_forward", "aten::_flash_attention_backward",
-                "aten::_efficient_attention_forward", "aten::_efficient_attention_backward"):
-        # these take [B, S, H, D]
-        qi = 1 if backward else 0
-        q, k, v = dims[qi], dims[qi + 1], dims[qi + 2]
-        b, sq, h, dqk = q
-        sk, dv = k[1], v[3]
-    else:
-        qi = 1 if backward else 0  # backward: grad_out, q, k, v, ...
-        q, k, v = dims[qi], dims[qi + 1], dims[qi + 2]
-        b, h, sq, dqk = q[0], q[1], q[-2], q[-1]
-        if len(q) == 3:
-            b, h = q[0], 1
-        sk, dv = k[-2], v[-1]
-    causal = _causal(name, concrete)
+        b, h, sq, dqk = (qs[0], qs[1], qs[-2], qs[-1]) if len(qs) == 4 else (qs[0], 1, qs[-2], qs[-1])
+        sk, dv = ks[-2], vs[-1]
+    causal = bool(call.flag("is_causal")) or bool(call.flag("causal"))
     fwd = 2 * b * h * sq * sk * (dqk + dv)
     if causal:
         fwd //= 2
-    s = _size(types[qi]) or 2
-    io = (b * h * sq * dqk + b * h * sk * dqk + b * h * sk * dv + b * h * sq * dv) * s
+    z = zq or NAN
+    io = (b * h * sq * dqk + b * h * sk * dqk + b * h * sk * dv + b * h * sq * dv) * z
     if backward:
-        flops, nbytes = 2 * fwd, io + (b * h * sq * dv + b * h * sq * dqk + b * h * sk * dqk + b * h * sk * dv) * s
+        flops, moved = 2 * fwd, 2 * io
         formula = f"2 × forward (2·B·H·Sq·Sk·(Dqk+Dv){', causal ½' if causal else ''})"
     else:
-        flops, nbytes = fwd, io
+        flops, moved = fwd, io
         formula = f"2·B·H·Sq·Sk·(Dqk+Dv){' × ½ (causal)' if causal else ''}, B={b} H={h} Sq={sq} Sk={sk} D={dqk}"
-    precision, path = _compute(types[qi], True)
-    return OpCost(float(flops), float(nbytes), precision, path, formula)
+    precision, path = _precision(call, call.dtype("query"), True)
+    return OpCost(float(flops), float(moved), precision, path, formula, matmul_like=True)
 
 
-def _causal(name: str, concrete: list[Any]) -> bool:
-    # position of is_causal in each schema
-    pos = {"aten::_scaled_dot_product_flash_attention": 4, "aten::_scaled_dot_product_efficient_attention": 6,
-           "aten::_scaled_dot_product_cudnn_attention": 6, "aten::scaled_dot_product_attention": 5,
-           "aten::_flash_attention_forward": 8, "aten::_scaled_dot_product_flash_attention_backward": 9,
-           "aten::_scaled_dot_product_efficient_attention_backward": 10}.get(name)
-    return pos is not None and len(concrete) > pos and _flag(concrete[pos])
+# ---- elementwise ----------------------------------------------------------------------------------
+
+UNARY = ("neg", "rsqrt", "sqrt", "exp", "log", "cos", "sin", "tanh", "sigmoid", "relu", "gelu", "silu", "abs",
+         "reciprocal", "erf", "hardtanh", "leaky_relu", "clamp", "clamp_min", "clamp_max", "masked_fill",
+         "hardswish", "hardsigmoid", "elu", "log1p", "expm1", "exp2", "floor", "ceil", "round", "sign",
+         "logical_not", "bitwise_not", "square", "mish", "softplus", "nan_to_num", "pow", "threshold")
+BINARY = ("add", "sub", "mul", "div", "eq", "ne", "lt", "gt", "le", "ge", "minimum", "maximum", "fmod",
+          "remainder", "threshold_backward", "gelu_backward", "silu_backward", "sigmoid_backward",
+          "tanh_backward", "where", "addcmul", "addcdiv", "lerp", "logical_and", "logical_or", "bitwise_and",
+          "bitwise_or", "rsub", "floor_divide", "atan2", "hardtanh_backward", "leaky_relu_backward",
+          "hardswish_backward", "mish_backward", "softplus_backward", "elu_backward")
+COMPARISONS = frozenset({"eq", "ne", "lt", "gt", "le", "ge", "logical_and", "logical_or", "logical_not"})
+ELEMENTWISE = UNARY + BINARY + tuple(f"{n}_" for n in UNARY + BINARY)
 
 
-def _elementwise(base: str, dims: Sequence[Any], types: Sequence[str]) -> OpCost | None:
-    ts = _tensors(dims, types)
-    if not ts:
+@model(*ELEMENTWISE)
+def _elementwise(call: Call, _: Any) -> OpCost | None:
+    base = call.name.removeprefix("aten::")
+    inplace = base.endswith("_")
+    ins = [(a, t) for a in call.dims if a != "out" and (t := call.tensor(a)) is not None]
+    if not ins:
         return None
-    if base in ("cat", "stack"):
-        moved = sum(_numel(s) * z for s, z in ts)
-        return OpCost(0.0, float(2 * moved), "none", None, "concatenation: read + write every element")
-    # result element size: a comparison's is bool, where(cond, self, other)'s that of self, else the first input's
-    out_size = 1 if base in COMPARISONS else ts[1][1] if base == "where" and len(ts) > 1 else ts[0][1]
-    arity = ELEMENTWISE_ARITY.get(base)
-    if arity and len(ts) == arity + 1 and ts[-1][0] == _broadcast([s for s, _ in ts[:-1]]):
-        ts, out_size = ts[:-1], ts[-1][1]  # the trailing tensor is out=: the output, written once
-    out = _broadcast([s for s, _ in ts])
-    out_bytes = _numel(out) * out_size
-    # every tensor once: an in-place op's (and copy_'s) output is its self, already counted among the inputs
-    nbytes = sum(_numel(s) * z for s, z in ts) + (0 if base.endswith("_") else out_bytes)
-    if base in MOVES:
-        if base in ("fill_", "zero_"):
-            return OpCost(0.0, float(out_bytes), "none", None, "fill: write every element")
-        return OpCost(0.0, float(nbytes), "none", None, "copy: read + write every element")
-    precision, _ = _compute(next((t for t in types if _size(t)), ""), False)
-    return OpCost(float(_numel(out)), float(nbytes), precision, None, "1 FLOP per output element")
-
-
-def _per_input(base: str, dims: Sequence[Any], types: Sequence[str], per: int, formula: str,
-               out_same: bool = False) -> OpCost | None:
-    ts = _tensors(dims, types)
-    if not ts:
-        return None
-    shape, size = ts[0]
-    n = _numel(shape)
-    nbytes = sum(_numel(s) * z for s, z in ts) + (n * size if out_same else 0)
-    precision, _ = _compute(types[0], False)
-    return OpCost(float(per * n), float(nbytes), precision, None, formula)
-
-
-def _gather(base: str, dims: Sequence[Any], types: Sequence[str]) -> OpCost | None:
-    ts = [(d, _size(t)) for d, t in zip(dims, types)]
-    if base == "embedding":
-        (w, sw), (idx, si) = ts[0], ts[1]
-        rows = _numel(idx)
-        nbytes = rows * (si or 8) + 2 * rows * w[-1] * (sw or 4)
-    elif base == "index_select":  # self, dim, index
-        (x, sx), (idx, si) = ts[0], ts[2]
-        rows = _numel(idx)
-        per_row = _numel(x) // max(1, x[0]) if x else 0
-        nbytes = rows * (si or 8) + 2 * rows * per_row * (sx or 4)
-    elif base == "gather":  # self, dim, index[, sparse_grad, out]: one element of self per index, not all of self
-        (x, sx), (idx, si) = ts[0], ts[2]
-        n = _numel(idx)
-        nbytes = n * (si or 8) + 2 * n * (sx or 4)
+    out_t = call.tensor("out") if call.has("out") else None
+    shape = broadcast([s for _, (s, _) in ins])
+    first = dict(ins).get("self") or ins[0][1]
+    if out_t is not None:
+        out_size = out_t[1]
+    elif base.rstrip("_") in COMPARISONS:
+        out_size = 1
+    elif base.rstrip("_") == "where":
+        out_size = (dict(ins).get("self") or first)[1]
     else:
-        t = _tensors(dims, types)
-        nbytes = sum(_numel(s) * z for s, z in t) * 2
-    return OpCost(0.0, float(nbytes), "none", None, "gather: indices + rows read + output written")
+        out_size = first[1]
+    read = sum(nbytes(t) for _, t in ins)
+    # in place: self is read and written (its write is the output); out=: written once, not read
+    moved = read + numel(shape) * (out_size or NAN)
+    dtype = next((call.dtype(a) for a, _ in ins), "")
+    precision, _p = _precision(call, dtype, False)
+    how = "in place: self read and written" if inplace else ("out= written once" if out_t else "inputs + output")
+    return OpCost(float(numel(shape)), float(moved), precision, None, f"1 FLOP per output element ({how})")
+
+
+@model("copy_", "clone", "contiguous", "_to_copy", "to", "fill_", "zero_", "zeros_like", "ones_like", "full",
+       "new_zeros", "masked_scatter_")
+def _move(call: Call, _: Any) -> OpCost | None:
+    base = call.name.removeprefix("aten::")
+    if base in ("fill_", "zero_"):
+        t = call.tensor("self")
+        return OpCost(0.0, nbytes(t), "none", None, "fill: write every element") if t else None
+    if base == "copy_":  # self is written, src read; self is not read
+        s, d = call.tensor("src"), call.tensor("self")
+        if s is None or d is None:
+            return None
+        return OpCost(0.0, nbytes(s) + numel(broadcast([s[0], d[0]])) * (d[1] or NAN), "none", None,
+                      "copy: src read + self written (no arithmetic)")
+    t = call.tensor("self")
+    if t is None:
+        return None
+    return OpCost(0.0, 2 * nbytes(t), "none", None, "copy: read + write every element")
+
+
+# ---- reductions, softmax, norms, gathers ----------------------------------------------------------
+
+REDUCTIONS = ("sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "all", "any", "norm", "var",
+              "std", "prod", "cumsum", "logsumexp", "var_mean", "std_mean", "linalg_vector_norm")
+
+
+@model(*REDUCTIONS)
+def _reduce(call: Call, _: Any) -> OpCost | None:
+    t = _first(call, "self", "input")
+    if t is None:
+        return None
+    n = numel(t[0])
+    out = n if call.name == "aten::cumsum" else None
+    dims = call.ints("dim")
+    if out is None:
+        if dims is None:
+            out = 1
+        else:
+            rank = len(t[0])
+            keep = [d for i, d in enumerate(t[0]) if i not in {x % max(rank, 1) for x in dims}]
+            out = numel(keep)
+    out_t = call.tensor("out") if call.has("out") else None
+    osize = out_t[1] if out_t else t[1]
+    if call.name in ("aten::argmax", "aten::argmin"):
+        osize = 8
+    precision, _p = _precision(call, _dtype(call, "self", "input"), False)
+    return OpCost(float(n), nbytes(t) + out * (osize or NAN), precision, None,
+                  "1 FLOP per input element (reduction); input + output")
 
 
 def collective_bytes(nelems: Any, dtype: Any) -> float | None:
@@ -344,6 +470,9 @@ def collective_bytes(nelems: Any, dtype: Any) -> float | None:
         n = float(nelems)
     except (TypeError, ValueError):
         return None
-    size = _size(str(dtype)) or {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4,
-                                 "uint8": 1, "int8": 1}.get(str(dtype).lower())
-    return n * size if size else None
+    z = size(str(dtype)) or {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4,
+                             "uint8": 1, "int8": 1}.get(str(dtype).lower())
+    return n * z if z else None
+
+
+import roofline.metrics.op_models_more  # noqa: E402,F401  (registers its models into MODELS)

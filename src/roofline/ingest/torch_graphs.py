@@ -1,0 +1,125 @@
+"""CUDA/HIP graph replays joined to the trace recorded while the graphs were captured.
+
+A replay trace shows one ``cudaGraphLaunch``/``hipGraphLaunch`` per graph and the graph's kernels,
+all carrying that launch's correlation and no op: their shapes are not in it. The trace recorded
+during capture (vLLM writes it to ``capture_traces/`` beside the replay) holds, between
+``*StreamBeginCapture`` and ``*StreamEndCapture``, one launch event per captured kernel, with the
+kernel's name and the ``External id`` of the op that launched it. The k-th kernel a replay runs
+(by start time) is the k-th launch captured, when the graph's kernel names are the captured
+sequence: each replayed kernel is then attributed to its captured op and priced from that op's
+shapes. A replay whose kernel names match no captured sequence stays orphaned (its time is kept).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import gc
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from roofline.ingest.common import json_bytes
+from roofline.ingest.torch_trace_decode import Event, decode
+
+#: capture traces given explicitly (``roofline analyze REPLAY --capture CAPTURE``); else the
+#: ``capture_traces/`` folder beside the replay is looked in
+CAPTURES: contextvars.ContextVar[tuple[Path, ...] | None] = contextvars.ContextVar("roofline_captures", default=None)
+MIN_MATCH = 0.95  # share of kernel names that must equal the captured ones, position by position
+
+
+def capture_paths(replay: Path) -> list[Path]:
+    given = CAPTURES.get()
+    if given is not None:
+        return list(given)
+    folder = replay.parent / "capture_traces"
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.name.endswith((".pt.trace.json", ".pt.trace.json.gz")))
+
+
+class Captured:
+    """The captured graphs of one capture trace: per capture window, the kernels' names and ops."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            events, _ = decode(path, json_bytes(path))
+        finally:
+            if enabled:
+                gc.enable()
+        ops: dict[Any, Event] = {}
+        cpu: list[Event] = []
+        windows: list[tuple[float, float]] = []
+        begin = None
+        launches: list[Event] = []
+        for e in events:
+            name = str(e.name)
+            if e.cat in ("cpu_op", "Operator", "operator") and e.args is not None:
+                if e.ts.__class__ in (int, float) and e.dur.__class__ in (int, float):
+                    cpu.append(e)
+                ext = e.args.external_id
+                if ext is not None and ext.__class__ is not list and ext not in ops:
+                    ops[ext] = e
+            elif e.cat in ("cuda_runtime", "cuda_driver"):
+                if name.endswith("StreamBeginCapture"):
+                    begin = e.ts
+                elif name.endswith("StreamEndCapture") and begin is not None:
+                    windows.append((float(begin), float(e.ts)))
+                    begin = None
+                elif "Launch" in name and "Graph" not in name and e.args is not None and e.args.kernel is not None:
+                    launches.append(e)
+        launches.sort(key=lambda e: float(e.ts))
+        from roofline.ingest.torch_trace import _Threads
+
+        self.threads = _Threads(cpu)  # the captured ops by thread: an op's callees (a MoE's routing)
+        self.graphs: list[tuple[list[str], list[Event | None]]] = []
+        for lo, hi in windows:
+            inside = [e for e in launches if lo <= float(e.ts) <= hi]
+            self.graphs.append(([str(e.args.kernel) for e in inside],  # type: ignore[union-attr]
+                                [ops.get(e.args.external_id) for e in inside]))  # type: ignore[union-attr]
+
+
+def attribute(replay: Path, orphans: list[tuple[Event, str]]) -> tuple[dict[int, tuple[Event, list[Event], Any]],
+                                                                       list[tuple[Event, str]], list[str]]:
+    """(captured op id -> (op, its replayed kernels, its capture's ops by thread), the orphans left, notes)."""
+    graph = [(e, label) for e, label in orphans if label.startswith("orphan: graph replay")]
+    paths = capture_paths(replay) if graph else []
+    if not paths:
+        return {}, orphans, []
+    captured = [Captured(p) for p in paths]
+    by_launch: dict[Any, list[Event]] = defaultdict(list)
+    for e, _ in graph:
+        by_launch[e.args.correlation if e.args is not None else None].append(e)
+    joined: dict[int, tuple[Event, list[Event], Any]] = {}
+    done: set[int] = set()
+    notes = []
+    for corr, kernels in by_launch.items():
+        kernels.sort(key=lambda e: float(e.ts))
+        names = [str(k.name) for k in kernels]
+        match = _match(names, captured)
+        if match is None:
+            notes.append(f"graph launch {corr}: {len(kernels)} kernels match no captured graph")
+            continue
+        cap, ops = match
+        notes.append(f"graph launch {corr}: {len(kernels)} kernels joined to {cap.path.name}")
+        for k, op in zip(kernels, ops):
+            if op is None:
+                continue
+            done.add(id(k))
+            slot = joined.setdefault(id(op) ^ hash(corr), (op, [], cap.threads))
+            slot[1].append(k)
+    left = [(e, label) for e, label in orphans if id(e) not in done]
+    return joined, left, notes
+
+
+def _match(names: list[str], captured: list[Captured]) -> tuple[Captured, list[Event | None]] | None:
+    for cap in captured:
+        for cap_names, ops in cap.graphs:
+            if len(cap_names) != len(names) or not names:
+                continue
+            same = sum(a == b for a, b in zip(names, cap_names))
+            if same >= MIN_MATCH * len(names):
+                return cap, ops
+    return None

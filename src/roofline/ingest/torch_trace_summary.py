@@ -1,0 +1,57 @@
+"""Two per-trace extras of the Kineto reader: the cost columns of an op that carries its own estimates
+(Inductor's ``kernel_flop``/``kernel_num_gb``), and the summary of the ops left without FLOPs or bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from roofline.ingest.torch_trace_decode import Args, shapes
+from roofline.schema import UNAVAILABLE
+
+NUMBER = (int, float)
+NAN = float("nan")
+#: where FLOPs go, by the precision of their cost (as torch_trace.FLOP_SLOT)
+FLOP_SLOT = {"fp64": 0, "fp32": 1, "fp16": 2, "bf16": 2, "tensor": 3}
+
+
+def estimates(a: Args, op_args: Args | None, name: str) -> tuple[Any, ...] | None:
+    """Cost columns from ``kernel_flop`` / ``kernel_num_gb`` (torch._inductor.analysis.profile_analysis
+    writes them on ops and kernels; Inductor's benchmark_kernel/profile_bandwidth estimates)."""
+    flop, gb = a.kernel_flop, a.kernel_num_gb
+    if flop.__class__ not in NUMBER and gb.__class__ not in NUMBER:
+        return None
+    from roofline.metrics.op_args import size
+    from roofline.metrics.op_models import compute
+
+    types = shapes(op_args.input_type) if op_args is not None else None
+    dtype = next((t for t in types if size(t)), "") if isinstance(types, list) else ""
+    # an Inductor template matmul (triton_tem_fused_mm…, …addmm…, …bmm…) runs on tensor cores
+    precision, path = compute(dtype, name.startswith("triton_tem_") or "mm" in name.split("_"))
+    flops = [0.0, 0.0, 0.0, 0.0]
+    src = f"trace estimate: kernel_flop = {flop} (precision from the dtype {dtype or 'not recorded: fp32'})"
+    if flop.__class__ in NUMBER:
+        flops[FLOP_SLOT.get(precision, 1)] = float(flop)
+    else:
+        flops, src = [NAN] * 4, f"{UNAVAILABLE}: the trace carries kernel_num_gb but no kernel_flop"
+    if gb.__class__ in NUMBER:
+        nbytes, bsrc = float(gb) * 1e9, f"trace estimate: kernel_num_gb = {gb} (× 1e9 B)"
+    else:
+        nbytes, bsrc = NAN, f"{UNAVAILABLE}: the trace carries kernel_flop but no kernel_num_gb"
+    return (*flops, src, src, src, src, path, nbytes, bsrc, None, "trace estimate", NAN)
+
+
+def unmodelled(frame: pd.DataFrame, top: int = 10) -> list[dict[str, Any]]:
+    """Ops whose FLOPs or bytes are unavailable, by share of the trace's GPU time, with the first reason."""
+    total = float(frame["duration_s"].sum())
+    if not total:
+        return []
+    miss = frame[frame["flop_fp32"].isna() | frame["dram_bytes"].isna()]
+    if miss.empty:
+        return []
+    g = miss.groupby("kernel_short_name", sort=False).agg(t=("duration_s", "sum"), why=("flop_fp32_source", "first"),
+                                                          bwhy=("dram_bytes_source", "first"))
+    g = g.sort_values("t", ascending=False).head(top)
+    return [{"op": str(n), "gpu_time_share": float(r.t) / total,
+             "reason": str(r.why if str(r.why).startswith(UNAVAILABLE) else r.bwhy)} for n, r in g.iterrows()]
