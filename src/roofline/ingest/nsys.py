@@ -1,0 +1,462 @@
+"""Nsight Systems exports (``nsys export --type sqlite``, export schemas 3.x): one row per GPU launch.
+
+A row is a kernel launch, a memcpy or a memset, in start order. Kernel names live in ``StringIds``
+(the kernel table holds ids of the demangled, short and mangled names). NVTX ranges are CPU-side:
+a launch is tied to its ranges through the runtime API call that made it (same ``correlationId``
+in the same process), whose thread and start time decide which push/pop and start/end ranges
+enclose it. Device properties come from ``TARGET_INFO_GPU``: name, SMs, compute capability and
+max clock go into the device columns (the spec table derives compute peaks from them), the
+memory bandwidth is the DRAM roof, labelled with its source. A timeline has no FLOP or cache
+counters: those columns are unavailable and say how to add them (``--counters``, ``analysis/join.py``).
+
+Profiles are untrusted: the database is opened read-only (URI ``mode=ro``, ``query_only``,
+``trusted_schema`` off). Rows are fetched in chunks straight into NumPy integer arrays (no Python
+object per value), and names are resolved once per distinct id, so memory grows with the frame only.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError, UnsupportedFormatError
+from roofline.ingest.common import check_exists, head, provenance_record
+from roofline.schema import UNAVAILABLE, kernels_from_columns, set_provenance, source_column
+
+MAGIC = b"SQLite format 3\x00"
+SUFFIXES = (".sqlite", ".sqlite3")
+REP_SUFFIXES = (".nsys-rep", ".qdrep")
+META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # newer, older export schemas
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
+RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
+#: NULL in an integer column, as fetched (SQL IFNULL): keeps every chunk one int64 array
+NULL = -(2**63)
+CHUNK = 65536
+#: globalTid / globalPid: (vm id << 56) | (pid << 24) | tid; the process is everything above the tid
+TID_BITS = 24
+PUSHPOP, STARTEND, DOMAIN_CREATE = 59, 60, 75
+#: fields of a launch, in the order of every query's columns
+FIELDS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "demangledName", "shortName",
+          "mangledName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+          "staticSharedMemory", "dynamicSharedMemory", "graphId", "graphNodeId", "bytes", "copyKind",
+          "memKind", "srcDeviceId", "dstDeviceId", "_rt_tid", "_rt_start", "_kind")
+F = {name: i for i, name in enumerate(FIELDS)}
+KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET = 0, 1, 2
+#: ENUM_CUDA_MEMCPY_OPER ids (stable across 3.x; the export's own enum table labels them when present)
+COPY_KINDS = {0: "unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
+              8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "UVM HtoD", 12: "UVM DtoH", 13: "UVM DtoD"}
+#: copies inside one GPU's memory: each byte is read and written there
+ON_DEVICE_COPIES = {"DtoD", "AtoD", "DtoA", "AtoA", "UVM DtoD"}
+MEMKIND_DEVICE = 2
+NO_FLOPS = (f"{UNAVAILABLE}: an Nsight Systems timeline has no FLOP counters; add them from Nsight Compute "
+            "with `roofline analyze TIMELINE --counters REPORT.ncu-rep`")
+NO_BYTES = (f"{UNAVAILABLE}: an Nsight Systems timeline has no memory counters; add them from Nsight Compute "
+            "with `roofline analyze TIMELINE --counters REPORT.ncu-rep`")
+COPY_NOTE = "memcpy/memset: no FLOPs"
+LINK = (f"{UNAVAILABLE}: {{kind}} copy over the host/peer link (PCIe/NVLink), not device memory; its bytes "
+        "are in copy_bytes (no host-link roof in the schema)")
+
+
+def export_command(rep: Path) -> list[str]:
+    return ["nsys", "export", "--type", "sqlite", "--output", str(rep.with_suffix(".sqlite")), str(rep)]
+
+
+def read(path: str | Path) -> pd.DataFrame:
+    """The canonical frame of an nsys SQLite export (or of a ``.nsys-rep``, exported with ``nsys`` first)."""
+    path = Path(path)
+    data = head(path, 16)
+    if not data.startswith(MAGIC) and path.name.lower().endswith(REP_SUFFIXES):
+        return _read_rep(path)
+    con = connect(path)
+    try:
+        return _read(path, con)
+    except sqlite3.DatabaseError as exc:  # damaged pages, a table that is not what its name says
+        raise CorruptReportError(path, f"SQLite error while reading the nsys export ({exc})") from None
+    finally:
+        con.close()
+
+
+def _read_rep(path: Path) -> pd.DataFrame:
+    """A ``.nsys-rep`` has no public format: only ``nsys export`` reads it."""
+    cmd = " ".join(export_command(path))
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        raise UnsupportedFormatError(
+            path, f"is an Nsight Systems report; `nsys` is not on PATH to export it: run `{cmd}` and read the .sqlite")
+    with tempfile.TemporaryDirectory(prefix="roofline-nsys-") as tmp:
+        out = Path(tmp) / (path.stem + ".sqlite")
+        run = subprocess.run([nsys, "export", "--type", "sqlite", "--output", str(out), str(path)],
+                             capture_output=True, text=True, check=False)
+        if run.returncode != 0 or not out.exists():
+            why = (run.stderr or run.stdout).strip().splitlines()[-1:] or [f"exit {run.returncode}"]
+            raise CorruptReportError(path, f"`{cmd}` failed: {why[0]}")
+        frame = read(out)
+    frame["source_file"] = pd.array([str(path)] * len(frame), dtype="string")
+    for rec in frame.attrs.get("roofline.provenance", []):
+        rec.update(source_file=str(path), exported_with=f"{nsys} export --type sqlite")
+    return frame
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open an export read-only; a file that is not SQLite or not an nsys export is a typed error."""
+    check_exists(path)
+    uri = path.resolve().as_uri() + "?mode=ro"
+    try:
+        con = sqlite3.connect(uri, uri=True)
+        con.execute("PRAGMA query_only = ON")
+        con.execute("PRAGMA trusted_schema = OFF")  # no functions with side effects from views/triggers
+        tables = _tables(con)
+    except sqlite3.DatabaseError as exc:
+        raise CorruptReportError(path, f"not a readable SQLite database ({exc})") from None
+    if not any(t in tables for t in META_TABLES) and KERNEL_TABLE not in tables:
+        con.close()
+        raise FormatMismatchError(
+            path, "is an SQLite database but not an Nsight Systems export (no META_DATA_EXPORT, EXPORT_META_DATA "
+                  f"or {KERNEL_TABLE} table)")
+    return con
+
+
+def _tables(con: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}
+
+
+def meta(con: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
+    for t in META_TABLES:
+        if t in tables and {"name", "value"} <= _columns(con, t):
+            return {str(n): str(v) for n, v in con.execute(f'SELECT name, value FROM "{t}"')}
+    return {}
+
+
+def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
+    tables = _tables(con)
+    info = meta(con, tables)
+    rt = RUNTIME_TABLE in tables and {"correlationId", "globalTid", "start"} <= _columns(con, RUNTIME_TABLE)
+    parts = [_fetch(con, t, k, rt) for t, k in ((KERNEL_TABLE, KIND_KERNEL), (MEMCPY_TABLE, KIND_MEMCPY),
+                                                  (MEMSET_TABLE, KIND_MEMSET)) if t in tables]
+    rows = np.concatenate(parts) if parts else np.empty((0, len(FIELDS)), dtype=np.int64)
+    if not len(rows):
+        raise NoKernelsError(path, "the nsys export has no kernel, memcpy or memset rows (CUDA trace off, "
+                                   "or a trimmed export)")
+    rows = rows[np.argsort(rows[:, F["start"]], kind="stable")]
+    frame = _frame(path, con, tables, rows)
+    nvtx = _nvtx(con, tables, rows) if "NVTX_EVENTS" in tables else None
+    if nvtx is not None:
+        frame["nvtx_range"] = nvtx
+    gpus = _gpus(con, tables)
+    rec = provenance_record(path, "nsys-sqlite", tool="nsys", tool_version=info.get("EXPORT_PRODUCT_VERSION"),
+                            export_schema=info.get("EXPORT_SCHEMA_VERSION"), reader=f"sqlite3 {sqlite3.sqlite_version}",
+                            kernels=int((rows[:, F["_kind"]] == KIND_KERNEL).sum()),
+                            copies=int((rows[:, F["_kind"]] != KIND_KERNEL).sum()),
+                            devices={str(k): v[0] for k, v in gpus.items()},
+                            target_info_gpu="TARGET_INFO_GPU" in tables)
+    return set_provenance(frame, [rec])
+
+
+def _select(con: sqlite3.Connection, table: str, kind: int, rt: bool) -> str:
+    have = _columns(con, table)
+    exprs = []
+    for f in FIELDS:
+        if f == "_kind":
+            exprs.append(str(kind))
+        elif f == "_rt_tid":
+            exprs.append(f"IFNULL(r.globalTid, {NULL})" if rt else str(NULL))
+        elif f == "_rt_start":
+            exprs.append(f"IFNULL(r.start, {NULL})" if rt else str(NULL))
+        elif f in have:
+            exprs.append(f'IFNULL(CAST(x."{f}" AS INTEGER), {NULL})')
+        else:
+            exprs.append(str(NULL))
+    sql = f'SELECT {", ".join(exprs)} FROM "{table}" AS x'
+    if rt and "correlationId" in have:
+        # correlation ids are unique within a process only: the runtime call must be in the kernel's process
+        same = f" AND (r.globalTid >> {TID_BITS}) = (x.globalPid >> {TID_BITS})" if "globalPid" in have else ""
+        sql += f' LEFT JOIN "{RUNTIME_TABLE}" AS r ON r.correlationId = x.correlationId{same}'
+    return sql
+
+
+def _fetch(con: sqlite3.Connection, table: str, kind: int, rt: bool) -> np.ndarray:
+    """All rows of one activity table as an (n, len(FIELDS)) int64 array, fetched in chunks."""
+    if not {"start", "end"} <= _columns(con, table):
+        return np.empty((0, len(FIELDS)), dtype=np.int64)
+    cur = con.execute(_select(con, table, kind, rt))
+    chunks = []
+    while True:
+        batch = cur.fetchmany(CHUNK)
+        if not batch:
+            break
+        chunks.append(np.array(batch, dtype=np.int64))  # one C-level conversion per chunk
+    return np.concatenate(chunks) if chunks else np.empty((0, len(FIELDS)), dtype=np.int64)
+
+
+def _masked(col: np.ndarray) -> pd.arrays.IntegerArray:
+    return pd.arrays.IntegerArray(col.copy(), col == NULL)
+
+
+def _strings(con: sqlite3.Connection, ids: np.ndarray) -> dict[int, str]:
+    """``StringIds`` values of the distinct ids given (in batches under SQLite's parameter limit)."""
+    want = [int(i) for i in np.unique(ids) if i != NULL]
+    out: dict[int, str] = {}
+    for i in range(0, len(want), 900):
+        part = want[i:i + 900]
+        q = f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(part))})"
+        out.update((int(k), str(v)) for k, v in con.execute(q, part))
+    return out
+
+
+def _names(ids: np.ndarray, table: dict[int, str], fixed: np.ndarray) -> pd.arrays.StringArray:
+    """Names from ids by one take over the distinct values (rows share one str object per name)."""
+    uniq, inv = np.unique(ids, return_inverse=True)
+    vals = np.array([table.get(int(u)) for u in uniq] + [None], dtype=object)
+    obj = vals[inv.reshape(-1)]
+    mask = fixed != None  # noqa: E711 - elementwise on an object array
+    obj[mask] = fixed[mask]
+    return pd.arrays.StringArray(obj) if len(obj) else pd.array([], dtype="string")
+
+
+def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.DataFrame:
+    n = len(rows)
+    col = {f: rows[:, i] for i, f in enumerate(FIELDS)}
+    kind = col["_kind"]
+    start, end = col["start"], col["end"]
+    ok = (start != NULL) & (end != NULL) & (end >= start)
+    dur = np.where(ok, (end - start) * 1e-9, np.nan)
+    copy_kinds = _copy_labels(con, tables)
+    # memcpy/memset rows get their name from their kind, as `nsys stats` names them
+    fixed = np.full(n, None, dtype=object)
+    ck = col["copyKind"]
+    for k in np.unique(ck[kind == KIND_MEMCPY]):
+        label = copy_kinds.get(int(k), COPY_KINDS.get(int(k), f"kind {k}"))
+        fixed[(kind == KIND_MEMCPY) & (ck == k)] = f"[CUDA memcpy {label}]"
+    fixed[kind == KIND_MEMSET] = "[CUDA memset]"
+    strings = _strings(con, np.concatenate([col["demangledName"], col["shortName"], col["mangledName"]])) \
+        if "StringIds" in tables else {}
+    kinds = np.full(n, None, dtype=object)
+    for k in np.unique(ck[kind == KIND_MEMCPY]):
+        kinds[(kind == KIND_MEMCPY) & (ck == k)] = COPY_KINDS.get(int(k), f"kind {k}")
+    kinds[kind == KIND_MEMSET] = "memset"
+    cost = _costs(col, kinds)
+    cols: dict[str, Any] = {
+        "source_file": str(path), "format": "nsys-sqlite", "kernel_id": np.arange(n, dtype=np.int64),
+        "metric_set": "nsys timeline", "duration_s": dur, "replay_ok": True,
+        "duration_s_source": "nsys: CUPTI activity end - start",
+        **cost,
+        "l2_bytes_source": NO_BYTES, "l1_bytes_source": NO_BYTES,
+    }
+    frame = kernels_from_columns(cols, n)
+    frame["kernel_name"] = _names(col["demangledName"], strings, fixed)
+    frame["kernel_short_name"] = _names(col["shortName"], strings, fixed)
+    frame["mangled_name"] = _names(col["mangledName"], strings, np.full(n, None, dtype=object))
+    for axis in "xyz":
+        frame[f"grid_{axis}"] = _masked(col[f"grid{axis.upper()}"])
+        frame[f"block_{axis}"] = _masked(col[f"block{axis.upper()}"])
+    frame["copy_kind"] = pd.array(kinds, dtype="string")
+    for name, field in (("start_ns", "start"), ("device_id", "deviceId"), ("stream_id", "streamId"),
+                        ("correlation_id", "correlationId"), ("registers_per_thread", "registersPerThread"),
+                        ("graph_id", "graphId"), ("graph_node_id", "graphNodeId")):
+        frame[name] = _masked(col[field])
+    shm = col["staticSharedMemory"], col["dynamicSharedMemory"]
+    frame["shared_memory_bytes"] = pd.arrays.IntegerArray(np.where(shm[0] == NULL, 0, shm[0]) +
+                                                          np.where(shm[1] == NULL, 0, shm[1]),
+                                                          (shm[0] == NULL) & (shm[1] == NULL))
+    frame["attribution"] = pd.array(np.where(col["_rt_tid"] != NULL, "runtime launch (correlationId)",
+                                             "orphan: no runtime API call with its correlationId in the export"),
+                                    dtype="string")
+    _processes(frame, con, tables, col["globalPid"])
+    flags = np.where(ok, None, "no valid start/end in the export")
+    frame["flags"] = pd.array(flags, dtype="string")
+    _devices(frame, con, tables, col["deviceId"])
+    return frame
+
+
+def _copy_labels(con: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
+    if "ENUM_CUDA_MEMCPY_OPER" not in tables:
+        return {}
+    return {int(i): str(lbl) for i, lbl in con.execute("SELECT id, label FROM ENUM_CUDA_MEMCPY_OPER")}
+
+
+def _costs(col: dict[str, np.ndarray], kinds: np.ndarray) -> dict[str, Any]:
+    """FLOP and DRAM columns: unavailable for kernels; for copies, bytes by where they move."""
+    n = len(kinds)
+    is_copy = kinds != None  # noqa: E711
+    flop = np.where(is_copy, 0.0, np.nan)
+    flop_src = np.where(is_copy, COPY_NOTE, NO_FLOPS).astype(object)
+    nbytes = col["bytes"].astype(np.float64)
+    nbytes[col["bytes"] == NULL] = np.nan
+    dram = np.full(n, np.nan)
+    dram_src = np.full(n, NO_BYTES, dtype=object)
+    on_dev = np.isin(kinds.astype(str), list(ON_DEVICE_COPIES))
+    dram[on_dev] = 2 * nbytes[on_dev]
+    dram_src[on_dev] = "nsys memcpy bytes × 2 (a device-to-device copy reads and writes device memory)"
+    memset = kinds == "memset"
+    dev_set = memset & ((col["memKind"] == MEMKIND_DEVICE) | (col["memKind"] == NULL))
+    dram[dev_set] = nbytes[dev_set]
+    dram_src[dev_set] = "nsys memset bytes (written once to device memory)"
+    dram_src[memset & ~dev_set] = f"{UNAVAILABLE}: memset of host or managed memory, not device DRAM"
+    link = is_copy & ~on_dev & ~memset
+    for k in np.unique(kinds[link].astype(str)):
+        dram_src[link & (kinds == k)] = LINK.format(kind=k)
+    peer = on_dev & (col["srcDeviceId"] != NULL) & (col["dstDeviceId"] != NULL) & \
+        (col["srcDeviceId"] != col["dstDeviceId"])
+    dram[peer] = np.nan
+    dram_src[peer] = LINK.format(kind="device-to-device between two GPUs")
+    no_bytes = is_copy & np.isnan(nbytes)
+    dram[no_bytes] = np.nan
+    dram_src[no_bytes] = f"{UNAVAILABLE}: the export has no bytes for this memcpy/memset"
+    out: dict[str, Any] = {"dram_bytes": dram, "dram_bytes_source": dram_src, "copy_bytes": nbytes}
+    for p in ("fp64", "fp32", "fp16", "tensor"):
+        out[f"flop_{p}"] = flop
+        out[source_column(f"flop_{p}")] = flop_src
+    return out
+
+
+def _processes(frame: pd.DataFrame, con: sqlite3.Connection, tables: set[str], gpid: np.ndarray) -> None:
+    names: dict[int, str] = {}
+    if "PROCESSES" in tables and {"globalPid", "pid", "name"} <= _columns(con, "PROCESSES"):
+        names = {int(g): f"{nm} (pid {p})" for g, p, nm in con.execute("SELECT globalPid, pid, name FROM PROCESSES")
+                 if g is not None}
+    uniq, inv = np.unique(gpid, return_inverse=True)
+    labels = np.array([names.get(int(g), f"pid {(int(g) >> TID_BITS) & 0xFFFFFF}") if g != NULL else None
+                       for g in uniq] + [None], dtype=object)
+    frame["process"] = pd.array(labels[inv.reshape(-1)], dtype="string")
+
+
+def _gpus(con: sqlite3.Connection, tables: set[str]) -> dict[int, tuple[Any, ...]]:
+    """TARGET_INFO_GPU by device id: (name, SMs, compute capability, clock Hz, memory bandwidth B/s)."""
+    if "TARGET_INFO_GPU" not in tables:
+        return {}
+    have = _columns(con, "TARGET_INFO_GPU")
+    want = ("id", "name", "smCount", "computeMajor", "computeMinor", "clockRate", "memoryBandwidth")
+    sel = ", ".join(c if c in have else "NULL" for c in want)
+    out: dict[int, tuple[Any, ...]] = {}
+    for i, name, sms, major, minor, clock, bw in con.execute(f"SELECT {sel} FROM TARGET_INFO_GPU"):
+        if i is None:
+            continue
+        cc = f"{major}.{minor}" if major is not None and minor is not None else None
+        out.setdefault(int(i), (name, sms, cc, clock, bw))  # several VMs may list a device: the first wins
+    return out
+
+
+def _devices(frame: pd.DataFrame, con: sqlite3.Connection, tables: set[str], dev: np.ndarray) -> None:
+    """Device columns from TARGET_INFO_GPU; its memoryBandwidth is the DRAM roof (device property)."""
+    from roofline.hardware.specs import fill_spec_peaks
+
+    gpus = _gpus(con, tables)
+    n = len(frame)
+    name = np.full(n, None, dtype=object)
+    cc = np.full(n, None, dtype=object)
+    sms = np.full(n, NULL, dtype=np.int64)
+    clock = np.full(n, np.nan)
+    bw = np.full(n, np.nan)
+    for d, (nm, sm, c, clk, b) in gpus.items():
+        on = dev == d
+        name[on], cc[on] = nm, c
+        if sm is not None:
+            sms[on] = int(sm)
+        if clk:
+            clock[on] = float(clk)
+        if b:
+            bw[on] = float(b)
+    frame["device_name"] = pd.array(name, dtype="string")
+    frame["compute_capability"] = pd.array(cc, dtype="string")
+    frame["sm_count"] = _masked(sms)
+    frame["sm_boost_clock_hz"] = clock  # CUDA's clockRate is the max clock; the clock during a launch is unknown
+    frame["peak_dram_bytes_per_s"] = bw
+    src = np.where(np.isfinite(bw), np.char.add("nsys TARGET_INFO_GPU memoryBandwidth (device property): ",
+                                                np.char.mod("%.4g TB/s", bw / 1e12)), None)
+    why = ("no TARGET_INFO_GPU row for this device in the export (trimmed export?); pass --peaks '<GPU>'"
+           if "TARGET_INFO_GPU" not in tables or not gpus else "no memoryBandwidth in TARGET_INFO_GPU")
+    src = np.where(np.isfinite(bw), src, f"{UNAVAILABLE}: {why}")
+    frame[source_column("peak_dram_bytes_per_s")] = pd.array(src.astype(object), dtype="string")
+    filled = fill_spec_peaks(frame)  # compute (and L1) peaks from the spec table, by the device's name
+    for c in filled.columns:
+        if c.startswith("peak_"):
+            frame[c] = filled[c]
+    l2 = source_column("peak_l2_bytes_per_s")
+    frame[l2] = frame[l2].fillna(f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters")
+    if not gpus:
+        for c in [c for c in frame.columns if c.startswith("peak_") and not c.endswith("_source")]:
+            frame[source_column(c)] = frame[source_column(c)].fillna(f"{UNAVAILABLE}: {why}")
+
+
+# ----------------------------------------------------------------------------------------------
+# NVTX: ranges on the launching thread that enclose the runtime call
+
+
+def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.arrays.StringArray | None:
+    have = _columns(con, "NVTX_EVENTS")
+    if not {"start", "eventType", "globalTid"} <= have:
+        return None
+    tid, t = rows[:, F["_rt_tid"]], rows[:, F["_rt_start"]]
+    launched = np.unique(tid[tid != NULL])
+    if not len(launched):
+        return None
+    text = "n.text" if "text" in have else "NULL"
+    if "textId" in have and "StringIds" in tables:
+        text = f"COALESCE({text}, (SELECT value FROM StringIds s WHERE s.id = n.textId))"
+    end = "IFNULL(n.end, 9223372036854775807)" if "end" in have else "9223372036854775807"
+    dom = "IFNULL(n.domainId, 0)" if "domainId" in have else "0"
+    domains: dict[int, str] = {}
+    if "domainId" in have and "text" in have:
+        domains = {int(d): str(x) for d, x in con.execute(
+            f"SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = {DOMAIN_CREATE} AND text IS NOT NULL")}
+    per_tid: dict[int, list[tuple[int, int, int, str]]] = defaultdict(list)
+    wanted = set(int(x) for x in launched)
+    q = (f"SELECT n.globalTid, n.start, {end}, {dom}, {text} FROM NVTX_EVENTS n "
+         f"WHERE n.eventType IN ({PUSHPOP}, {STARTEND}) AND n.start IS NOT NULL ORDER BY n.globalTid, n.start")
+    cur = con.execute(q)
+    while True:
+        batch = cur.fetchmany(CHUNK)
+        if not batch:
+            break
+        for g, s, e, d, x in batch:
+            if g in wanted:
+                per_tid[g].append((s, e, d, x if x is not None else "(unnamed)"))
+    if not per_tid:
+        return None
+    out = np.full(len(rows), None, dtype=object)
+    labels: dict[tuple[Any, ...], str] = {}
+    for g, ranges in per_tid.items():
+        idx = np.nonzero(tid == g)[0]
+        idx = idx[np.argsort(t[idx], kind="stable")]
+        active: list[tuple[int, int, int, str]] = []
+        j = 0
+        for i in idx:
+            ti = t[i]
+            while j < len(ranges) and ranges[j][0] <= ti:
+                active.append(ranges[j])
+                j += 1
+            if active and any(r[1] < ti for r in active):
+                active = [r for r in active if r[1] >= ti]
+            if active:
+                key = tuple(active)
+                lab = labels.get(key)
+                if lab is None:
+                    lab = labels[key] = _label(active, domains)
+                out[i] = lab
+    return pd.arrays.StringArray(out)
+
+
+def _label(active: list[tuple[int, int, int, str]], domains: dict[int, str]) -> str:
+    """Outermost to innermost joined by '/', per domain; other domains prefixed 'domain:' and joined by ';'."""
+    by_dom: dict[int, list[str]] = {}
+    for _, _, d, x in active:  # active is in start order: outer ranges first
+        by_dom.setdefault(d, []).append(x)
+    parts = []
+    for d, names in by_dom.items():
+        path = "/".join(names)
+        parts.append(path if d == 0 else f"{domains.get(d, f'domain {d}')}:{path}")
+    return ";".join(parts)
