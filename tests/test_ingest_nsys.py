@@ -1,0 +1,179 @@
+"""Nsight Systems SQLite exports: the reader against `nsys stats` output and the raw tables."""
+
+from __future__ import annotations
+
+import csv
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nsys_synthetic import KERNELS, make_export
+from roofline.errors import CorruptReportError, FormatMismatchError, UnsupportedFormatError
+from roofline.ingest import nsys
+from roofline.ingest.registry import reader_for, sniff
+from conftest import shared
+
+CLOVER = "nsys/nsys2024.5_a100x2_cloverleaf-mpi-cuda.sqlite"
+STATS = "nsys/reference/nsys2024.5_a100x2_cloverleaf-mpi-cuda.nsys-stats-gpu-trace.csv"
+BEFORE = "nsys/nsys2026.2_h100x2_mfu-before.sqlite"
+
+
+@pytest.fixture(scope="module")
+def clover():
+    return nsys.read(shared(CLOVER))
+
+
+def _stats_rows(path: Path) -> list[tuple[str, str, int, int, str]]:
+    """(name, type, start ns, duration ns, stream) per GPU event of the `nsys stats` trace CSV (Enter/Leave pairs)."""
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    out = []
+    for r in rows:
+        if r["Event Type"] == "Enter":
+            start, end = int(r["Timestamp (ns)"]), int(r["_matching_timestamp"])
+            out.append((r["Name"], r["type"], start, end - start, r["streamId"]))
+    return sorted(out, key=lambda x: x[2])
+
+
+def test_cloverleaf_kernels_equal_nsys_stats(clover):
+    ref = [r for r in _stats_rows(shared(STATS)) if r[1] == "kernel"]
+    ours = clover[clover["copy_kind"].isna()]
+    assert len(ours) == len(ref) == 1312
+    assert ours["kernel_short_name"].tolist() == [r[0] for r in ref]
+    assert ours["start_ns"].tolist() == [r[2] for r in ref]
+    assert np.round(ours["duration_s"].to_numpy() * 1e9).astype(int).tolist() == [r[3] for r in ref]
+    assert ours["stream_id"].astype(str).tolist() == [r[4] for r in ref]
+    assert ours["start_ns"].is_monotonic_increasing
+
+
+def test_cloverleaf_copies_equal_nsys_stats(clover):
+    ref = [r for r in _stats_rows(shared(STATS)) if r[1] != "kernel"]
+    ours = clover[clover["copy_kind"].notna()]
+    assert len(ours) == len(ref) == 279
+    assert ours["start_ns"].tolist() == [r[2] for r in ref]
+    kinds = {"CUDA_MEMCPY_KIND_HTOD": "HtoD", "CUDA_MEMCPY_KIND_DTOH": "DtoH"}
+    assert ours["copy_kind"].tolist() == [kinds[r[1]] for r in ref]
+    htod = ours[ours["copy_kind"] == "HtoD"]
+    assert htod["copy_bytes"].sum() == 225065752  # sum(bytes) of the 254 HtoD copies (sqlite3 by hand)
+    assert htod["dram_bytes"].isna().all()  # a host-link copy has no DRAM roof
+    assert htod["dram_bytes_source"].str.contains("host/peer link").all()
+
+
+def test_cloverleaf_launch_config_equals_kernel_table(clover):
+    """Grid, block, registers, names: the raw table (the `nsys stats` CSV has no launch configuration)."""
+    con = sqlite3.connect(f"file:{shared(CLOVER)}?mode=ro", uri=True)
+    raw = con.execute("SELECT k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ, k.registersPerThread, "
+                      "k.staticSharedMemory + k.dynamicSharedMemory, d.value, m.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                      "JOIN StringIds d ON d.id = k.demangledName JOIN StringIds m ON m.id = k.mangledName "
+                      "ORDER BY k.start").fetchall()
+    ours = clover[clover["copy_kind"].isna()]
+    cols = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
+            "shared_memory_bytes", "kernel_name", "mangled_name"]
+    assert [tuple(r) for r in ours[cols].astype(object).itertuples(index=False)] == raw
+
+
+def test_cloverleaf_device_and_peaks(clover):
+    row = clover.iloc[0]
+    assert row["device_name"] == "NVIDIA A100-SXM4-80GB" and row["sm_count"] == 108
+    assert row["compute_capability"] == "8.0" and row["sm_boost_clock_hz"] == 1.41e9
+    assert row["peak_dram_bytes_per_s"] == 2039040000000.0
+    assert "TARGET_INFO_GPU memoryBandwidth" in row["peak_dram_bytes_per_s_source"]
+    assert row["peak_flop_per_s_fp64"] == 9.7e12 and row["peak_flop_per_s_fp64_source"].startswith("spec: A100")
+    assert np.isnan(row["flop_fp32"]) and "--counters" in row["flop_fp32_source"]
+    assert row["process"] == "cuda-cloverleaf (pid 1701896)"
+    prov = clover.attrs["roofline.provenance"][0]
+    assert prov["export_schema"] == "3.13.2" and prov["kernels"] == 1312
+
+
+def test_h100_nvtx_attached_through_runtime_call():
+    """Each launch carries the push/pop ranges that enclose its runtime call on the launching thread."""
+    path = shared(BEFORE)
+    frame = nsys.read(path)
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    kernels = frame[frame["copy_kind"].isna()]
+    assert len(kernels) == 4010
+    assert frame["nvtx_range"].notna().sum() > 0.9 * len(frame)
+    for _, row in kernels.sample(25, random_state=0).iterrows():
+        tid, t = con.execute("SELECT r.globalTid, r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+                             "JOIN CUPTI_ACTIVITY_KIND_KERNEL k ON k.correlationId = r.correlationId "
+                             "AND k.globalPid = (r.globalTid >> 24) << 24 WHERE k.start = ? AND k.deviceId = ?",
+                             (int(row["start_ns"]), int(row["device_id"]))).fetchone()
+        names = [x for (x,) in con.execute("SELECT text FROM NVTX_EVENTS WHERE eventType = 59 AND globalTid = ? "
+                                           "AND start <= ? AND end >= ? ORDER BY start", (tid, t, t))]
+        assert row["nvtx_range"] == ("/".join(names) if names else None)
+    # the trimmed export has no TARGET_INFO_GPU: peaks say so instead of guessing the GPU
+    assert frame["device_name"].isna().all()
+    assert frame["peak_dram_bytes_per_s_source"].str.contains("--peaks").all()
+    dtod = frame[frame["copy_kind"] == "DtoD"]
+    assert (dtod["dram_bytes"] == 2 * dtod["copy_bytes"]).all()
+    assert set(frame["process"].dropna()) == {"python3 (pid 144)", "python3 (pid 145)"}
+
+
+def test_synthetic_old_schema(tmp_path):
+    frame = nsys.read(make_export(tmp_path / "old.sqlite", old=True))
+    assert len(frame) == 6 and frame.attrs["roofline.provenance"][0]["export_schema"] == "3.4.1"
+    k = frame[frame["copy_kind"].isna()]
+    assert k["kernel_name"].tolist() == [KERNELS[0]] * 4 and k["mangled_name"].isna().all()
+    assert k["graph_id"].isna().all() and k["shared_memory_bytes"].tolist() == [1024] * 4
+    assert k["duration_s"].tolist() == pytest.approx([100e-9, 101e-9, 102e-9, 103e-9])
+    # launch 1 (CPU call at 1000): train/step in the default domain, io in domain 7 (named)
+    assert k["nvtx_range"].tolist() == ["train", "train/step;mydomain:io", "train", "train"]
+    copies = frame[frame["copy_kind"].notna()]
+    assert copies["copy_kind"].tolist() == ["DtoD", "HtoD"]
+    assert copies["dram_bytes"].tolist()[0] == 8192 and np.isnan(copies["dram_bytes"].tolist()[1])
+    assert copies["attribution"].str.startswith("orphan").tolist() == [True, True]
+    assert frame["peak_dram_bytes_per_s"].iloc[0] == 3352320000000
+    assert frame["peak_flop_per_s_fp32_source"].iloc[0].startswith("spec: H100 SXM")
+
+
+def test_synthetic_new_schema_graph_and_mangled(tmp_path):
+    frame = nsys.read(make_export(tmp_path / "new.sqlite", nvtx=False, gpu_info=False))
+    k = frame[frame["copy_kind"].isna()]
+    assert k["mangled_name"].tolist() == [KERNELS[2]] * 4 and k["graph_node_id"].tolist() == [9] * 4 and k["graph_id"].tolist() == [2] * 4
+    assert frame["nvtx_range"].isna().all() and frame["process"].iloc[0] == "train.py (pid 4242)"
+    assert sniff(tmp_path / "new.sqlite") == "nsys-sqlite"
+
+
+def test_not_an_nsys_export(tmp_path):
+    p = tmp_path / "other.sqlite"
+    con = sqlite3.connect(p)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    with pytest.raises(FormatMismatchError, match="not an Nsight Systems export"):
+        sniff(p)
+    with pytest.raises(FormatMismatchError):
+        nsys.read(p)
+    damaged = tmp_path / "damaged.sqlite"
+    damaged.write_bytes(nsys.MAGIC + b"\0" * 200)
+    with pytest.raises(CorruptReportError, match="damaged.sqlite"):
+        nsys.read(damaged)
+
+
+def test_nsys_rep_without_nsys_names_the_command(tmp_path, monkeypatch):
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"\x00binary report")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert sniff(rep) == "nsys-rep"
+    with pytest.raises(UnsupportedFormatError, match="nsys export --type sqlite --output .*run.sqlite .*run.nsys-rep"):
+        reader_for(rep).read(rep)
+
+
+def test_nsys_rep_exported_with_nsys_on_path(tmp_path, monkeypatch):
+    """The export step runs whatever `nsys` is on PATH; here a script that writes a synthetic export."""
+    import sys
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    script = bindir / "nsys"
+    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+                      "from pathlib import Path\nfrom nsys_synthetic import make_export\n"
+                      "a = sys.argv\nmake_export(Path(a[a.index('--output') + 1]))\n")
+    script.chmod(0o755)
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"\x00binary report")
+    monkeypatch.setenv("PATH", str(bindir))
+    frame = nsys.read(rep)
+    assert len(frame) == 6 and (frame["source_file"] == str(rep)).all()
