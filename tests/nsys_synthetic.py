@@ -76,3 +76,31 @@ def make_export(path: Path, n_kernels: int = 4, old: bool = False, nvtx: bool = 
     con.commit()
     con.close()
     return path
+
+
+def export_of_launches(path: Path, launches: list[tuple[str, str, str, tuple[int, ...], int]],
+                       device: str | None = None) -> Path:
+    """An export whose kernels are ``launches``: (demangled, short, mangled, grid + block (6 ints), duration ns),
+    one after another on stream 7 of process 4242 (device 0 named ``device`` in TARGET_INFO_GPU if given)."""
+    make_export(path, n_kernels=0, nvtx=False, gpu_info=False)
+    con = sqlite3.connect(path)
+    names = sorted({n for launch in launches for n in launch[:3]})
+    ids = {n: 100 + i for i, n in enumerate(names)}
+    con.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, n) for n, i in ids.items()])
+    t = 0
+    rows, calls = [], []
+    for i, (dem, short, mangled, dims, dur) in enumerate(launches):
+        rows.append([t + 500, t + 500 + dur, 0, 1, 7, i + 1, GPID, ids[dem], ids[short], *dims, 32, 0, 0,
+                     ids[mangled], None, None])
+        calls.append((t, t + 50, TID, i + 1))
+        t += 1000 + dur
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?" + ",?" * 20 + ")", rows)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 0, ?, ?, 4, 0)", calls)
+    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY")
+    if device:
+        con.execute("CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, smCount INTEGER, clockRate INTEGER, "
+                    "memoryBandwidth INTEGER, computeMajor INTEGER, computeMinor INTEGER)")
+        con.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, ?, NULL, NULL, NULL, NULL, NULL)", (device,))
+    con.commit()
+    con.close()
+    return path

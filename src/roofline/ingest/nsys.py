@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError, UnsupportedFormatError
 from roofline.ingest.common import check_exists, head, provenance_record
@@ -217,14 +218,19 @@ def _strings(con: sqlite3.Connection, ids: np.ndarray) -> dict[int, str]:
     return out
 
 
-def _names(ids: np.ndarray, table: dict[int, str], fixed: np.ndarray) -> pd.arrays.StringArray:
-    """Names from ids by one take over the distinct values (rows share one str object per name)."""
-    uniq, inv = np.unique(ids, return_inverse=True)
-    vals = np.array([table.get(int(u)) for u in uniq] + [None], dtype=object)
-    obj = vals[inv.reshape(-1)]
-    mask = fixed != None  # noqa: E711 - elementwise on an object array
-    obj[mask] = fixed[mask]
-    return pd.arrays.StringArray(obj) if len(obj) else pd.array([], dtype="string")
+def _names(ids: np.ndarray, table: dict[int, str], fixed: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """Names from ids by one Arrow take over the distinct values (no Python object per row)."""
+    codes = np.where(fixed != None, -1, ids)  # noqa: E711 - elementwise on an object array
+    uniq, inv = np.unique(codes, return_inverse=True)
+    vals = [table.get(int(u)) for u in uniq]
+    fixed_vals, fixed_inv = np.unique(fixed[fixed != None].astype(str), return_inverse=True)  # noqa: E711
+    inv = inv.reshape(-1).astype(np.int64)
+    inv[fixed != None] = len(vals) + fixed_inv.reshape(-1)  # noqa: E711
+    return _take(vals + fixed_vals.tolist(), inv)
+
+
+def _take(values: list[Any], idx: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    return pd.array(pa.array(values, pa.string()).take(pa.array(idx)), dtype="string")
 
 
 def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.DataFrame:
@@ -396,7 +402,7 @@ def _devices(frame: pd.DataFrame, con: sqlite3.Connection, tables: set[str], dev
 # NVTX: ranges on the launching thread that enclose the runtime call
 
 
-def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.arrays.StringArray | None:
+def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.api.extensions.ExtensionArray | None:
     have = _columns(con, "NVTX_EVENTS")
     if not {"start", "eventType", "globalTid"} <= have:
         return None
@@ -427,8 +433,9 @@ def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.arr
                 per_tid[g].append((s, e, d, x if x is not None else "(unnamed)"))
     if not per_tid:
         return None
-    out = np.full(len(rows), None, dtype=object)
-    labels: dict[tuple[Any, ...], str] = {}
+    out = np.zeros(len(rows), dtype=np.int64)  # index into ``names``; 0 is no range
+    names: list[str | None] = [None]
+    labels: dict[tuple[Any, ...], int] = {}
     for g, ranges in per_tid.items():
         idx = np.nonzero(tid == g)[0]
         idx = idx[np.argsort(t[idx], kind="stable")]
@@ -445,9 +452,10 @@ def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.arr
                 key = tuple(active)
                 lab = labels.get(key)
                 if lab is None:
-                    lab = labels[key] = _label(active, domains)
+                    lab = labels[key] = len(names)
+                    names.append(_label(active, domains))
                 out[i] = lab
-    return pd.arrays.StringArray(out)
+    return _take(names, out)
 
 
 def _label(active: list[tuple[int, int, int, str]], domains: dict[int, str]) -> str:

@@ -1,0 +1,173 @@
+"""Hardware counters carried onto a timeline: whole-run rooflines from a timeline plus a few replays.
+
+A timeline (an Nsight Systems export, a Kineto trace, an ncu report with few metrics) has every
+launch's time but no FLOPs; an Nsight Compute report has counters for a few sampled launches.
+:func:`join_counters` gives every timeline launch the mean per-launch counters of the sampled
+launches of the same kernel, matched in tiers, first hit wins:
+
+1. ``exact: mangled name, grid, block`` / ``exact: name, grid, block`` (demangled name);
+2. ``name only: ...`` (flagged): same mangled, then demangled name, another launch configuration;
+3. ``short name only`` (flagged): same function base name, other template arguments or signature.
+
+A row says how it matched (``match_method``), from how many sampled launches (``counter_samples``)
+and how much they differ (``counter_spread``: std/mean of their FLOPs, else of their DRAM bytes).
+Counts per launch, not rates, are carried: a launch's FLOPs and bytes do not depend on how long it
+took, its time stays the timeline's. Kernels with no counterpart keep their time and say so;
+:func:`unmatched_summary` gives their share of the time. memcpy/memset rows keep their own bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from roofline.schema import FLOP_COLUMNS, UNAVAILABLE, source_column
+
+LEVEL_COLUMNS = ("dram_bytes", "l2_bytes", "l1_bytes")
+CARRIED = (*FLOP_COLUMNS, *LEVEL_COLUMNS)
+#: peaks taken from the counters report where the timeline has none (same GPU only): an L2 roof must
+#: be of the same definition as the L2 bytes carried, and only the ncu report knows it
+CARRIED_PEAKS = ("peak_l2_bytes_per_s", "peak_l1_bytes_per_s")
+GRID = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+#: (match_method, key columns, flagged)
+TIERS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
+    ("exact: mangled name, grid, block", ("mangled_name", *GRID), False),
+    ("exact: name, grid, block", ("kernel_name", *GRID), False),
+    ("name only: mangled name (launch configuration differs)", ("mangled_name",), True),
+    ("name only: name (launch configuration differs)", ("kernel_name",), True),
+    ("short name only: function base name (template arguments or signature differ)", ("kernel_short_name",), True),
+)
+UNMATCHED = "unmatched: no launch of this kernel in the counters report(s)"
+NOT_A_KERNEL = "not a kernel: memcpy/memset keep their own bytes"
+
+
+def join_counters(timeline: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFrame:
+    """The timeline with per-launch counters of ``counters`` carried onto each of its kernel launches."""
+    out = timeline.reset_index(drop=True)  # labels are positions from here on
+    n = len(out)
+    method = np.full(n, None, dtype=object)
+    samples = np.full(n, -1, dtype=np.int64)
+    spread = np.full(n, np.nan)
+    is_copy = out["copy_kind"].notna().to_numpy() if "copy_kind" in out else np.zeros(n, dtype=bool)
+    method[is_copy] = NOT_A_KERNEL
+    values = {c: out[c].to_numpy(dtype="float64", na_value=np.nan, copy=True) for c in CARRIED}
+    sources = {c: out[source_column(c)].to_numpy(dtype=object, na_value=None, copy=True) for c in CARRIED}
+    todo = ~is_copy
+    counters = counters[counters["copy_kind"].isna()] if "copy_kind" in counters else counters
+    for name, keys, flagged in TIERS:
+        if not todo.any() or counters.empty:
+            break
+        groups = _groups(counters, keys)
+        if groups.empty:
+            continue
+        left = out.loc[todo, list(keys)].dropna()
+        if left.empty:
+            continue
+        left = left.assign(_row=left.index.to_numpy())
+        hit = left.merge(groups, on=list(keys), how="inner")
+        if hit.empty:
+            continue
+        rows = hit["_row"].to_numpy()
+        for c in CARRIED:
+            values[c][rows] = hit[c].to_numpy(dtype="float64", na_value=np.nan)
+            sources[c][rows] = (f"counters ({name}): mean of " + hit["_n"].astype(str) + " sampled launch(es) of "
+                                + hit["_file"] + ": " + hit[source_column(c)].astype(str)).to_numpy(dtype=object)
+        method[rows] = name
+        samples[rows] = hit["_n"].to_numpy()
+        spread[rows] = hit["_spread"].to_numpy()
+        _carry_peaks(out, hit, rows)
+        if flagged:
+            _flag(out, rows, f"counters matched by {name.split(':')[0]}")
+        todo[rows] = False
+    method[todo] = UNMATCHED
+    for c in CARRIED:
+        missing = todo & np.isnan(values[c])
+        sources[c][missing] = f"{UNAVAILABLE}: {UNMATCHED}; {c} is not in the timeline"
+        out[c] = values[c]
+        out[source_column(c)] = pd.array(sources[c], dtype="string")
+    out["match_method"] = pd.array(method, dtype="string")
+    out["counter_samples"] = pd.arrays.IntegerArray(np.maximum(samples, 0), samples < 0)
+    out["counter_spread"] = spread
+    if "tensor_path" in counters and "tensor_path" in out:
+        out["tensor_path"] = out["tensor_path"].astype("string")
+    out.attrs = dict(timeline.attrs)
+    out.attrs["roofline.counters"] = sorted(set(counters["source_file"].dropna().astype(str)))
+    return out
+
+
+def _groups(counters: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
+    """Per key: mean of each carried count over the sampled launches, their number and spread."""
+    have = counters.dropna(subset=list(keys))
+    if have.empty:
+        return pd.DataFrame()
+    cols = list(keys) + list(CARRIED) + [source_column(c) for c in CARRIED] + \
+        [c for c in (*CARRIED_PEAKS, *(source_column(p) for p in CARRIED_PEAKS), "device_name", "source_file")
+         if c in have]
+    have = have[cols].copy()
+    flops = have[list(FLOP_COLUMNS)].sum(axis=1, min_count=1)
+    have["_basis"] = flops.where(flops.notna() & (flops != 0), have["dram_bytes"])
+    g = have.groupby(list(keys), sort=False, dropna=True)
+    agg = g[list(CARRIED) + [c for c in CARRIED_PEAKS if c in have]].mean()  # NaN-skipping mean
+    agg["_n"] = g.size()
+    std, mean = g["_basis"].std(ddof=0), g["_basis"].mean()
+    agg["_spread"] = (std / mean.where(mean != 0)).astype("float64")
+    firsts = g.first()  # first non-null source/file/device per key
+    for c in [source_column(c) for c in CARRIED] + [source_column(p) for p in CARRIED_PEAKS if p in have]:
+        agg[c] = firsts[c]
+    agg["_file"] = firsts["source_file"].astype(str) if "source_file" in firsts else "the counters report"
+    agg["_device"] = firsts["device_name"] if "device_name" in firsts else None
+    for c in [c for c in agg.columns if c.endswith("_source")]:
+        agg[c] = agg[c].astype(object).where(agg[c].notna(), f"{UNAVAILABLE} in the counters report")
+    return agg.reset_index()
+
+
+def _carry_peaks(out: pd.DataFrame, hit: pd.DataFrame, rows: np.ndarray) -> None:
+    """L2/L1 roofs from the counters report where the timeline has none and the GPU is the same."""
+    if "device_name" not in out:
+        return
+    dev = out["device_name"].to_numpy(dtype=object, na_value=None)[rows]
+    same = np.array([d is not None and d == h for d, h in zip(dev, hit["_device"].to_numpy(dtype=object))],
+                    dtype=bool)
+    for p in CARRIED_PEAKS:
+        if p not in hit or p not in out:
+            continue
+        cur = out[p].to_numpy(dtype="float64", na_value=np.nan, copy=True)
+        take = same & np.isnan(cur[rows]) & hit[p].notna().to_numpy()
+        if not take.any():
+            continue
+        src = out[source_column(p)].to_numpy(dtype=object, na_value=None, copy=True)
+        cur[rows[take]] = hit[p].to_numpy(dtype="float64")[take]
+        src[rows[take]] = ("from --counters " + hit["_file"].astype(str) + ": " +
+                           hit[source_column(p)].astype(str)).to_numpy(dtype=object)[take]
+        out[p] = cur
+        out[source_column(p)] = pd.array(src, dtype="string")
+
+
+def _flag(out: pd.DataFrame, rows: np.ndarray, note: str) -> None:
+    flags = out["flags"].to_numpy(dtype=object, na_value=None, copy=True) if "flags" in out \
+        else np.full(len(out), None, dtype=object)
+    flags[rows] = [note if f is None else f"{f}; {note}" for f in flags[rows]]
+    out["flags"] = pd.array(flags, dtype="string")
+
+
+def unmatched_summary(joined: pd.DataFrame) -> dict[str, Any]:
+    """Time share of the kernel launches that found no counters, and those kernels by time."""
+    kernels = joined[joined["match_method"] != NOT_A_KERNEL]
+    dur = kernels["duration_s"].astype("float64")
+    total = float(dur.sum())
+    lost = kernels["match_method"] == UNMATCHED
+    by = dur[lost].groupby(kernels.loc[lost, "kernel_name"].astype(str)).agg(["sum", "count"]) \
+        .sort_values("sum", ascending=False)
+    methods = kernels["match_method"].value_counts().to_dict()
+    return {
+        "kernel_time_s": total,
+        "unmatched_time_s": float(dur[lost].sum()),
+        "unmatched_time_share": float(dur[lost].sum()) / total if total else None,
+        "launches": int(len(kernels)),
+        "unmatched_launches": int(lost.sum()),
+        "by_method": {str(k): int(v) for k, v in methods.items()},
+        "unmatched_kernels": [{"kernel_name": k, "time_s": float(r["sum"]), "launches": int(r["count"])}
+                              for k, r in by.iterrows()],
+    }

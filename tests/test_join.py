@@ -1,0 +1,96 @@
+"""Counters of a few sampled launches carried onto every launch of a timeline (analysis/join.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import roofline
+from conftest import shared
+from nsys_synthetic import export_of_launches
+from roofline.analysis.join import NOT_A_KERNEL, UNMATCHED, join_counters, unmatched_summary
+
+TIMELINE = "ncu/sm86_a10g_gemm-variants_metrics-all-regex.ncu-rep"  # 12 launches, time only
+COUNTERS = "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"  # 4 SGEMMs with FLOPs and bytes
+
+
+@pytest.fixture(scope="module")
+def a10g():
+    timeline, counters = roofline.read(shared(TIMELINE)), roofline.read(shared(COUNTERS))
+    return timeline, counters, join_counters(timeline, counters)
+
+
+def test_a10g_gemms_carry_the_counters(a10g):
+    timeline, counters, joined = a10g
+    assert timeline["flop_fp32"].isna().all()  # the timeline report has no FLOP counters
+    got = joined[joined["flop_fp32"].notna()]
+    assert got["kernel_short_name"].tolist() == ["one_blocktiling", "two_blocktiling", "vectorized_blocktiling",
+                                                 "warptiling"]
+    # each is a 1024³ SGEMM: 2·1024³ FLOPs (the counters give rate × duration, so within 0.1%)
+    assert got["flop_fp32"].to_numpy() == pytest.approx(2 * 1024**3, rel=1e-3)
+    by_name = counters.set_index("kernel_short_name")
+    for _, row in got.iterrows():
+        src = by_name.loc[row["kernel_short_name"]]
+        assert row["flop_fp32"] == src["flop_fp32"] and row["dram_bytes"] == src["dram_bytes"]
+        assert row["l2_bytes"] == src["l2_bytes"] and row["counter_samples"] == 1
+        assert row["duration_s"] == timeline.loc[row.name, "duration_s"]  # time stays the timeline's
+    assert got["match_method"].tolist()[:3] == ["exact: mangled name, grid, block"] * 3
+    # warptiling was profiled with other template arguments and block (128 vs 256): flagged
+    warp = got.iloc[3]
+    assert warp["match_method"].startswith("short name only") and "short name" in warp["flags"]
+    assert warp["block_x"] == 256 and by_name.loc["warptiling", "block_x"] == 128
+
+
+def test_a10g_others_listed_with_their_time_share(a10g):
+    timeline, _, joined = a10g
+    lost = joined[joined["match_method"] == UNMATCHED]
+    assert len(lost) == 8 and lost["flop_fp32"].isna().all()
+    assert lost["flop_fp32_source"].str.startswith("unavailable").all()
+    s = unmatched_summary(joined)
+    total = sum(timeline["duration_s"])
+    assert s["unmatched_time_share"] == pytest.approx(sum(lost["duration_s"]) / total)
+    assert s["unmatched_launches"] == 8 and s["launches"] == 12
+    assert {k["kernel_name"] for k in s["unmatched_kernels"]} == set(lost["kernel_name"])
+    assert s["unmatched_kernels"][0]["kernel_name"].startswith("basic(")  # the longest first
+    result = roofline.analyze(joined)
+    assert result.loc[joined["flop_fp32"].notna(), "bound"].isin(["compute-bound", "latency-limited"]).all()
+
+
+def test_nsys_timeline_of_the_reports_own_launches(tmp_path):
+    """No nsys/ncu fixture pair shares kernels, so the timeline is an nsys export written from the
+    counters report's own launches: each 5 times with other durations, plus one kernel ncu did not see."""
+    counters = roofline.read(shared(COUNTERS))
+    launches = []
+    for rep in range(5):
+        for _, k in counters.iterrows():
+            dims = tuple(int(k[c]) for c in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"))
+            launches.append((k["kernel_name"], k["kernel_short_name"], k["mangled_name"], dims, 100_000 + 1000 * rep))
+    launches.append(("void other(float*)", "other", "_Z5otherPf", (1, 1, 1, 32, 1, 1), 50_000))
+    from roofline.ingest import nsys
+
+    timeline = nsys.read(export_of_launches(tmp_path / "run.sqlite", launches, device="NVIDIA A10G"))
+    joined = join_counters(timeline, counters)
+    assert (joined["match_method"][:20] == "exact: mangled name, grid, block").all()
+    assert joined["match_method"].iloc[20] == UNMATCHED
+    want = np.tile(counters["flop_fp32"].to_numpy(), 5)
+    assert joined["flop_fp32"][:20].tolist() == want.tolist()
+    assert (joined["counter_samples"][:20] == 1).all() and (joined["counter_spread"][:20] == 0).all()
+    # the L2 roof comes with the L2 bytes from the ncu report (same GPU); DRAM stays the timeline's
+    assert joined["peak_l2_bytes_per_s_source"][:20].str.startswith("from --counters").all()
+    s = unmatched_summary(joined)
+    assert s["unmatched_time_share"] == pytest.approx(50e-6 / (sum(d for *_, d in launches) * 1e-9))
+
+
+def test_means_over_samples_and_copies_untouched(tmp_path):
+    counters = roofline.read(shared(COUNTERS))
+    twice = counters.iloc[[0, 0]].copy()
+    twice["flop_fp32"] = [1e9, 3e9]
+    timeline = counters.iloc[[0]].copy()
+    timeline["flop_fp32"] = np.nan
+    joined = join_counters(timeline, twice)
+    assert joined["flop_fp32"].iloc[0] == 2e9 and joined["counter_samples"].iloc[0] == 2
+    assert joined["counter_spread"].iloc[0] == pytest.approx(0.5, rel=1e-3)  # std 1e9 over mean 2e9 (FLOPs sum)
+    assert "mean of 2 sampled" in joined["flop_fp32_source"].iloc[0]
+    copy = timeline.assign(copy_kind="DtoD", dram_bytes=8.0)
+    assert join_counters(copy, twice)["match_method"].iloc[0] == NOT_A_KERNEL
+    assert join_counters(copy, twice)["dram_bytes"].iloc[0] == 8.0
