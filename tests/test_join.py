@@ -94,3 +94,15 @@ def test_means_over_samples_and_copies_untouched(tmp_path):
     copy = timeline.assign(copy_kind="DtoD", dram_bytes=8.0)
     assert join_counters(copy, twice)["match_method"].iloc[0] == NOT_A_KERNEL
     assert join_counters(copy, twice)["dram_bytes"].iloc[0] == 8.0
+
+
+def test_cli_analyze_with_counters():
+    from click.testing import CliRunner
+
+    from roofline.cli import cli
+
+    res = CliRunner().invoke(cli, ["analyze", str(shared(TIMELINE)), "--counters", str(shared(COUNTERS)),
+                                   "--format", "csv"])
+    assert res.exit_code == 0, res.output
+    assert "counters: 4 of 12 kernel launches matched (3 exact, 1 short name only); 92.3% of kernel time" in res.stderr
+    assert "match_method" in res.stdout.splitlines()[0]
