@@ -20,7 +20,6 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError, UnsupportedFormatError
+from roofline.ingest import nsys_nvtx
 from roofline.ingest.common import check_exists, head, provenance_record
 from roofline.schema import UNAVAILABLE, kernels_from_columns, set_provenance, source_column
 
@@ -45,7 +45,6 @@ NULL = -(2**63)
 CHUNK = 65536
 #: globalTid / globalPid: (vm id << 56) | (pid << 24) | tid; the process is everything above the tid
 TID_BITS = 24
-PUSHPOP, STARTEND, DOMAIN_CREATE = 59, 60, 75
 #: fields of a launch, in the order of every query's columns
 FIELDS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "demangledName", "shortName",
           "mangledName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
@@ -145,10 +144,7 @@ def meta(con: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
 def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
     tables = _tables(con)
     info = meta(con, tables)
-    rt = RUNTIME_TABLE in tables and {"correlationId", "globalTid", "start"} <= _columns(con, RUNTIME_TABLE)
-    parts = [_fetch(con, t, k, rt) for t, k in ((KERNEL_TABLE, KIND_KERNEL), (MEMCPY_TABLE, KIND_MEMCPY),
-                                                  (MEMSET_TABLE, KIND_MEMSET)) if t in tables]
-    rows = np.concatenate(parts) if parts else np.empty((0, len(FIELDS)), dtype=np.int64)
+    rows = _fetch(path, con, tables)
     if not len(rows):
         raise NoKernelsError(path, "the nsys export has no kernel, memcpy or memset rows (CUDA trace off, "
                                    "or a trimmed export)")
@@ -167,39 +163,47 @@ def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
     return set_provenance(frame, [rec])
 
 
-def _select(con: sqlite3.Connection, table: str, kind: int, rt: bool) -> str:
+def _inner(con: sqlite3.Connection, table: str, kind: int) -> str | None:
+    """One activity table's rows in the layout of FIELDS (missing columns: the NULL sentinel)."""
     have = _columns(con, table)
+    if not {"start", "end"} <= have:
+        return None
     exprs = []
     for f in FIELDS:
-        if f == "_kind":
-            exprs.append(str(kind))
-        elif f == "_rt_tid":
-            exprs.append(f"IFNULL(r.globalTid, {NULL})" if rt else str(NULL))
-        elif f == "_rt_start":
-            exprs.append(f"IFNULL(r.start, {NULL})" if rt else str(NULL))
-        elif f in have:
-            exprs.append(f'IFNULL(CAST(x."{f}" AS INTEGER), {NULL})')
-        else:
-            exprs.append(str(NULL))
-    sql = f'SELECT {", ".join(exprs)} FROM "{table}" AS x'
-    if rt and "correlationId" in have:
-        # correlation ids are unique within a process only: the runtime call must be in the kernel's process
-        same = f" AND (r.globalTid >> {TID_BITS}) = (x.globalPid >> {TID_BITS})" if "globalPid" in have else ""
-        sql += f' LEFT JOIN "{RUNTIME_TABLE}" AS r ON r.correlationId = x.correlationId{same}'
-    return sql
+        if f in ("_rt_tid", "_rt_start"):
+            continue
+        value = str(kind) if f == "_kind" else f'IFNULL(x."{f}", {NULL})' if f in have else str(NULL)
+        exprs.append(f'{value} AS "f_{f}"')
+    return f'SELECT {", ".join(exprs)} FROM "{table}" AS x'
 
 
-def _fetch(con: sqlite3.Connection, table: str, kind: int, rt: bool) -> np.ndarray:
-    """All rows of one activity table as an (n, len(FIELDS)) int64 array, fetched in chunks."""
-    if not {"start", "end"} <= _columns(con, table):
+def _fetch(path: Path, con: sqlite3.Connection, tables: set[str]) -> np.ndarray:
+    """Every kernel, memcpy and memset row as an (n, len(FIELDS)) int64 array, fetched in chunks.
+
+    One statement over the three tables, so SQLite builds its index of the runtime calls once.
+    """
+    inner = [q for t, k in ((KERNEL_TABLE, KIND_KERNEL), (MEMCPY_TABLE, KIND_MEMCPY), (MEMSET_TABLE, KIND_MEMSET))
+             if t in tables and (q := _inner(con, t, k)) is not None]
+    if not inner:
         return np.empty((0, len(FIELDS)), dtype=np.int64)
-    cur = con.execute(_select(con, table, kind, rt))
+    rt = RUNTIME_TABLE in tables and {"correlationId", "globalTid", "start"} <= _columns(con, RUNTIME_TABLE)
+    cols = [(f"IFNULL(r.globalTid, {NULL})" if rt else str(NULL)) if f == "_rt_tid" else
+            (f"IFNULL(r.start, {NULL})" if rt else str(NULL)) if f == "_rt_start" else f'x."f_{f}"' for f in FIELDS]
+    sql = f"SELECT {', '.join(cols)} FROM ({' UNION ALL '.join(inner)}) AS x"
+    if rt:
+        # correlation ids are unique within a process only: the runtime call must be in the launch's process
+        sql += (f' LEFT JOIN "{RUNTIME_TABLE}" AS r ON r.correlationId = x.f_correlationId AND '
+                f"(x.f_globalPid = {NULL} OR (r.globalTid >> {TID_BITS}) = (x.f_globalPid >> {TID_BITS}))")
+    cur = con.execute(sql)
     chunks = []
     while True:
         batch = cur.fetchmany(CHUNK)
         if not batch:
             break
-        chunks.append(np.array(batch, dtype=np.int64))  # one C-level conversion per chunk
+        try:
+            chunks.append(np.array(batch, dtype=np.int64))  # one C-level conversion per chunk
+        except (TypeError, ValueError, OverflowError) as exc:  # text or floats where ids and ns belong
+            raise CorruptReportError(path, f"non-integer value in an activity table ({exc})") from None
     return np.concatenate(chunks) if chunks else np.empty((0, len(FIELDS)), dtype=np.int64)
 
 
@@ -398,73 +402,7 @@ def _devices(frame: pd.DataFrame, con: sqlite3.Connection, tables: set[str], dev
             frame[source_column(c)] = frame[source_column(c)].fillna(f"{UNAVAILABLE}: {why}")
 
 
-# ----------------------------------------------------------------------------------------------
-# NVTX: ranges on the launching thread that enclose the runtime call
-
-
 def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.api.extensions.ExtensionArray | None:
-    have = _columns(con, "NVTX_EVENTS")
-    if not {"start", "eventType", "globalTid"} <= have:
-        return None
-    tid, t = rows[:, F["_rt_tid"]], rows[:, F["_rt_start"]]
-    launched = np.unique(tid[tid != NULL])
-    if not len(launched):
-        return None
-    text = "n.text" if "text" in have else "NULL"
-    if "textId" in have and "StringIds" in tables:
-        text = f"COALESCE({text}, (SELECT value FROM StringIds s WHERE s.id = n.textId))"
-    end = "IFNULL(n.end, 9223372036854775807)" if "end" in have else "9223372036854775807"
-    dom = "IFNULL(n.domainId, 0)" if "domainId" in have else "0"
-    domains: dict[int, str] = {}
-    if "domainId" in have and "text" in have:
-        domains = {int(d): str(x) for d, x in con.execute(
-            f"SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = {DOMAIN_CREATE} AND text IS NOT NULL")}
-    per_tid: dict[int, list[tuple[int, int, int, str]]] = defaultdict(list)
-    wanted = set(int(x) for x in launched)
-    q = (f"SELECT n.globalTid, n.start, {end}, {dom}, {text} FROM NVTX_EVENTS n "
-         f"WHERE n.eventType IN ({PUSHPOP}, {STARTEND}) AND n.start IS NOT NULL ORDER BY n.globalTid, n.start")
-    cur = con.execute(q)
-    while True:
-        batch = cur.fetchmany(CHUNK)
-        if not batch:
-            break
-        for g, s, e, d, x in batch:
-            if g in wanted:
-                per_tid[g].append((s, e, d, x if x is not None else "(unnamed)"))
-    if not per_tid:
-        return None
-    out = np.zeros(len(rows), dtype=np.int64)  # index into ``names``; 0 is no range
-    names: list[str | None] = [None]
-    labels: dict[tuple[Any, ...], int] = {}
-    for g, ranges in per_tid.items():
-        idx = np.nonzero(tid == g)[0]
-        idx = idx[np.argsort(t[idx], kind="stable")]
-        active: list[tuple[int, int, int, str]] = []
-        j = 0
-        for i in idx:
-            ti = t[i]
-            while j < len(ranges) and ranges[j][0] <= ti:
-                active.append(ranges[j])
-                j += 1
-            if active and any(r[1] < ti for r in active):
-                active = [r for r in active if r[1] >= ti]
-            if active:
-                key = tuple(active)
-                lab = labels.get(key)
-                if lab is None:
-                    lab = labels[key] = len(names)
-                    names.append(_label(active, domains))
-                out[i] = lab
-    return _take(names, out)
-
-
-def _label(active: list[tuple[int, int, int, str]], domains: dict[int, str]) -> str:
-    """Outermost to innermost joined by '/', per domain; other domains prefixed 'domain:' and joined by ';'."""
-    by_dom: dict[int, list[str]] = {}
-    for _, _, d, x in active:  # active is in start order: outer ranges first
-        by_dom.setdefault(d, []).append(x)
-    parts = []
-    for d, names in by_dom.items():
-        path = "/".join(names)
-        parts.append(path if d == 0 else f"{domains.get(d, f'domain {d}')}:{path}")
-    return ";".join(parts)
+    found = nsys_nvtx.attach(con, _columns(con, "NVTX_EVENTS"), "StringIds" in tables, rows[:, F["_rt_tid"]],
+                             rows[:, F["_rt_start"]], NULL)
+    return None if found is None else _take(*found)
