@@ -385,8 +385,9 @@ def _devices(frame: pd.DataFrame, con: sqlite3.Connection, tables: set[str], dev
     frame["sm_count"] = _masked(sms)
     frame["sm_boost_clock_hz"] = clock  # CUDA's clockRate is the max clock; the clock during a launch is unknown
     frame["peak_dram_bytes_per_s"] = bw
-    src = np.where(np.isfinite(bw), np.char.add("nsys TARGET_INFO_GPU memoryBandwidth (device property): ",
-                                                np.char.mod("%.4g TB/s", bw / 1e12)), None)
+    notes = {b: f"nsys TARGET_INFO_GPU memoryBandwidth (device property): {b / 1e12:.4g} TB/s"
+             for b in np.unique(bw[np.isfinite(bw)]).tolist()}
+    src = np.array([notes.get(b) for b in bw.tolist()], dtype=object) if notes else np.full(n, None, dtype=object)
     why = ("no TARGET_INFO_GPU row for this device in the export (trimmed export?); pass --peaks '<GPU>'"
            if "TARGET_INFO_GPU" not in tables or not gpus else "no memoryBandwidth in TARGET_INFO_GPU")
     src = np.where(np.isfinite(bw), src, f"{UNAVAILABLE}: {why}")

@@ -118,12 +118,18 @@ def _pushpop(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) -> 
             break
         j[bad] = parent[j[bad]]
 
-    def decode(code: int) -> list[str]:
-        chain = []
-        while code >= 0:
-            chain.append(str(names[code]))
-            code = int(parent[code])
-        return chain[::-1]
+    memo: dict[int, list[str]] = {-1: []}
+    pl, nl = parent.tolist(), names.tolist()
+
+    def decode(code: int) -> list[str]:  # outer→inner names; shared prefixes are built once
+        todo = []
+        while code not in memo:
+            todo.append(code)
+            code = pl[code]
+        chain = memo[code]
+        for c in reversed(todo):
+            chain = memo[c] = chain + [str(nl[c])]
+        return chain
 
     return j, decode
 
