@@ -101,7 +101,7 @@ def _read_rep(path: Path) -> pd.DataFrame:
             why = (run.stderr or run.stdout).strip().splitlines()[-1:] or [f"exit {run.returncode}"]
             raise CorruptReportError(path, f"`{cmd}` failed: {why[0]}")
         frame = read(out)
-    frame["source_file"] = pd.array([str(path)] * len(frame), dtype="string")
+    frame["source_file"] = _const(str(path), len(frame))
     for rec in frame.attrs.get("roofline.provenance", []):
         rec.update(source_file=str(path), exported_with=f"{nsys} export --type sqlite")
     return frame
@@ -222,19 +222,47 @@ def _strings(con: sqlite3.Connection, ids: np.ndarray) -> dict[int, str]:
     return out
 
 
-def _names(ids: np.ndarray, table: dict[int, str], fixed: np.ndarray) -> pd.api.extensions.ExtensionArray:
-    """Names from ids by one Arrow take over the distinct values (no Python object per row)."""
-    codes = np.where(fixed != None, -1, ids)  # noqa: E711 - elementwise on an object array
-    uniq, inv = np.unique(codes, return_inverse=True)
-    vals = [table.get(int(u)) for u in uniq]
-    fixed_vals, fixed_inv = np.unique(fixed[fixed != None].astype(str), return_inverse=True)  # noqa: E711
-    inv = inv.reshape(-1).astype(np.int64)
-    inv[fixed != None] = len(vals) + fixed_inv.reshape(-1)  # noqa: E711
-    return _take(vals + fixed_vals.tolist(), inv)
+class _Labels:
+    """A string column as distinct labels and one int code per row (0: missing): built without a Python
+    object per row, turned into an Arrow string column by one ``take``."""
+
+    def __init__(self, n: int) -> None:
+        self.labels: list[str | None] = [None]
+        self.code = np.zeros(n, dtype=np.int64)
+        self._ids: dict[str, int] = {}
+
+    def set(self, mask: np.ndarray | slice, label: str | None) -> None:
+        if label is None:
+            self.code[mask] = 0
+            return
+        i = self._ids.get(label)
+        if i is None:
+            i = self._ids[label] = len(self.labels)
+            self.labels.append(label)
+        self.code[mask] = i
+
+    def array(self) -> pd.api.extensions.ExtensionArray:
+        return _take(self.labels, self.code)
+
+
+def _names(ids: np.ndarray, table: dict[int, str], fixed: _Labels | None = None) -> pd.api.extensions.ExtensionArray:
+    """Names from StringIds ids (rows with a ``fixed`` label take that instead), by one Arrow take."""
+    own = fixed.code > 0 if fixed is not None else np.zeros(len(ids), dtype=bool)
+    uniq, inv = np.unique(np.where(own, NULL, ids), return_inverse=True)
+    vals = [table.get(int(u)) for u in uniq.tolist()]
+    idx = inv.reshape(-1).astype(np.int64)
+    if fixed is not None:
+        idx[own] = len(vals) - 1 + fixed.code[own]
+        vals += fixed.labels[1:]
+    return _take(vals, idx)
 
 
 def _take(values: list[Any], idx: np.ndarray) -> pd.api.extensions.ExtensionArray:
     return pd.array(pa.array(values, pa.string()).take(pa.array(idx)), dtype="string")
+
+
+def _const(value: str, n: int) -> pd.api.extensions.ExtensionArray:
+    return _take([value], np.zeros(n, dtype=np.int64))
 
 
 def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.DataFrame:
@@ -244,36 +272,36 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
     start, end = col["start"], col["end"]
     ok = (start != NULL) & (end != NULL) & (end >= start)
     dur = np.where(ok, (end - start) * 1e-9, np.nan)
-    copy_kinds = _copy_labels(con, tables)
-    # memcpy/memset rows get their name from their kind, as `nsys stats` names them
-    fixed = np.full(n, None, dtype=object)
+    copy_labels = _copy_labels(con, tables)
+    # memcpy/memset rows are named after their kind, as `nsys stats` names them
+    names, kinds = _Labels(n), _Labels(n)
     ck = col["copyKind"]
-    for k in np.unique(ck[kind == KIND_MEMCPY]):
-        label = copy_kinds.get(int(k), COPY_KINDS.get(int(k), f"kind {k}"))
-        fixed[(kind == KIND_MEMCPY) & (ck == k)] = f"[CUDA memcpy {label}]"
-    fixed[kind == KIND_MEMSET] = "[CUDA memset]"
+    memcpy = kind == KIND_MEMCPY
+    for k in np.unique(ck[memcpy]).tolist():
+        on = memcpy & (ck == k)
+        names.set(on, f"[CUDA memcpy {copy_labels.get(k, COPY_KINDS.get(k, f'kind {k}'))}]")
+        kinds.set(on, COPY_KINDS.get(k, f"kind {k}"))
+    names.set(kind == KIND_MEMSET, "[CUDA memset]")
+    kinds.set(kind == KIND_MEMSET, "memset")
     strings = _strings(con, np.concatenate([col["demangledName"], col["shortName"], col["mangledName"]])) \
         if "StringIds" in tables else {}
-    kinds = np.full(n, None, dtype=object)
-    for k in np.unique(ck[kind == KIND_MEMCPY]):
-        kinds[(kind == KIND_MEMCPY) & (ck == k)] = COPY_KINDS.get(int(k), f"kind {k}")
-    kinds[kind == KIND_MEMSET] = "memset"
-    cost = _costs(col, kinds)
-    cols: dict[str, Any] = {
-        "source_file": str(path), "format": "nsys-sqlite", "kernel_id": np.arange(n, dtype=np.int64),
-        "metric_set": "nsys timeline", "duration_s": dur, "replay_ok": True,
-        "duration_s_source": "nsys: CUPTI activity end - start",
-        **cost,
-        "l2_bytes_source": NO_BYTES, "l1_bytes_source": NO_BYTES,
-    }
+    nums, texts = _costs(col, kinds)
+    cols: dict[str, Any] = {"kernel_id": np.arange(n, dtype=np.int64), "duration_s": dur, **nums}
     frame = kernels_from_columns(cols, n)
-    frame["kernel_name"] = _names(col["demangledName"], strings, fixed)
-    frame["kernel_short_name"] = _names(col["shortName"], strings, fixed)
-    frame["mangled_name"] = _names(col["mangledName"], strings, np.full(n, None, dtype=object))
+    for c, v in (("source_file", str(path)), ("format", "nsys-sqlite"), ("metric_set", "nsys timeline"),
+                 ("duration_s_source", "nsys: CUPTI activity end - start"), ("l2_bytes_source", NO_BYTES),
+                 ("l1_bytes_source", NO_BYTES)):
+        frame[c] = _const(v, n)
+    for c, lab in texts.items():
+        frame[c] = lab.array()
+    frame["replay_ok"] = pd.arrays.BooleanArray(np.ones(n, dtype=bool), np.zeros(n, dtype=bool))
+    frame["kernel_name"] = _names(col["demangledName"], strings, names)
+    frame["kernel_short_name"] = _names(col["shortName"], strings, names)
+    frame["mangled_name"] = _names(col["mangledName"], strings)
     for axis in "xyz":
         frame[f"grid_{axis}"] = _masked(col[f"grid{axis.upper()}"])
         frame[f"block_{axis}"] = _masked(col[f"block{axis.upper()}"])
-    frame["copy_kind"] = pd.array(kinds, dtype="string")
+    frame["copy_kind"] = kinds.array()
     for name, field in (("start_ns", "start"), ("device_id", "deviceId"), ("stream_id", "streamId"),
                         ("correlation_id", "correlationId"), ("registers_per_thread", "registersPerThread"),
                         ("graph_id", "graphId"), ("graph_node_id", "graphNodeId")):
@@ -282,12 +310,11 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
     frame["shared_memory_bytes"] = pd.arrays.IntegerArray(np.where(shm[0] == NULL, 0, shm[0]) +
                                                           np.where(shm[1] == NULL, 0, shm[1]),
                                                           (shm[0] == NULL) & (shm[1] == NULL))
-    frame["attribution"] = pd.array(np.where(col["_rt_tid"] != NULL, "runtime launch (correlationId)",
-                                             "orphan: no runtime API call with its correlationId in the export"),
-                                    dtype="string")
+    frame["attribution"] = _take(["runtime launch (correlationId)",
+                                  "orphan: no runtime API call with its correlationId in the export"],
+                                 (col["_rt_tid"] == NULL).astype(np.int64))
     _processes(frame, con, tables, col["globalPid"])
-    flags = np.where(ok, None, "no valid start/end in the export")
-    frame["flags"] = pd.array(flags, dtype="string")
+    frame["flags"] = _take([None, "no valid start/end in the export"], (~ok).astype(np.int64))
     _devices(frame, con, tables, col["deviceId"])
     return frame
 
@@ -298,50 +325,54 @@ def _copy_labels(con: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
     return {int(i): str(lbl) for i, lbl in con.execute("SELECT id, label FROM ENUM_CUDA_MEMCPY_OPER")}
 
 
-def _costs(col: dict[str, np.ndarray], kinds: np.ndarray) -> dict[str, Any]:
+def _costs(col: dict[str, np.ndarray], kinds: _Labels) -> tuple[dict[str, np.ndarray], dict[str, _Labels]]:
     """FLOP and DRAM columns: unavailable for kernels; for copies, bytes by where they move."""
-    n = len(kinds)
-    is_copy = kinds != None  # noqa: E711
+    n = len(kinds.code)
+    is_copy = kinds.code > 0
+    label = np.array(kinds.labels, dtype=object)[kinds.code]  # one reference per row, to the few labels
     flop = np.where(is_copy, 0.0, np.nan)
-    flop_src = np.where(is_copy, COPY_NOTE, NO_FLOPS).astype(object)
+    flop_src = _Labels(n)
+    flop_src.set(slice(None), NO_FLOPS)
+    flop_src.set(is_copy, COPY_NOTE)
     nbytes = col["bytes"].astype(np.float64)
     nbytes[col["bytes"] == NULL] = np.nan
     dram = np.full(n, np.nan)
-    dram_src = np.full(n, NO_BYTES, dtype=object)
-    on_dev = np.isin(kinds.astype(str), list(ON_DEVICE_COPIES))
+    dram_src = _Labels(n)
+    dram_src.set(slice(None), NO_BYTES)
+    on_dev = np.isin(label, list(ON_DEVICE_COPIES))
     dram[on_dev] = 2 * nbytes[on_dev]
-    dram_src[on_dev] = "nsys memcpy bytes × 2 (a device-to-device copy reads and writes device memory)"
-    memset = kinds == "memset"
+    dram_src.set(on_dev, "nsys memcpy bytes × 2 (a device-to-device copy reads and writes device memory)")
+    memset = label == "memset"
     dev_set = memset & ((col["memKind"] == MEMKIND_DEVICE) | (col["memKind"] == NULL))
     dram[dev_set] = nbytes[dev_set]
-    dram_src[dev_set] = "nsys memset bytes (written once to device memory)"
-    dram_src[memset & ~dev_set] = f"{UNAVAILABLE}: memset of host or managed memory, not device DRAM"
+    dram_src.set(dev_set, "nsys memset bytes (written once to device memory)")
+    dram_src.set(memset & ~dev_set, f"{UNAVAILABLE}: memset of host or managed memory, not device DRAM")
     link = is_copy & ~on_dev & ~memset
-    for k in np.unique(kinds[link].astype(str)):
-        dram_src[link & (kinds == k)] = LINK.format(kind=k)
+    for k in set(label[link].tolist()):
+        dram_src.set(link & (label == k), LINK.format(kind=k))
     peer = on_dev & (col["srcDeviceId"] != NULL) & (col["dstDeviceId"] != NULL) & \
         (col["srcDeviceId"] != col["dstDeviceId"])
     dram[peer] = np.nan
-    dram_src[peer] = LINK.format(kind="device-to-device between two GPUs")
+    dram_src.set(peer, LINK.format(kind="device-to-device between two GPUs"))
     no_bytes = is_copy & np.isnan(nbytes)
     dram[no_bytes] = np.nan
-    dram_src[no_bytes] = f"{UNAVAILABLE}: the export has no bytes for this memcpy/memset"
-    out: dict[str, Any] = {"dram_bytes": dram, "dram_bytes_source": dram_src, "copy_bytes": nbytes}
-    for p in ("fp64", "fp32", "fp16", "tensor"):
-        out[f"flop_{p}"] = flop
-        out[source_column(f"flop_{p}")] = flop_src
-    return out
+    dram_src.set(no_bytes, f"{UNAVAILABLE}: the export has no bytes for this memcpy/memset")
+    nums = {"dram_bytes": dram, "copy_bytes": nbytes, **{f"flop_{p}": flop for p in ("fp64", "fp32", "fp16", "tensor")}}
+    texts = {"dram_bytes_source": dram_src, **{source_column(f"flop_{p}"): flop_src
+                                                for p in ("fp64", "fp32", "fp16", "tensor")}}
+    return nums, texts
 
 
 def _processes(frame: pd.DataFrame, con: sqlite3.Connection, tables: set[str], gpid: np.ndarray) -> None:
-    names: dict[int, str] = {}
-    if "PROCESSES" in tables and {"globalPid", "pid", "name"} <= _columns(con, "PROCESSES"):
-        names = {int(g): f"{nm} (pid {p})" for g, p, nm in con.execute("SELECT globalPid, pid, name FROM PROCESSES")
-                 if g is not None}
     uniq, inv = np.unique(gpid, return_inverse=True)
-    labels = np.array([names.get(int(g), f"pid {(int(g) >> TID_BITS) & 0xFFFFFF}") if g != NULL else None
-                       for g in uniq] + [None], dtype=object)
-    frame["process"] = pd.array(labels[inv.reshape(-1)], dtype="string")
+    present = [int(g) for g in uniq.tolist() if g != NULL]
+    names: dict[int, str] = {}
+    if present and "PROCESSES" in tables and {"globalPid", "pid", "name"} <= _columns(con, "PROCESSES"):
+        names = {int(g): f"{nm} (pid {p})" for g, p, nm in con.execute(
+            f"SELECT globalPid, pid, name FROM PROCESSES WHERE globalPid IN ({','.join(map(str, present))})")}
+    labels = [names.get(int(g), f"pid {(int(g) >> TID_BITS) & 0xFFFFFF}") if g != NULL else None
+              for g in uniq.tolist()]
+    frame["process"] = _take(labels, inv.reshape(-1))
 
 
 def _gpus(con: sqlite3.Connection, tables: set[str]) -> dict[int, tuple[Any, ...]]:
@@ -366,32 +397,31 @@ def _devices(frame: pd.DataFrame, con: sqlite3.Connection, tables: set[str], dev
 
     gpus = _gpus(con, tables)
     n = len(frame)
-    name = np.full(n, None, dtype=object)
-    cc = np.full(n, None, dtype=object)
+    name, cc, src = _Labels(n), _Labels(n), _Labels(n)
     sms = np.full(n, NULL, dtype=np.int64)
     clock = np.full(n, np.nan)
     bw = np.full(n, np.nan)
+    why = ("no TARGET_INFO_GPU row for this device in the export (trimmed export?); pass --peaks '<GPU>'"
+           if "TARGET_INFO_GPU" not in tables or not gpus else "no memoryBandwidth in TARGET_INFO_GPU")
+    src.set(slice(None), f"{UNAVAILABLE}: {why}")
     for d, (nm, sm, c, clk, b) in gpus.items():
         on = dev == d
-        name[on], cc[on] = nm, c
+        name.set(on, None if nm is None else str(nm))
+        cc.set(on, c)
+        if b:
+            src.set(on, f"nsys TARGET_INFO_GPU memoryBandwidth (device property): {float(b) / 1e12:.4g} TB/s")
         if sm is not None:
             sms[on] = int(sm)
         if clk:
             clock[on] = float(clk)
         if b:
             bw[on] = float(b)
-    frame["device_name"] = pd.array(name, dtype="string")
-    frame["compute_capability"] = pd.array(cc, dtype="string")
+    frame["device_name"] = name.array()
+    frame["compute_capability"] = cc.array()
     frame["sm_count"] = _masked(sms)
     frame["sm_boost_clock_hz"] = clock  # CUDA's clockRate is the max clock; the clock during a launch is unknown
     frame["peak_dram_bytes_per_s"] = bw
-    notes = {b: f"nsys TARGET_INFO_GPU memoryBandwidth (device property): {b / 1e12:.4g} TB/s"
-             for b in np.unique(bw[np.isfinite(bw)]).tolist()}
-    src = np.array([notes.get(b) for b in bw.tolist()], dtype=object) if notes else np.full(n, None, dtype=object)
-    why = ("no TARGET_INFO_GPU row for this device in the export (trimmed export?); pass --peaks '<GPU>'"
-           if "TARGET_INFO_GPU" not in tables or not gpus else "no memoryBandwidth in TARGET_INFO_GPU")
-    src = np.where(np.isfinite(bw), src, f"{UNAVAILABLE}: {why}")
-    frame[source_column("peak_dram_bytes_per_s")] = pd.array(src.astype(object), dtype="string")
+    frame[source_column("peak_dram_bytes_per_s")] = src.array()
     filled = fill_spec_peaks(frame)  # compute (and L1) peaks from the spec table, by the device's name
     for c in filled.columns:
         if c.startswith("peak_"):

@@ -142,10 +142,13 @@ def _startend(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) ->
     for lo in range(0, len(t), step):
         tt = t[lo:lo + step, None]
         inside = (s[None, :] <= tt) & (e[None, :] >= tt)
-        for k, row in enumerate(inside):
-            if row.any():
-                key = tuple(np.flatnonzero(row).tolist())
-                code[lo + k] = sets.setdefault(key, len(sets) - 1)
+        hit = np.flatnonzero(inside.any(axis=1))
+        if not len(hit):
+            continue
+        uniq, inv = np.unique(np.packbits(inside[hit], axis=1), axis=0, return_inverse=True)
+        found = np.array([sets.setdefault(tuple(np.flatnonzero(np.unpackbits(u)[:len(s)]).tolist()), len(sets) - 1)
+                          for u in uniq], dtype=np.int64)
+        code[lo + hit] = found[inv.reshape(-1)]
     members = {v: k for k, v in sets.items()}
 
     def decode(c: int) -> list[str]:
