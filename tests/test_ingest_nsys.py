@@ -177,3 +177,14 @@ def test_nsys_rep_exported_with_nsys_on_path(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(bindir))
     frame = nsys.read(rep)
     assert len(frame) == 6 and (frame["source_file"] == str(rep)).all()
+
+
+def test_per_process_view():
+    import roofline
+    from roofline.analysis.aggregate import aggregate
+
+    frame = nsys.read(shared(BEFORE))
+    per = aggregate(roofline.analyze(frame, peaks="H100 SXM"), by="process")
+    assert sorted(per["process"]) == ["python3 (pid 144)", "python3 (pid 145)"]
+    assert per["kernel_count"].sum() == len(frame)
+    assert per["duration_s"].sum() == pytest.approx(frame["duration_s"].sum())

@@ -19,7 +19,8 @@ from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical
 from roofline.hardware.peaks import LEVELS
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, UNAVAILABLE, source_column
 
-GROUPINGS = {"program": "source_file", "nvtx": "nvtx_range", "kernel": "kernel_name"}
+GROUPINGS = {"program": "source_file", "nvtx": "nvtx_range", "kernel": "kernel_name",
+             "process": "process", "rank": "rank"}  # process: nsys timelines; rank: Kineto traces
 
 
 def aggregate(
