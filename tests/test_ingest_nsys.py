@@ -188,3 +188,19 @@ def test_per_process_view():
     assert sorted(per["process"]) == ["python3 (pid 144)", "python3 (pid 145)"]
     assert per["kernel_count"].sum() == len(frame)
     assert per["duration_s"].sum() == pytest.approx(frame["duration_s"].sum())
+
+
+def test_compare_before_after_pair():
+    """The H100 before/after exports are a ready compare case (time only: FLOPs need --counters)."""
+    import roofline
+    from roofline.analysis.compare import compare, program_change
+
+    before, after = (roofline.analyze(nsys.read(shared(f"nsys/nsys2026.2_h100x2_mfu-{w}.sqlite")), peaks="H100 SXM")
+                     for w in ("before", "after"))
+    change = program_change(compare(before, after))
+    for w, key in (("before", "time_base_s"), ("after", "time_cand_s")):
+        con = sqlite3.connect(f"file:{shared(f'nsys/nsys2026.2_h100x2_mfu-{w}.sqlite')}?mode=ro", uri=True)
+        ns = sum(con.execute(f"SELECT SUM(end - start) FROM {t}").fetchone()[0] for t in
+                 ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"))
+        assert change[key] == pytest.approx(ns * 1e-9)
+    assert change["matched"] == 4732 and change["time_change_pct"] == pytest.approx(-8.685, abs=1e-3)
