@@ -34,30 +34,43 @@ def attach(con: sqlite3.Connection, have: set[str], strings: bool, tid: np.ndarr
     if not len(launched):
         return None
     text = "n.text" if "text" in have else "NULL"
-    if "textId" in have and strings:
-        text = f"COALESCE({text}, (SELECT value FROM StringIds s WHERE s.id = n.textId))"
+    text_id = f"IFNULL(n.textId, {null})" if "textId" in have and strings else str(null)
     end = f"IFNULL(n.end, {OPEN})" if "end" in have else str(OPEN)
     dom = "IFNULL(n.domainId, 0)" if "domainId" in have else "0"
     tids = ",".join(str(int(x)) for x in launched)  # integers from the export: safe to inline
-    cur = con.execute(f"SELECT n.globalTid, {dom}, n.eventType, n.start, {end}, {text} FROM NVTX_EVENTS n "
-                      f"WHERE n.eventType IN ({PUSHPOP}, {STARTEND}) AND n.start IS NOT NULL "
-                      f"AND n.globalTid IN ({tids}) ORDER BY 1, 2, 3, 4")
-    nums, names = [], []
+    # no ORDER BY and no per-row StringIds subquery: NumPy sorts, registered strings are looked up once
+    cur = con.execute(f"SELECT n.globalTid, {dom}, n.eventType, n.start, {end}, {text_id}, {text} "
+                      f"FROM NVTX_EVENTS n WHERE n.eventType IN ({PUSHPOP}, {STARTEND}) AND n.start IS NOT NULL "
+                      f"AND n.globalTid IN ({tids})")
+    nums, texts = [], []
     while True:
         batch = cur.fetchmany(CHUNK)
         if not batch:
             break
         cols = list(zip(*batch))
-        nums.append(np.array(cols[:5], dtype=np.int64).T)
-        names.extend(x if x is not None else "(unnamed)" for x in cols[5])
+        nums.append(np.array(cols[:6], dtype=np.int64).T)
+        texts.extend(cols[6])
     if not nums:
         return None
     r = np.concatenate(nums)
+    names = np.array(texts, dtype=object)
+    unnamed = np.flatnonzero(np.equal(names, None))
+    if len(unnamed):
+        ids = r[unnamed, 5]
+        want = sorted({int(i) for i in ids.tolist() if i != null})
+        found: dict[int, str] = {}
+        for lo in range(0, len(want), 900):
+            part = want[lo:lo + 900]
+            found.update(con.execute(f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(part))})",
+                                     part).fetchall())
+        names[unnamed] = [found.get(int(i), "(unnamed)") for i in ids.tolist()]
+    order = np.lexsort((r[:, 3], r[:, 2], r[:, 1], r[:, 0]))
+    r, names = r[order, :5], names[order]
     domains: dict[int, str] = {}
     if "domainId" in have and "text" in have:
         domains = {int(d): str(x) for d, x in con.execute(
             f"SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = {DOMAIN_CREATE} AND text IS NOT NULL")}
-    return _label_launches(r, np.array(names, dtype=object), domains, tid, t)
+    return _label_launches(r, names, domains, tid, t)
 
 
 def _label_launches(r: np.ndarray, names: np.ndarray, domains: dict[int, str], tid: np.ndarray,
@@ -86,10 +99,16 @@ def _label_launches(r: np.ndarray, names: np.ndarray, domains: dict[int, str], t
             codes.append(code)
             decoders.append(dec)
             doms.append(d)
-        combos, inv = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
         base = len(labels)
-        for combo in combos:
-            labels.append(_label(combo, decoders, doms, domains))
+        if len(codes) == 1:  # one domain, one kind on this thread (the usual case): a path per range
+            uniq, inv = np.unique(codes[0], return_inverse=True)
+            dec, d = decoders[0], doms[0]
+            prefix = "" if d == 0 else f"{domains.get(d, f'domain {d}')}:"
+            labels.extend(prefix + dec(c) if c >= 0 else "" for c in uniq.tolist())
+            combos = uniq
+        else:
+            combos, inv = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+            labels.extend(_label(combo, decoders, doms, domains) for combo in combos.tolist())
         lab = np.array([i + base for i in range(len(combos))], dtype=np.int64)
         out[idx] = lab[inv.reshape(-1)]
     # combinations without any range were given labels too: map those to 0
@@ -118,18 +137,18 @@ def _pushpop(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) -> 
             break
         j[bad] = parent[j[bad]]
 
-    memo: dict[int, list[str]] = {-1: []}
+    memo: dict[int, str] = {}
     pl, nl = parent.tolist(), names.tolist()
 
-    def decode(code: int) -> list[str]:  # outer→inner names; shared prefixes are built once
+    def decode(code: int) -> str:  # "outer/.../inner"; each range's path is built once, from its parent's
         todo = []
-        while code not in memo:
+        while code >= 0 and code not in memo:
             todo.append(code)
             code = pl[code]
-        chain = memo[code]
+        path = memo.get(code, "")
         for c in reversed(todo):
-            chain = memo[c] = chain + [str(nl[c])]
-        return chain
+            path = memo[c] = f"{path}/{nl[c]}" if path else str(nl[c])
+        return path
 
     return j, decode
 
@@ -151,17 +170,17 @@ def _startend(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) ->
         code[lo + hit] = found[inv.reshape(-1)]
     members = {v: k for k, v in sets.items()}
 
-    def decode(c: int) -> list[str]:
-        return [str(names[i]) for i in members.get(c, ())]
+    def decode(c: int) -> str:
+        return "/".join(str(names[i]) for i in members.get(c, ()))
 
     return code, decode
 
 
-def _label(combo: np.ndarray, decoders: list[Any], doms: list[int], domains: dict[int, str]) -> str:
+def _label(combo: list[int], decoders: list[Any], doms: list[int], domains: dict[int, str]) -> str:
     by_dom: dict[int, list[str]] = {}
-    for c, dec, d in zip(combo.tolist(), decoders, doms):
+    for c, dec, d in zip(combo, decoders, doms):
         if c >= 0:
-            by_dom.setdefault(d, []).extend(dec(c))
+            by_dom.setdefault(d, []).append(dec(c))
     parts = []
     for d in sorted(by_dom):
         path = "/".join(by_dom[d])
