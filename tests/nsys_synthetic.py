@@ -66,7 +66,13 @@ def make_export(path: Path, n_kernels: int = 4, old: bool = False, nvtx: bool = 
             (900, 1100, 60, "io", TID, None, 7),  # start/end range in domain 7 around launch 1
             (0, 10**12, 59, "other thread", TID + 1, None, 0),  # another thread: encloses nothing here
         ])
-    if gpu_info:
+    if gpu_info and old:  # the device table of exports up to early 2021, keyed by deviceId
+        con.execute("CREATE TABLE TARGET_INFO_CUDA_GPU (deviceId INTEGER, name TEXT, numMultiprocessors INTEGER, "
+                    "coreClockRate INTEGER, memoryBandwidth INTEGER, computeCapabilityMajor INTEGER, "
+                    "computeCapabilityMinor INTEGER)")
+        con.execute("INSERT INTO TARGET_INFO_CUDA_GPU VALUES (0, 'NVIDIA H100 80GB HBM3', 132, 1980000000, "
+                    "3352320000000, 9, 0)")
+    elif gpu_info:
         con.execute("CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, smCount INTEGER, clockRate INTEGER, "
                     "memoryBandwidth INTEGER, computeMajor INTEGER, computeMinor INTEGER)")
         con.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA H100 80GB HBM3', 132, 1980000000, "

@@ -125,6 +125,8 @@ def test_synthetic_old_schema(tmp_path):
     assert copies["dram_bytes"].tolist()[0] == 8192 and np.isnan(copies["dram_bytes"].tolist()[1])
     assert copies["attribution"].str.startswith("orphan").tolist() == [True, True]
     assert frame["peak_dram_bytes_per_s"].iloc[0] == 3352320000000
+    assert frame["peak_dram_bytes_per_s_source"].iloc[0].startswith("nsys TARGET_INFO_CUDA_GPU memoryBandwidth")
+    assert frame["sm_count"].iloc[0] == 132 and frame["compute_capability"].iloc[0] == "9.0"
     assert frame["peak_flop_per_s_fp32_source"].iloc[0].startswith("spec: H100 SXM")
 
 

@@ -153,13 +153,13 @@ def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
     nvtx = _nvtx(con, tables, rows) if "NVTX_EVENTS" in tables else None
     if nvtx is not None:
         frame["nvtx_range"] = nvtx
-    gpus = _gpus(con, tables)
+    _, gpus = _gpus(con, tables)
     rec = provenance_record(path, "nsys-sqlite", tool="nsys", tool_version=info.get("EXPORT_PRODUCT_VERSION"),
                             export_schema=info.get("EXPORT_SCHEMA_VERSION"), reader=f"sqlite3 {sqlite3.sqlite_version}",
                             kernels=int((rows[:, F["_kind"]] == KIND_KERNEL).sum()),
                             copies=int((rows[:, F["_kind"]] != KIND_KERNEL).sum()),
                             devices={str(k): v[0] for k, v in gpus.items()},
-                            target_info_gpu="TARGET_INFO_GPU" in tables)
+                            device_table=next((t for t, _ in GPU_TABLES if t in tables), None))
     return set_provenance(frame, [rec])
 
 
@@ -375,41 +375,56 @@ def _processes(frame: pd.DataFrame, con: sqlite3.Connection, tables: set[str], g
     frame["process"] = _take(labels, inv.reshape(-1))
 
 
-def _gpus(con: sqlite3.Connection, tables: set[str]) -> dict[int, tuple[Any, ...]]:
-    """TARGET_INFO_GPU by device id: (name, SMs, compute capability, clock Hz, memory bandwidth B/s)."""
-    if "TARGET_INFO_GPU" not in tables:
-        return {}
-    have = _columns(con, "TARGET_INFO_GPU")
-    want = ("id", "name", "smCount", "computeMajor", "computeMinor", "clockRate", "memoryBandwidth")
-    sel = ", ".join(c if c in have else "NULL" for c in want)
-    out: dict[int, tuple[Any, ...]] = {}
-    for i, name, sms, major, minor, clock, bw in con.execute(f"SELECT {sel} FROM TARGET_INFO_GPU"):
-        if i is None:
+#: device-property tables, newest first, and their column for (id, name, SMs, CC major, CC minor, clock Hz,
+#: memory bandwidth B/s); exports of early 2021 and before have TARGET_INFO_CUDA_GPU keyed by deviceId
+GPU_TABLES = (("TARGET_INFO_GPU", ("id", "name", "smCount", "computeMajor", "computeMinor", "clockRate",
+                                   "memoryBandwidth")),
+              ("TARGET_INFO_CUDA_GPU", ("deviceId", "name", "numMultiprocessors", "computeCapabilityMajor",
+                                        "computeCapabilityMinor", "coreClockRate", "memoryBandwidth")))
+
+
+def _gpus(con: sqlite3.Connection, tables: set[str]) -> tuple[str | None, dict[int, tuple[Any, ...]]]:
+    """(table, device properties by device id: (name, SMs, compute capability, clock Hz, memory bandwidth B/s))."""
+    for table, want in GPU_TABLES:
+        if table not in tables:
             continue
-        cc = f"{major}.{minor}" if major is not None and minor is not None else None
-        out.setdefault(int(i), (name, sms, cc, clock, bw))  # several VMs may list a device: the first wins
-    return out
+        have = _columns(con, table)
+        if want[0] not in have:
+            continue
+        sel = ", ".join(f'"{c}"' if c in have else "NULL" for c in want)
+        out: dict[int, tuple[Any, ...]] = {}
+        for i, name, sms, major, minor, clock, bw in con.execute(f'SELECT {sel} FROM "{table}"'):
+            if i is None:
+                continue
+            cc = f"{major}.{minor}" if major is not None and minor is not None else None
+            if not (isinstance(clock, (int, float)) and 1e8 <= clock <= 1e10):
+                clock = None  # a clock not in Hz (or damaged) is no clock, never a rescaled guess
+            out.setdefault(int(i), (name, sms, cc, clock, bw))  # several VMs may list a device: the first wins
+        if out:
+            return table, out
+    return None, {}
 
 
 def _devices(frame: pd.DataFrame, con: sqlite3.Connection, tables: set[str], dev: np.ndarray) -> None:
     """Device columns from TARGET_INFO_GPU; its memoryBandwidth is the DRAM roof (device property)."""
     from roofline.hardware.specs import fill_spec_peaks
 
-    gpus = _gpus(con, tables)
+    table, gpus = _gpus(con, tables)
     n = len(frame)
     name, cc, src = _Labels(n), _Labels(n), _Labels(n)
     sms = np.full(n, NULL, dtype=np.int64)
     clock = np.full(n, np.nan)
     bw = np.full(n, np.nan)
-    why = ("no TARGET_INFO_GPU row for this device in the export (trimmed export?); pass --peaks '<GPU>'"
-           if "TARGET_INFO_GPU" not in tables or not gpus else "no memoryBandwidth in TARGET_INFO_GPU")
+    why = ("no TARGET_INFO_GPU (or TARGET_INFO_CUDA_GPU) row for this device in the export (trimmed export?); "
+           "pass --peaks '<GPU>'"
+           if not gpus else "no memoryBandwidth in the export's device table")
     src.set(slice(None), f"{UNAVAILABLE}: {why}")
     for d, (nm, sm, c, clk, b) in gpus.items():
         on = dev == d
         name.set(on, None if nm is None else str(nm))
         cc.set(on, c)
         if b:
-            src.set(on, f"nsys TARGET_INFO_GPU memoryBandwidth (device property): {float(b) / 1e12:.4g} TB/s")
+            src.set(on, f"nsys {table} memoryBandwidth (device property): {float(b) / 1e12:.4g} TB/s")
         if sm is not None:
             sms[on] = int(sm)
         if clk:
