@@ -106,3 +106,38 @@ def test_cli_analyze_with_counters():
     assert res.exit_code == 0, res.output
     assert "counters: 4 of 12 kernel launches matched (3 exact, 1 short name only); 92.3% of kernel time" in res.stderr
     assert "match_method" in res.stdout.splitlines()[0]
+
+
+def test_kineto_ops_keep_the_model_next_to_the_counters():
+    """A Kineto row is an op; one with a single kernel gets that kernel's counters by name, grid and
+    block, and keeps its modelled FLOPs beside them. Counters here are hand values on the trace's own
+    kernels (no ncu report of this AlexNet run exists)."""
+    trace = roofline.read(shared("traces/torch_a100_alexnet_train_small.pt.trace.json.gz"))
+    src = trace["duration_s_source"]
+    one = trace[src.str.contains("of 1 GPU event(s) (kernel)", regex=False)].copy()
+    counters = one.drop_duplicates(["mangled_name", "grid_x", "block_x"]).copy()
+    counters["kernel_name"], counters["mangled_name"], counters["format"] = counters["mangled_name"], None, "ncu-rep"
+    counters["flop_fp32"], counters["flop_fp32_source"] = 2e6, "hand value"
+    timeline = trace.copy()
+    timeline.loc[one.index, "flop_fp32"] = 1e6  # the model's count, by hand
+    joined = join_counters(timeline, counters)
+    got = joined.loc[one.index]
+    assert (got["match_method"] == "exact: name, grid, block").all()
+    assert (got["flop_fp32"] == 2e6).all() and (got["model_flop_total"] >= 1e6).all()
+    ratio = got["counters_to_model_flop_ratio"]
+    assert (ratio == 2e6 / got["model_flop_total"]).all()
+    several = joined[src.str.contains(r"of [2-9] GPU event\(s\) \(kernel\)", regex=True)]
+    assert several["match_method"].str.startswith("unmatched: an op with several").all()
+    copies = joined[src.str.contains("gpu_mem", regex=False)]
+    assert len(copies) and (copies["match_method"] == NOT_A_KERNEL).all()
+
+
+def test_demangler_spellings_match_as_one_name():
+    """ncu writes template arguments as <(int)32, (bool)0>, CUPTI (nsys, Kineto) as <32, false>."""
+    counters = roofline.read(shared(COUNTERS)).iloc[[0]].copy()
+    counters["kernel_name"], counters["mangled_name"] = "void k<(int)32, (bool)0, (unsigned int)7>(int)", None
+    timeline = counters.copy()
+    timeline["kernel_name"], timeline["flop_fp32"] = "void k<32, false, 7>(int)", np.nan
+    joined = join_counters(timeline, counters)
+    assert joined["match_method"].iloc[0] == "exact: name, grid, block"
+    assert joined["flop_fp32"].iloc[0] == counters["flop_fp32"].iloc[0]

@@ -18,11 +18,13 @@ took, its time stays the timeline's. Kernels with no counterpart keep their time
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from roofline.analysis.compare import normalise_name
 from roofline.schema import FLOP_COLUMNS, UNAVAILABLE, source_column
 
 LEVEL_COLUMNS = ("dram_bytes", "l2_bytes", "l1_bytes")
@@ -33,12 +35,15 @@ CARRIED_PEAKS = ("peak_l2_bytes_per_s", "peak_l1_bytes_per_s")
 GRID = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
 #: (match_method, key columns, flagged)
 TIERS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
-    ("exact: mangled name, grid, block", ("mangled_name", *GRID), False),
-    ("exact: name, grid, block", ("kernel_name", *GRID), False),
-    ("name only: mangled name (launch configuration differs)", ("mangled_name",), True),
-    ("name only: name (launch configuration differs)", ("kernel_name",), True),
-    ("short name only: function base name (template arguments or signature differ)", ("kernel_short_name",), True),
+    ("exact: mangled name, grid, block", ("_k_mangled", *GRID), False),
+    ("exact: name, grid, block", ("_k_name", *GRID), False),
+    ("name only: mangled name (launch configuration differs)", ("_k_mangled",), True),
+    ("name only: name (launch configuration differs)", ("_k_name",), True),
+    ("short name only: function base name (template arguments or signature differ)", ("_k_short",), True),
 )
+#: demangler spellings of one template argument: ncu writes ``<(int)32, (bool)0>``, CUPTI ``<32, false>``
+_CASTS = (re.compile(r"\(bool\)0(?=[,>])"), "false"), (re.compile(r"\(bool\)1(?=[,>])"), "true"), \
+    (re.compile(r"\((?:unsigned |signed )?(?:int|char|short|long|long long|unsigned)\)(?=-?\d)"), "")
 UNMATCHED = "unmatched: no launch of this kernel in the counters report(s)"
 NOT_A_KERNEL = "not a kernel: memcpy/memset keep their own bytes"
 
@@ -50,19 +55,28 @@ def join_counters(timeline: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFram
     method = np.full(n, None, dtype=object)
     samples = np.full(n, -1, dtype=np.int64)
     spread = np.full(n, np.nan)
-    is_copy = out["copy_kind"].notna().to_numpy() if "copy_kind" in out else np.zeros(n, dtype=bool)
+    is_copy = out["copy_kind"].notna().to_numpy(dtype=bool, copy=True) if "copy_kind" in out \
+        else np.zeros(n, dtype=bool)
+    if "duration_s_source" in out:  # Kineto rows of memcpy/memset events
+        is_copy |= out["duration_s_source"].astype("string").str.contains(r"\((?:gpu_mem|Mem)", regex=True) \
+            .fillna(False).to_numpy(dtype=bool)
     method[is_copy] = NOT_A_KERNEL
     values = {c: out[c].to_numpy(dtype="float64", na_value=np.nan, copy=True) for c in CARRIED}
     sources = {c: out[source_column(c)].to_numpy(dtype=object, na_value=None, copy=True) for c in CARRIED}
     todo = ~is_copy
     counters = counters[counters["copy_kind"].isna()] if "copy_kind" in counters else counters
+    counters = pd.concat([counters.reset_index(drop=True), _keys(counters)], axis=1)
+    keyed = pd.concat([_keys(out), out[[c for c in GRID if c in out]]], axis=1)
+    multi = keyed["_k_name"].isna() & keyed["_events"].gt(1).fillna(False)
+    method[multi.to_numpy()] = "unmatched: an op with several GPU events (counters are per kernel)"
+    todo &= ~multi.to_numpy()
     for name, keys, flagged in TIERS:
         if not todo.any() or counters.empty:
             break
         groups = _groups(counters, keys)
         if groups.empty:
             continue
-        left = out.loc[todo, list(keys)].dropna()
+        left = keyed.loc[todo, list(keys)].dropna()
         if left.empty:
             continue
         left = left.assign(_row=left.index.to_numpy())
@@ -82,6 +96,8 @@ def join_counters(timeline: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFram
             _flag(out, rows, f"counters matched by {name.split(':')[0]}")
         todo[rows] = False
     method[todo] = UNMATCHED
+    if (out["format"] == "torch-trace").any() if "format" in out else False:
+        _next_to_model(out, values)
     for c in CARRIED:
         missing = todo & np.isnan(values[c])
         sources[c][missing] = f"{UNAVAILABLE}: {UNMATCHED}; {c} is not in the timeline"
@@ -95,6 +111,53 @@ def join_counters(timeline: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFram
     out.attrs = dict(timeline.attrs)
     out.attrs["roofline.counters"] = sorted(set(counters["source_file"].dropna().astype(str)))
     return out
+
+
+def _canonical(name: Any) -> Any:
+    if name is None or name is pd.NA:
+        return pd.NA
+    s = " ".join(str(name).split())
+    for rx, to in _CASTS:
+        s = rx.sub(to, s)
+    return s
+
+
+def _keys(frame: pd.DataFrame) -> pd.DataFrame:
+    """Match keys per row: mangled name, canonical demangled name, function base name, grid, block.
+
+    A Kineto row is an op: its kernel is in ``mangled_name`` (the longest GPU event's name, demangled by
+    CUPTI); only an op with one GPU event is one launch, so only those get a kernel key."""
+    get = (lambda c: frame[c].astype("string") if c in frame else pd.Series(pd.NA, index=frame.index, dtype="string"))
+    mangled, name, short = get("mangled_name"), get("kernel_name"), get("kernel_short_name")
+    events = pd.Series(1, index=frame.index)
+    if "format" in frame and (torch := (frame["format"] == "torch-trace").fillna(False)).any():
+        src = frame["duration_s_source"].astype("string") if "duration_s_source" in frame else get("")
+        events = events.where(~torch, pd.to_numeric(src.str.extract(r"of (\d+) GPU event")[0], errors="coerce"))
+        one = torch & events.eq(1).fillna(False)
+        name = name.where(~torch, mangled.where(one))
+        short = short.where(~torch, mangled.where(one).map(normalise_name, na_action="ignore").astype("string"))
+        mangled = mangled.where(~torch)
+    keys = pd.DataFrame({"_k_mangled": mangled, "_k_name": name.map(_canonical, na_action="ignore").astype("string"),
+                         "_k_short": short, "_events": events}, index=frame.index)
+    for c in GRID:
+        if c not in frame:  # (a frame that is not canonical: its launch configuration is unknown)
+            keys[c] = pd.Series(pd.NA, index=frame.index, dtype="Int64")
+    return keys.reset_index(drop=True)
+
+
+def _next_to_model(out: pd.DataFrame, values: dict[str, np.ndarray]) -> None:
+    """Kineto ops: their modelled FLOPs and DRAM bytes kept beside the counters', with the ratio."""
+    flops = out[list(FLOP_COLUMNS)].sum(axis=1, min_count=1).to_numpy(dtype="float64", na_value=np.nan)
+    hw = np.nansum(np.stack([values[c] for c in FLOP_COLUMNS]), axis=0)
+    hw[np.all(np.isnan(np.stack([values[c] for c in FLOP_COLUMNS])), axis=0)] = np.nan
+    torch = (out["format"] == "torch-trace").fillna(False).to_numpy()
+    changed = torch & ~np.isclose(hw, flops, equal_nan=True)
+    out["model_flop_total"] = np.where(torch, flops, np.nan)
+    out["model_dram_bytes"] = np.where(torch, out["dram_bytes"].to_numpy(dtype="float64", na_value=np.nan), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["counters_to_model_flop_ratio"] = np.where(changed & (flops > 0), hw / flops, np.nan)
+        out["counters_to_model_dram_ratio"] = np.where(
+            torch, values["dram_bytes"] / out["model_dram_bytes"].to_numpy(), np.nan)
 
 
 def _groups(counters: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
