@@ -206,3 +206,51 @@ def test_compare_before_after_pair():
                  ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"))
         assert change[key] == pytest.approx(ns * 1e-9)
     assert change["matched"] == 4732 and change["time_change_pct"] == pytest.approx(-8.685, abs=1e-3)
+
+
+def test_damaged_and_trimmed_exports(tmp_path):
+    from roofline.errors import NoKernelsError
+
+    p = make_export(tmp_path / "trim.sqlite")
+    con = sqlite3.connect(p)
+    con.execute("DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME")  # trimmed: no runtime calls
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = NULL WHERE correlationId = 2")
+    con.commit()
+    con.close()
+    frame = nsys.read(p)
+    assert frame["attribution"].str.startswith("orphan").all() and frame["nvtx_range"].isna().all()
+    bad = frame[frame["correlation_id"] == 2]
+    assert np.isnan(bad["duration_s"].iloc[0]) and bad["flags"].iloc[0] == "no valid start/end in the export"
+
+    con = sqlite3.connect(p)
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 'lots' WHERE correlationId = 3")
+    con.commit()
+    con.close()
+    with pytest.raises(CorruptReportError, match="non-integer value"):
+        nsys.read(p)
+
+    empty = tmp_path / "empty.sqlite"
+    con = sqlite3.connect(empty)
+    con.execute("CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT)")
+    con.commit()
+    con.close()
+    with pytest.raises(NoKernelsError, match="empty.sqlite"):
+        nsys.read(empty)
+
+
+def test_read_only_and_odd_file_names(tmp_path):
+    import hashlib
+    import os
+
+    d = tmp_path / "run #1?%20"
+    d.mkdir()
+    p = make_export(d / "a b#?.sqlite")
+    digest = hashlib.sha256(p.read_bytes()).hexdigest()
+    p.chmod(0o444)
+    d.chmod(0o555)
+    try:
+        assert len(nsys.read(p)) == 6
+        assert hashlib.sha256(p.read_bytes()).hexdigest() == digest
+        assert sorted(os.listdir(d)) == ["a b#?.sqlite"]  # no journal or WAL file left beside it
+    finally:
+        d.chmod(0o755)
