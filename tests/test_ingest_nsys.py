@@ -254,3 +254,24 @@ def test_read_only_and_odd_file_names(tmp_path):
         assert sorted(os.listdir(d)) == ["a b#?.sqlite"]  # no journal or WAL file left beside it
     finally:
         d.chmod(0o755)
+
+
+def test_per_step_view(tmp_path):
+    """Steps are NVTX ranges around the launches (here ProfilerStep#0 around launches 0-2, #1 around 3-5)."""
+    import roofline
+    from nsys_synthetic import TID
+    from roofline.analysis.aggregate import aggregate
+
+    p = make_export(tmp_path / "steps.sqlite", n_kernels=6)
+    con = sqlite3.connect(p)
+    con.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) VALUES (?, ?, 59, ?, ?, 0)",
+                    [(0, 2500, "ProfilerStep#0", TID), (2600, 5500, "ProfilerStep#1", TID),
+                     (0, 7000, "outer, same start", TID)])  # inserted after the inner range it holds
+    con.commit()
+    con.close()
+    frame = nsys.read(p)
+    assert frame["nvtx_range"].iloc[1] == "outer, same start/train/ProfilerStep#0/step;mydomain:io"
+    per = aggregate(roofline.analyze(frame), by="step").set_index("step")
+    assert per.loc["ProfilerStep#0", "kernel_count"] == 3 and per.loc["ProfilerStep#1", "kernel_count"] == 3
+    assert per.loc["ProfilerStep#1", "duration_s"] == pytest.approx((103 + 104 + 105) * 1e-9)
+    assert per.loc["(no step range)", "kernel_count"] == 2  # the two copies, launched after the steps

@@ -69,9 +69,9 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
 @click.option("--precision", default=None, metavar="P", help="Only kernels whose work is P: fp64, fp32, fp16, tensor, mixed.")
 @click.option("--nvtx", default=None, metavar="REGEX", help="Only kernels in NVTX ranges that match.")
 @click.option("--top", type=click.IntRange(min=1), default=None, help="Only the N longest (default: all, longest first).")
-@click.option("--by", type=click.Choice(["kernel", "nvtx", "program", "process", "rank"]), default=None,
+@click.option("--by", type=click.Choice(["kernel", "nvtx", "program", "process", "rank", "step"]), default=None,
               help="Aggregate to one roofline point per kernel name, NVTX range, program (input file), process "
-              "(nsys) or rank (Kineto).")
+              "(nsys), rank (Kineto) or training step (ProfilerStep#N or an NVTX 'step N' range).")
 @click.option("--latency-threshold", type=click.FloatRange(0, 100), default=20.0, show_default=True,
               help="Under this %% of every roof a kernel is called latency-limited.")
 @click.option("--counters", "counters", multiple=True, type=click.Path(path_type=Path), metavar="REPORT",

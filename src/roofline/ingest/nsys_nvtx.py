@@ -64,7 +64,7 @@ def attach(con: sqlite3.Connection, have: set[str], strings: bool, tid: np.ndarr
             found.update(con.execute(f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(part))})",
                                      part).fetchall())
         names[unnamed] = [found.get(int(i), "(unnamed)") for i in ids.tolist()]
-    order = np.lexsort((r[:, 3], r[:, 2], r[:, 1], r[:, 0]))
+    order = np.lexsort((-r[:, 4], r[:, 3], r[:, 2], r[:, 1], r[:, 0]))  # equal starts: the outer (longer) first
     r, names = r[order, :5], names[order]
     domains: dict[int, str] = {}
     if "domainId" in have and "text" in have:
