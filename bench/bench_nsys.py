@@ -33,7 +33,8 @@ SELECT {cols}, d.value, s.value, m.value, r.globalTid, r.start
 FROM CUPTI_ACTIVITY_KIND_KERNEL k
 LEFT JOIN StringIds d ON d.id = k.demangledName LEFT JOIN StringIds s ON s.id = k.shortName
 LEFT JOIN StringIds m ON m.id = k.mangledName
-LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)
+LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
+ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)
 """
 NVTX = "SELECT globalTid, start, end, domainId, text FROM NVTX_EVENTS WHERE eventType IN (59, 60)"
 COPIES = """

@@ -65,7 +65,8 @@ def test_cloverleaf_launch_config_equals_kernel_table(clover):
     """Grid, block, registers, names: the raw table (the `nsys stats` CSV has no launch configuration)."""
     con = sqlite3.connect(f"file:{shared(CLOVER)}?mode=ro", uri=True)
     raw = con.execute("SELECT k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ, k.registersPerThread, "
-                      "k.staticSharedMemory + k.dynamicSharedMemory, d.value, m.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                      "k.staticSharedMemory + k.dynamicSharedMemory, d.value, m.value "
+                      "FROM CUPTI_ACTIVITY_KIND_KERNEL k "
                       "JOIN StringIds d ON d.id = k.demangledName JOIN StringIds m ON m.id = k.mangledName "
                       "ORDER BY k.start").fetchall()
     ours = clover[clover["copy_kind"].isna()]
@@ -133,7 +134,8 @@ def test_synthetic_old_schema(tmp_path):
 def test_synthetic_new_schema_graph_and_mangled(tmp_path):
     frame = nsys.read(make_export(tmp_path / "new.sqlite", nvtx=False, gpu_info=False))
     k = frame[frame["copy_kind"].isna()]
-    assert k["mangled_name"].tolist() == [KERNELS[2]] * 4 and k["graph_node_id"].tolist() == [9] * 4 and k["graph_id"].tolist() == [2] * 4
+    assert k["mangled_name"].tolist() == [KERNELS[2]] * 4
+    assert k["graph_node_id"].tolist() == [9] * 4 and k["graph_id"].tolist() == [2] * 4
     assert frame["nvtx_range"].isna().all() and frame["process"].iloc[0] == "train.py (pid 4242)"
     assert sniff(tmp_path / "new.sqlite") == "nsys-sqlite"
 
@@ -264,7 +266,8 @@ def test_per_step_view(tmp_path):
 
     p = make_export(tmp_path / "steps.sqlite", n_kernels=6)
     con = sqlite3.connect(p)
-    con.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) VALUES (?, ?, 59, ?, ?, 0)",
+    con.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
+                    "VALUES (?, ?, 59, ?, ?, 0)",
                     [(0, 2500, "ProfilerStep#0", TID), (2600, 5500, "ProfilerStep#1", TID),
                      (0, 7000, "outer, same start", TID)])  # inserted after the inner range it holds
     con.commit()
