@@ -25,15 +25,16 @@ def clover():
     return nsys.read(shared(CLOVER))
 
 
-def _stats_rows(path: Path) -> list[tuple[str, str, int, int, str]]:
-    """(name, type, start ns, duration ns, stream) per GPU event of the `nsys stats` trace CSV (Enter/Leave pairs)."""
+def _stats_rows(path: Path) -> list[tuple[str, str, int, int, str, str]]:
+    """(name, type, start ns, duration ns, stream, bytes) per GPU event of the `nsys stats` trace CSV
+    (Enter/Leave pairs)."""
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     out = []
     for r in rows:
         if r["Event Type"] == "Enter":
             start, end = int(r["Timestamp (ns)"]), int(r["_matching_timestamp"])
-            out.append((r["Name"], r["type"], start, end - start, r["streamId"]))
+            out.append((r["Name"], r["type"], start, end - start, r["streamId"], r["bytes"]))
     return sorted(out, key=lambda x: x[2])
 
 
@@ -55,6 +56,8 @@ def test_cloverleaf_copies_equal_nsys_stats(clover):
     assert ours["start_ns"].tolist() == [r[2] for r in ref]
     kinds = {"CUDA_MEMCPY_KIND_HTOD": "HtoD", "CUDA_MEMCPY_KIND_DTOH": "DtoH"}
     assert ours["copy_kind"].tolist() == [kinds[r[1]] for r in ref]
+    assert ours["copy_bytes"].tolist() == [float(r[5]) for r in ref]
+    assert np.round(ours["duration_s"].to_numpy() * 1e9).astype(int).tolist() == [r[3] for r in ref]
     htod = ours[ours["copy_kind"] == "HtoD"]
     assert htod["copy_bytes"].sum() == 225065752  # sum(bytes) of the 254 HtoD copies (sqlite3 by hand)
     assert htod["dram_bytes"].isna().all()  # a host-link copy has no DRAM roof
