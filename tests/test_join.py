@@ -141,3 +141,11 @@ def test_demangler_spellings_match_as_one_name():
     joined = join_counters(timeline, counters)
     assert joined["match_method"].iloc[0] == "exact: name, grid, block"
     assert joined["flop_fp32"].iloc[0] == counters["flop_fp32"].iloc[0]
+
+
+def test_counters_from_another_gpu_are_flagged():
+    counters = roofline.read(shared(COUNTERS)).iloc[[0]].copy()
+    timeline = counters.assign(device_name="NVIDIA H100 80GB HBM3", flop_fp32=np.nan)
+    joined = join_counters(timeline, counters)
+    assert joined["flop_fp32"].iloc[0] == counters["flop_fp32"].iloc[0]
+    assert joined["flags"].iloc[0] == "counters profiled on another GPU (NVIDIA A10G)"

@@ -94,6 +94,13 @@ def join_counters(timeline: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFram
         _carry_peaks(out, hit, rows)
         if flagged:
             _flag(out, rows, f"counters matched by {name.split(':')[0]}")
+        if "device_name" in out:  # FLOPs carry across GPUs, cache and DRAM bytes may not: say so
+            mine = out["device_name"].to_numpy(dtype=object, na_value=None)[rows]
+            theirs = hit["_device"].to_numpy(dtype=object)
+            other = np.array([a is not None and b is not None and b is not pd.NA and a != b
+                              for a, b in zip(mine, theirs)], dtype=bool)
+            for dev in set(theirs[other].tolist()):
+                _flag(out, rows[other & (theirs == dev)], f"counters profiled on another GPU ({dev})")
         todo[rows] = False
     method[todo] = UNMATCHED
     if (out["format"] == "torch-trace").any() if "format" in out else False:
