@@ -281,3 +281,22 @@ def test_per_step_view(tmp_path):
     assert per.loc["ProfilerStep#0", "kernel_count"] == 3 and per.loc["ProfilerStep#1", "kernel_count"] == 3
     assert per.loc["ProfilerStep#1", "duration_s"] == pytest.approx((103 + 104 + 105) * 1e-9)
     assert per.loc["(no step range)", "kernel_count"] == 2  # the two copies, launched after the steps
+
+
+def test_batch_dataset_of_an_export_equals_a_direct_analysis(tmp_path):
+    import pandas as pd
+
+    import roofline
+    from roofline.batch import open_dataset
+    from roofline.batch.runner import run_batch
+
+    src = shared(CLOVER)
+    summary = run_batch([src], tmp_path / "ds", workers=1)
+    assert summary.ok == 1 and summary.failed == 0
+    mine = open_dataset(tmp_path / "ds", "roofline").reset_index(drop=True)
+    direct = roofline.analyze(nsys.read(src))
+    assert len(mine) == len(direct) == 1591
+    for col in ("duration_s", "dram_bytes", "copy_bytes", "peak_dram_bytes_per_s"):
+        pd.testing.assert_series_equal(mine[col], direct[col], check_names=False, check_dtype=False)
+    for col in ("start_ns", "stream_id", "kernel_name", "copy_kind", "process", "bound"):
+        assert mine[col].astype(str).tolist() == direct[col].astype(str).tolist(), col

@@ -178,22 +178,22 @@ def _inner(con: sqlite3.Connection, table: str, kind: int) -> str | None:
 
 
 def _fetch(path: Path, con: sqlite3.Connection, tables: set[str]) -> np.ndarray:
-    """Every kernel, memcpy and memset row as an (n, len(FIELDS)) int64 array, fetched in chunks.
-
-    One statement over the three tables, so SQLite builds its index of the runtime calls once.
-    """
+    """Every kernel, memcpy and memset row as an (n, len(FIELDS)) int64 array, with its runtime call."""
     inner = [q for t, k in ((KERNEL_TABLE, KIND_KERNEL), (MEMCPY_TABLE, KIND_MEMCPY), (MEMSET_TABLE, KIND_MEMSET))
              if t in tables and (q := _inner(con, t, k)) is not None]
     if not inner:
         return np.empty((0, len(FIELDS)), dtype=np.int64)
-    rt = RUNTIME_TABLE in tables and {"correlationId", "globalTid", "start"} <= _columns(con, RUNTIME_TABLE)
-    cols = [(f"IFNULL(r.globalTid, {NULL})" if rt else str(NULL)) if f == "_rt_tid" else
-            (f"IFNULL(r.start, {NULL})" if rt else str(NULL)) if f == "_rt_start" else f'x."f_{f}"' for f in FIELDS]
-    sql = f"SELECT {', '.join(cols)} FROM ({' UNION ALL '.join(inner)}) AS x"
-    if rt:
-        # correlation ids are unique within a process only: the runtime call must be in the launch's process
-        sql += (f' LEFT JOIN "{RUNTIME_TABLE}" AS r ON r.correlationId = x.f_correlationId AND '
-                f"(x.f_globalPid = {NULL} OR (r.globalTid >> {TID_BITS}) = (x.f_globalPid >> {TID_BITS}))")
+    cols = [str(NULL) if f in ("_rt_tid", "_rt_start") else f'"f_{f}"' for f in FIELDS]
+    rows = _int_rows(path, con, f"SELECT {', '.join(cols)} FROM ({' UNION ALL '.join(inner)})", len(FIELDS))
+    if RUNTIME_TABLE in tables and {"correlationId", "globalTid", "start"} <= _columns(con, RUNTIME_TABLE):
+        rt = _int_rows(path, con, f'SELECT IFNULL(correlationId, {NULL}), IFNULL(globalTid, {NULL}), '
+                                  f'IFNULL(start, {NULL}) FROM "{RUNTIME_TABLE}"', 3)
+        _link_runtime(rows, rt)
+    return rows
+
+
+def _int_rows(path: Path, con: sqlite3.Connection, sql: str, width: int) -> np.ndarray:
+    """A query's rows as one int64 array, fetched in chunks (one C-level conversion per chunk)."""
     cur = con.execute(sql)
     chunks = []
     while True:
@@ -201,10 +201,31 @@ def _fetch(path: Path, con: sqlite3.Connection, tables: set[str]) -> np.ndarray:
         if not batch:
             break
         try:
-            chunks.append(np.array(batch, dtype=np.int64))  # one C-level conversion per chunk
+            chunks.append(np.array(batch, dtype=np.int64))
         except (TypeError, ValueError, OverflowError) as exc:  # text or floats where ids and ns belong
             raise CorruptReportError(path, f"non-integer value in an activity table ({exc})") from None
-    return np.concatenate(chunks) if chunks else np.empty((0, len(FIELDS)), dtype=np.int64)
+    return np.concatenate(chunks) if chunks else np.empty((0, width), dtype=np.int64)
+
+
+def _link_runtime(rows: np.ndarray, rt: np.ndarray) -> None:
+    """Each launch's runtime API call (thread, start): same correlation id in the same process.
+
+    CUPTI correlation ids are 32-bit and unique within a process, so (process index << 32 | id) is one
+    int64 key on both sides; a sorted search joins them (SQLite's own join rebuilt an index per table)."""
+    corr, gpid = rows[:, F["correlationId"]], rows[:, F["globalPid"]]
+    r_corr, r_tid = rt[:, 0], rt[:, 1]
+    pids = np.unique(np.concatenate([gpid[gpid != NULL] >> TID_BITS, r_tid[r_tid != NULL] >> TID_BITS]))
+    ok = (corr != NULL) & (gpid != NULL) & (corr >= 0) & (corr < 2**32)
+    r_ok = (r_corr != NULL) & (r_tid != NULL) & (r_corr >= 0) & (r_corr < 2**32)
+    key = (np.searchsorted(pids, gpid[ok] >> TID_BITS) << 32) | corr[ok]
+    r_key = (np.searchsorted(pids, r_tid[r_ok] >> TID_BITS) << 32) | r_corr[r_ok]
+    order = np.argsort(r_key, kind="stable")  # the first call with a key wins, as listed
+    r_key, r_sel = r_key[order], np.flatnonzero(r_ok)[order]
+    pos = np.minimum(np.searchsorted(r_key, key), max(len(r_key) - 1, 0))
+    found = (r_key[pos] == key) if len(r_key) else np.zeros(len(key), dtype=bool)
+    idx = np.flatnonzero(ok)[found]
+    rows[idx, F["_rt_tid"]] = rt[r_sel[pos[found]], 1]
+    rows[idx, F["_rt_start"]] = rt[r_sel[pos[found]], 2]
 
 
 def _masked(col: np.ndarray) -> pd.arrays.IntegerArray:
