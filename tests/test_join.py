@@ -149,3 +149,21 @@ def test_counters_from_another_gpu_are_flagged():
     joined = join_counters(timeline, counters)
     assert joined["flop_fp32"].iloc[0] == counters["flop_fp32"].iloc[0]
     assert joined["flags"].iloc[0] == "counters profiled on another GPU (NVIDIA A10G)"
+
+
+def test_tensor_path_and_its_spec_roof_follow_the_counters():
+    """The T4 WMMA GEMM's tensor path comes from ncu; the timeline row's tensor roof is then the spec
+    table's for that path (a timeline row had none: its roof was the default one)."""
+    counters = roofline.read(shared("ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep"))
+    gemm = counters[counters["kernel_short_name"] == "wmma_gemm"]
+    timeline = gemm.assign(tensor_path=None, flop_tensor=np.nan, peak_flop_per_s_tensor=np.nan,
+                           peak_flop_per_s_tensor_source=None)
+    joined = join_counters(timeline, counters)
+    row = joined.iloc[0]
+    assert row["tensor_path"] == "src_fp16_bf16_tf32_dst_fp32" and row["flop_tensor"] == gemm["flop_tensor"].iloc[0]
+    assert row["peak_flop_per_s_tensor_source"].startswith("spec: T4")
+    from roofline.hardware.specs import lookup, spec_tensor_figure
+
+    spec = lookup("Tesla T4")
+    key, _ = spec_tensor_figure(spec, row["tensor_path"])
+    assert row["peak_flop_per_s_tensor"] == pytest.approx(spec.flop_per_s_at(key, row["sm_clock_hz"]))

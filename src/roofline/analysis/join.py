@@ -70,6 +70,7 @@ def join_counters(timeline: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFram
     multi = keyed["_k_name"].isna() & keyed["_events"].gt(1).fillna(False)
     method[multi.to_numpy()] = "unmatched: an op with several GPU events (counters are per kernel)"
     todo &= ~multi.to_numpy()
+    tensor_rows: list[tuple[np.ndarray, np.ndarray]] = []
     for name, keys, flagged in TIERS:
         if not todo.any() or counters.empty:
             break
@@ -92,6 +93,8 @@ def join_counters(timeline: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFram
         samples[rows] = hit["_n"].to_numpy()
         spread[rows] = hit["_spread"].to_numpy()
         _carry_peaks(out, hit, rows)
+        if "_tensor_path" in hit and "tensor_path" in out:
+            tensor_rows.append((rows, hit["_tensor_path"].to_numpy(dtype=object, na_value=None)))
         if flagged:
             _flag(out, rows, f"counters matched by {name.split(':')[0]}")
         if "device_name" in out:  # FLOPs carry across GPUs, cache and DRAM bytes may not: say so
@@ -113,8 +116,7 @@ def join_counters(timeline: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFram
     out["match_method"] = pd.array(method, dtype="string")
     out["counter_samples"] = pd.arrays.IntegerArray(np.maximum(samples, 0), samples < 0)
     out["counter_spread"] = spread
-    if "tensor_path" in counters and "tensor_path" in out:
-        out["tensor_path"] = out["tensor_path"].astype("string")
+    out = _tensor_paths(out, tensor_rows)
     out.attrs = dict(timeline.attrs)
     out.attrs["roofline.counters"] = sorted(set(counters["source_file"].dropna().astype(str)))
     return out
@@ -172,6 +174,7 @@ def _groups(counters: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
     have = counters.dropna(subset=list(keys))
     if have.empty:
         return pd.DataFrame()
+    tensor = "tensor_path" in counters
     cols = list(keys) + list(CARRIED) + [source_column(c) for c in CARRIED] + \
         [c for c in (*CARRIED_PEAKS, *(source_column(p) for p in CARRIED_PEAKS), "device_name", "source_file")
          if c in have]
@@ -188,6 +191,9 @@ def _groups(counters: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
         agg[c] = firsts[c]
     agg["_file"] = firsts["source_file"].astype(str) if "source_file" in firsts else "the counters report"
     agg["_device"] = firsts["device_name"] if "device_name" in firsts else None
+    if tensor:
+        agg["_tensor_path"] = counters.loc[have.index, "tensor_path"].groupby(
+            [have[k] for k in keys], sort=False, dropna=True).first()
     for c in [c for c in agg.columns if c.endswith("_source")]:
         agg[c] = agg[c].astype(object).where(agg[c].notna(), f"{UNAVAILABLE} in the counters report")
     return agg.reset_index()
@@ -213,6 +219,32 @@ def _carry_peaks(out: pd.DataFrame, hit: pd.DataFrame, rows: np.ndarray) -> None
                            hit[source_column(p)].astype(str)).to_numpy(dtype=object)[take]
         out[p] = cur
         out[source_column(p)] = pd.array(src, dtype="string")
+
+
+def _tensor_paths(out: pd.DataFrame, carried: list[tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
+    """The tensor data path measured by ncu replaces the timeline's, and the tensor roof follows it:
+    the rows whose path changed get their spec roof again (hardware/specs.py, by device name)."""
+    if not carried or "tensor_path" not in out:
+        return out
+    path = out["tensor_path"].to_numpy(dtype=object, na_value=None, copy=True)
+    changed = np.zeros(len(out), dtype=bool)
+    for rows, paths in carried:
+        take = np.array([p is not None for p in paths], dtype=bool)
+        changed[rows[take]] |= path[rows[take]] != paths[take]
+        path[rows[take]] = paths[take]
+    if not changed.any():
+        return out
+    from roofline.hardware.specs import fill_spec_peaks
+
+    out["tensor_path"] = pd.array(path, dtype="string")
+    col = "peak_flop_per_s_tensor"
+    if col in out:
+        peak = out[col].to_numpy(dtype="float64", na_value=np.nan, copy=True)
+        src = out[source_column(col)].to_numpy(dtype=object, na_value=None, copy=True)
+        peak[changed], src[changed] = np.nan, None
+        out[col], out[source_column(col)] = peak, pd.array(src, dtype="string")
+        out = fill_spec_peaks(out)
+    return out
 
 
 def _flag(out: pd.DataFrame, rows: np.ndarray, note: str) -> None:
