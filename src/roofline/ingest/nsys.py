@@ -30,7 +30,7 @@ import pyarrow as pa
 from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError, UnsupportedFormatError
 from roofline.ingest import nsys_nvtx
 from roofline.ingest.common import check_exists, head, provenance_record
-from roofline.schema import UNAVAILABLE, kernels_from_columns, set_provenance, source_column
+from roofline.schema import UNAVAILABLE, kernel_dtypes, set_provenance, source_column
 
 MAGIC = b"SQLite format 3\x00"
 SUFFIXES = (".sqlite", ".sqlite3")
@@ -149,10 +149,8 @@ def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
         raise NoKernelsError(path, "the nsys export has no kernel, memcpy or memset rows (CUDA trace off, "
                                    "or a trimmed export)")
     rows = rows[np.argsort(rows[:, F["start"]], kind="stable")]
-    frame = _frame(path, con, tables, rows)
     nvtx = _nvtx(con, tables, rows) if "NVTX_EVENTS" in tables else None
-    if nvtx is not None:
-        frame["nvtx_range"] = nvtx
+    frame = _frame(path, con, tables, rows, nvtx)
     _, gpus = _gpus(con, tables)
     rec = provenance_record(path, "nsys-sqlite", tool="nsys", tool_version=info.get("EXPORT_PRODUCT_VERSION"),
                             export_schema=info.get("EXPORT_SCHEMA_VERSION"), reader=f"sqlite3 {sqlite3.sqlite_version}",
@@ -286,13 +284,14 @@ def _const(value: str, n: int) -> pd.api.extensions.ExtensionArray:
     return _take([value], np.zeros(n, dtype=np.int64))
 
 
-def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.DataFrame:
+def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarray,
+           nvtx: pd.api.extensions.ExtensionArray | None) -> pd.DataFrame:
+    """The canonical frame, every column built as an array first and the frame made once."""
     n = len(rows)
     col = {f: rows[:, i] for i, f in enumerate(FIELDS)}
     kind = col["_kind"]
     start, end = col["start"], col["end"]
     ok = (start != NULL) & (end != NULL) & (end >= start)
-    dur = np.where(ok, (end - start) * 1e-9, np.nan)
     copy_labels = _copy_labels(con, tables)
     # memcpy/memset rows are named after their kind, as `nsys stats` names them
     names, kinds = _Labels(n), _Labels(n)
@@ -307,37 +306,57 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
     strings = _strings(con, np.concatenate([col["demangledName"], col["shortName"], col["mangledName"]])) \
         if "StringIds" in tables else {}
     nums, texts = _costs(col, kinds)
-    cols: dict[str, Any] = {"kernel_id": np.arange(n, dtype=np.int64), "duration_s": dur, **nums}
-    frame = kernels_from_columns(cols, n)
+    shm = col["staticSharedMemory"], col["dynamicSharedMemory"]
+    out: dict[str, Any] = {
+        "kernel_id": pd.arrays.IntegerArray(np.arange(n, dtype=np.int64), np.zeros(n, dtype=bool)),
+        "duration_s": np.where(ok, (end - start) * 1e-9, np.nan), **nums,
+        **{c: lab.array() for c, lab in texts.items()},
+        "replay_ok": pd.arrays.BooleanArray(np.ones(n, dtype=bool), np.zeros(n, dtype=bool)),
+        "kernel_name": _names(col["demangledName"], strings, names),
+        "kernel_short_name": _names(col["shortName"], strings, names),
+        "mangled_name": _names(col["mangledName"], strings),
+        "copy_kind": kinds.array(),
+        "shared_memory_bytes": pd.arrays.IntegerArray(np.where(shm[0] == NULL, 0, shm[0]) +
+                                                      np.where(shm[1] == NULL, 0, shm[1]),
+                                                      (shm[0] == NULL) & (shm[1] == NULL)),
+        "attribution": _take(["runtime launch (correlationId)",
+                              "orphan: no runtime API call with its correlationId in the export"],
+                             (col["_rt_tid"] == NULL).astype(np.int64)),
+        "process": _processes(con, tables, col["globalPid"]),
+        "flags": _take([None, "no valid start/end in the export"], (~ok).astype(np.int64)),
+    }
+    if nvtx is not None:
+        out["nvtx_range"] = nvtx
     for c, v in (("source_file", str(path)), ("format", "nsys-sqlite"), ("metric_set", "nsys timeline"),
                  ("duration_s_source", "nsys: CUPTI activity end - start"), ("l2_bytes_source", NO_BYTES),
                  ("l1_bytes_source", NO_BYTES)):
-        frame[c] = _const(v, n)
-    for c, lab in texts.items():
-        frame[c] = lab.array()
-    frame["replay_ok"] = pd.arrays.BooleanArray(np.ones(n, dtype=bool), np.zeros(n, dtype=bool))
-    frame["kernel_name"] = _names(col["demangledName"], strings, names)
-    frame["kernel_short_name"] = _names(col["shortName"], strings, names)
-    frame["mangled_name"] = _names(col["mangledName"], strings)
+        out[c] = _const(v, n)
     for axis in "xyz":
-        frame[f"grid_{axis}"] = _masked(col[f"grid{axis.upper()}"])
-        frame[f"block_{axis}"] = _masked(col[f"block{axis.upper()}"])
-    frame["copy_kind"] = kinds.array()
+        out[f"grid_{axis}"] = _masked(col[f"grid{axis.upper()}"])
+        out[f"block_{axis}"] = _masked(col[f"block{axis.upper()}"])
     for name, field in (("start_ns", "start"), ("device_id", "deviceId"), ("stream_id", "streamId"),
                         ("correlation_id", "correlationId"), ("registers_per_thread", "registersPerThread"),
                         ("graph_id", "graphId"), ("graph_node_id", "graphNodeId")):
-        frame[name] = _masked(col[field])
-    shm = col["staticSharedMemory"], col["dynamicSharedMemory"]
-    frame["shared_memory_bytes"] = pd.arrays.IntegerArray(np.where(shm[0] == NULL, 0, shm[0]) +
-                                                          np.where(shm[1] == NULL, 0, shm[1]),
-                                                          (shm[0] == NULL) & (shm[1] == NULL))
-    frame["attribution"] = _take(["runtime launch (correlationId)",
-                                  "orphan: no runtime API call with its correlationId in the export"],
-                                 (col["_rt_tid"] == NULL).astype(np.int64))
-    _processes(frame, con, tables, col["globalPid"])
-    frame["flags"] = _take([None, "no valid start/end in the export"], (~ok).astype(np.int64))
-    _devices(frame, con, tables, col["deviceId"])
-    return frame
+        out[name] = _masked(col[field])
+    why = _devices(out, con, tables, col["deviceId"])
+    return _peaks(_assemble(out, n), why)
+
+
+def _assemble(out: dict[str, Any], n: int) -> pd.DataFrame:
+    """One DataFrame in the canonical column order; columns not given are all-missing of their dtype."""
+    cols: dict[str, Any] = {}
+    for c, dtype in kernel_dtypes().items():
+        if c in out:
+            cols[c] = out[c]
+        elif dtype == "float64":
+            cols[c] = np.full(n, np.nan)
+        elif dtype == "string":
+            cols[c] = pd.array(pa.nulls(n, pa.string()), dtype="string")
+        elif dtype == "Int64":
+            cols[c] = pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
+        else:
+            cols[c] = pd.array([None] * n, dtype=dtype)
+    return pd.DataFrame(cols, copy=False)
 
 
 def _copy_labels(con: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
@@ -384,7 +403,7 @@ def _costs(col: dict[str, np.ndarray], kinds: _Labels) -> tuple[dict[str, np.nda
     return nums, texts
 
 
-def _processes(frame: pd.DataFrame, con: sqlite3.Connection, tables: set[str], gpid: np.ndarray) -> None:
+def _processes(con: sqlite3.Connection, tables: set[str], gpid: np.ndarray) -> pd.api.extensions.ExtensionArray:
     uniq, inv = np.unique(gpid, return_inverse=True)
     present = [int(g) for g in uniq.tolist() if g != NULL]
     names: dict[int, str] = {}
@@ -393,7 +412,7 @@ def _processes(frame: pd.DataFrame, con: sqlite3.Connection, tables: set[str], g
             f"SELECT globalPid, pid, name FROM PROCESSES WHERE globalPid IN ({','.join(map(str, present))})")}
     labels = [names.get(int(g), f"pid {(int(g) >> TID_BITS) & 0xFFFFFF}") if g != NULL else None
               for g in uniq.tolist()]
-    frame["process"] = _take(labels, inv.reshape(-1))
+    return _take(labels, inv.reshape(-1))
 
 
 #: device-property tables, newest first, and their column for (id, name, SMs, CC major, CC minor, clock Hz,
@@ -426,19 +445,17 @@ def _gpus(con: sqlite3.Connection, tables: set[str]) -> tuple[str | None, dict[i
     return None, {}
 
 
-def _devices(frame: pd.DataFrame, con: sqlite3.Connection, tables: set[str], dev: np.ndarray) -> None:
-    """Device columns from TARGET_INFO_GPU; its memoryBandwidth is the DRAM roof (device property)."""
-    from roofline.hardware.specs import fill_spec_peaks
-
+def _devices(out: dict[str, Any], con: sqlite3.Connection, tables: set[str], dev: np.ndarray) -> str:
+    """Device columns from the device table; its memoryBandwidth is the DRAM roof (device property).
+    Returns why a peak may be missing."""
     table, gpus = _gpus(con, tables)
-    n = len(frame)
+    n = len(dev)
     name, cc, src = _Labels(n), _Labels(n), _Labels(n)
     sms = np.full(n, NULL, dtype=np.int64)
     clock = np.full(n, np.nan)
     bw = np.full(n, np.nan)
     why = ("no TARGET_INFO_GPU (or TARGET_INFO_CUDA_GPU) row for this device in the export (trimmed export?); "
-           "pass --peaks '<GPU>'"
-           if not gpus else "no memoryBandwidth in the export's device table")
+           "pass --peaks '<GPU>'" if not gpus else "no memoryBandwidth in the export's device table")
     src.set(slice(None), f"{UNAVAILABLE}: {why}")
     for d, (nm, sm, c, clk, b) in gpus.items():
         on = dev == d
@@ -446,27 +463,31 @@ def _devices(frame: pd.DataFrame, con: sqlite3.Connection, tables: set[str], dev
         cc.set(on, c)
         if b:
             src.set(on, f"nsys {table} memoryBandwidth (device property): {float(b) / 1e12:.4g} TB/s")
+            bw[on] = float(b)
         if sm is not None:
             sms[on] = int(sm)
         if clk:
             clock[on] = float(clk)
-        if b:
-            bw[on] = float(b)
-    frame["device_name"] = name.array()
-    frame["compute_capability"] = cc.array()
-    frame["sm_count"] = _masked(sms)
-    frame["sm_boost_clock_hz"] = clock  # CUDA's clockRate is the max clock; the clock during a launch is unknown
-    frame["peak_dram_bytes_per_s"] = bw
-    frame[source_column("peak_dram_bytes_per_s")] = src.array()
-    filled = fill_spec_peaks(frame)  # compute (and L1) peaks from the spec table, by the device's name
-    for c in filled.columns:
-        if c.startswith("peak_"):
-            frame[c] = filled[c]
+    out["device_name"], out["compute_capability"], out["sm_count"] = name.array(), cc.array(), _masked(sms)
+    out["sm_boost_clock_hz"] = clock  # CUDA's clockRate is the max clock; the clock during a launch is unknown
+    out["peak_dram_bytes_per_s"], out[source_column("peak_dram_bytes_per_s")] = bw, src.array()
+    return why if not gpus else "the device is not in the spec table (`roofline devices`); pass --peaks"
+
+
+def _peaks(frame: pd.DataFrame, why: str) -> pd.DataFrame:
+    """Compute and L1 roofs from the spec table by device name; every roof left empty says why."""
+    from roofline.hardware.specs import fill_spec_peaks
+
+    frame = fill_spec_peaks(frame)
     l2 = source_column("peak_l2_bytes_per_s")
-    frame[l2] = frame[l2].fillna(f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters")
-    if not gpus:
-        for c in [c for c in frame.columns if c.startswith("peak_") and not c.endswith("_source")]:
-            frame[source_column(c)] = frame[source_column(c)].fillna(f"{UNAVAILABLE}: {why}")
+    for c in [c for c in frame.columns if c.startswith("peak_") and c.endswith("_source")]:
+        missing = frame[c].isna()
+        if missing.all():
+            frame[c] = _const(f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters"
+                              if c == l2 else f"{UNAVAILABLE}: {why}", len(frame))
+        elif missing.any():
+            frame[c] = frame[c].fillna(f"{UNAVAILABLE}: {why}")
+    return frame
 
 
 def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.api.extensions.ExtensionArray | None:
