@@ -102,8 +102,7 @@ def _label_launches(r: np.ndarray, names: np.ndarray, domains: dict[int, str], t
         base = len(labels)
         if len(codes) == 1:  # one domain, one kind on this thread (the usual case): a path per range
             uniq, inv = np.unique(codes[0], return_inverse=True)
-            dec, d = decoders[0], doms[0]
-            prefix = "" if d == 0 else f"{domains.get(d, f'domain {d}')}:"
+            dec, prefix = decoders[0], _prefix(doms[0], domains)
             labels.extend(prefix + dec(c) if c >= 0 else "" for c in uniq.tolist())
             combos = uniq
         else:
@@ -177,12 +176,21 @@ def _startend(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) ->
 
 
 def _label(combo: list[int], decoders: list[Any], doms: list[int], domains: dict[int, str]) -> str:
-    by_dom: dict[int, list[str]] = {}
+    """One launch's label from its code per (domain, kind) group; groups come sorted by domain."""
+    parts: list[str] = []
+    cur_d, cur = None, []
     for c, dec, d in zip(combo, decoders, doms):
-        if c >= 0:
-            by_dom.setdefault(d, []).append(dec(c))
-    parts = []
-    for d in sorted(by_dom):
-        path = "/".join(by_dom[d])
-        parts.append(path if d == 0 else f"{domains.get(d, f'domain {d}')}:{path}")
+        if c < 0:
+            continue
+        if d != cur_d and cur:
+            parts.append(_prefix(cur_d, domains) + "/".join(cur))
+            cur = []
+        cur_d = d
+        cur.append(dec(c))
+    if cur:
+        parts.append(_prefix(cur_d, domains) + "/".join(cur))
     return ";".join(parts)
+
+
+def _prefix(d: int | None, domains: dict[int, str]) -> str:
+    return "" if not d else f"{domains.get(d, f'domain {d}')}:"
