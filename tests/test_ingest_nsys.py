@@ -20,6 +20,16 @@ STATS = "nsys/reference/nsys2024.5_a100x2_cloverleaf-mpi-cuda.nsys-stats-gpu-tra
 BEFORE = "nsys/nsys2026.2_h100x2_mfu-before.sqlite"
 
 
+def _sql(path: Path, *statements: str) -> Path:
+    """Run statements on a (synthetic) export in place: damage it, trim it, add ranges."""
+    con = sqlite3.connect(path)
+    for st in statements:
+        con.execute(st)
+    con.commit()
+    con.close()
+    return path
+
+
 @pytest.fixture(scope="module")
 def clover():
     return nsys.read(shared(CLOVER))
@@ -144,11 +154,7 @@ def test_synthetic_new_schema_graph_and_mangled(tmp_path):
 
 
 def test_not_an_nsys_export(tmp_path):
-    p = tmp_path / "other.sqlite"
-    con = sqlite3.connect(p)
-    con.execute("CREATE TABLE t (x)")
-    con.commit()
-    con.close()
+    p = _sql(tmp_path / "other.sqlite", "CREATE TABLE t (x)")
     with pytest.raises(FormatMismatchError, match="not an Nsight Systems export"):
         sniff(p)
     with pytest.raises(FormatMismatchError):
@@ -216,29 +222,18 @@ def test_compare_before_after_pair():
 def test_damaged_and_trimmed_exports(tmp_path):
     from roofline.errors import NoKernelsError
 
-    p = make_export(tmp_path / "trim.sqlite")
-    con = sqlite3.connect(p)
-    con.execute("DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME")  # trimmed: no runtime calls
-    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = NULL WHERE correlationId = 2")
-    con.commit()
-    con.close()
+    p = _sql(make_export(tmp_path / "trim.sqlite"), "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME",  # no runtime calls
+             "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = NULL WHERE correlationId = 2")
     frame = nsys.read(p)
     assert frame["attribution"].str.startswith("orphan").all() and frame["nvtx_range"].isna().all()
     bad = frame[frame["correlation_id"] == 2]
     assert np.isnan(bad["duration_s"].iloc[0]) and bad["flags"].iloc[0] == "no valid start/end in the export"
 
-    con = sqlite3.connect(p)
-    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 'lots' WHERE correlationId = 3")
-    con.commit()
-    con.close()
+    _sql(p, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 'lots' WHERE correlationId = 3")
     with pytest.raises(CorruptReportError, match="non-integer value"):
         nsys.read(p)
 
-    empty = tmp_path / "empty.sqlite"
-    con = sqlite3.connect(empty)
-    con.execute("CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT)")
-    con.commit()
-    con.close()
+    empty = _sql(tmp_path / "empty.sqlite", "CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT)")
     with pytest.raises(NoKernelsError, match="empty.sqlite"):
         nsys.read(empty)
 

@@ -108,8 +108,7 @@ def _label_launches(r: np.ndarray, names: np.ndarray, domains: dict[int, str], t
         else:
             combos, inv = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
             labels.extend(_label(combo, decoders, doms, domains) for combo in combos.tolist())
-        lab = np.array([i + base for i in range(len(combos))], dtype=np.int64)
-        out[idx] = lab[inv.reshape(-1)]
+        out[idx] = base + inv.reshape(-1)
     # combinations without any range were given labels too: map those to 0
     none = [i for i, x in enumerate(labels) if x == ""]
     if none:
