@@ -92,10 +92,11 @@ def memory(kernels: int) -> None:
         print(f"wrote {path.name}: {path.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s")
         code = ("import resource, time, sys; import roofline.ingest.nsys as n, pandas;"
                 "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; t = time.perf_counter();"
-                f"f = n.read({str(path)!r}); dt = time.perf_counter() - t;"
+                "c = time.process_time();"
+                f"f = n.read({str(path)!r}); dt = time.perf_counter() - t; dc = time.process_time() - c;"
                 "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
                 "size = f.memory_usage(deep=True).sum();"
-                "print(f'{len(f)} rows in {dt:.1f} s; frame {size / 1e6:.0f} MB; peak RSS above baseline '"
+                "print(f'{len(f)} rows in {dt:.1f} s ({dc:.1f} s CPU); frame {size / 1e6:.0f} MB; peak RSS above baseline '"
                 "f'{(peak - base) / 1e3:.0f} MB = {(peak - base) * 1e3 / len(f):.0f} B/row, '"
                 "f'{(peak - base) * 1e3 / size:.2f}x the frame')")
         subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": str(REPO / "src")})
