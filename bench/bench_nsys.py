@@ -96,7 +96,8 @@ def memory(kernels: int) -> None:
                 f"f = n.read({str(path)!r}); dt = time.perf_counter() - t; dc = time.process_time() - c;"
                 "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
                 "size = f.memory_usage(deep=True).sum();"
-                "print(f'{len(f)} rows in {dt:.1f} s ({dc:.1f} s CPU); frame {size / 1e6:.0f} MB; peak RSS above baseline '"
+                "print(f'{len(f)} rows in {dt:.1f} s ({dc:.1f} s CPU); frame {size / 1e6:.0f} MB; '"
+                "f'peak RSS above baseline '"
                 "f'{(peak - base) / 1e3:.0f} MB = {(peak - base) * 1e3 / len(f):.0f} B/row, '"
                 "f'{(peak - base) * 1e3 / size:.2f}x the frame')")
         subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": str(REPO / "src")})
