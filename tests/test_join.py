@@ -167,3 +167,14 @@ def test_tensor_path_and_its_spec_roof_follow_the_counters():
     spec = lookup("Tesla T4")
     key, _ = spec_tensor_figure(spec, row["tensor_path"])
     assert row["peak_flop_per_s_tensor"] == pytest.approx(spec.flop_per_s_at(key, row["sm_clock_hz"]))
+
+
+def test_an_ncu_csv_export_as_counters():
+    """CSV exports have no mangled names: their launches match by name, grid and block; two launches of
+    randomInit with other grids are each their own key."""
+    counters = roofline.read(shared("ncu/sm80_a100_gemm-variants_roofline-metrics-printfp.csv"))
+    timeline = counters.assign(flop_fp32=np.nan, flop_fp32_source="unavailable: timeline")
+    joined = join_counters(timeline, counters)
+    assert (joined["match_method"] == "exact: name, grid, block").all()
+    assert joined["flop_fp32"].tolist() == counters["flop_fp32"].tolist()
+    assert (joined["counter_samples"] == 1).all()
