@@ -69,10 +69,14 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
 @click.option("--precision", default=None, metavar="P", help="Only kernels whose work is P: fp64, fp32, fp16, tensor, mixed.")
 @click.option("--nvtx", default=None, metavar="REGEX", help="Only kernels in NVTX ranges that match.")
 @click.option("--top", type=click.IntRange(min=1), default=None, help="Only the N longest (default: all, longest first).")
-@click.option("--by", type=click.Choice(["kernel", "nvtx", "program"]), default=None,
-              help="Aggregate to one roofline point per kernel name, NVTX range or program (input file).")
+@click.option("--by", type=click.Choice(["kernel", "nvtx", "program", "process", "rank", "step"]), default=None,
+              help="Aggregate to one roofline point per kernel name, NVTX range, program (input file), process "
+              "(nsys), rank (Kineto) or training step (ProfilerStep#N or an NVTX 'step N' range).")
 @click.option("--latency-threshold", type=click.FloatRange(0, 100), default=20.0, show_default=True,
               help="Under this %% of every roof a kernel is called latency-limited.")
+@click.option("--counters", "counters", multiple=True, type=click.Path(path_type=Path), metavar="REPORT",
+              help="ncu reports or CSV exports whose per-launch counters are carried onto every launch of the "
+              "timeline PATHS (nsys export, Kineto trace, sparse ncu report); repeatable. See docs/nsys.md.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
               help="Also write the interactive HTML report (and the PNG chart beside it).")
 @click.option("--capture", "captures", multiple=True, type=click.Path(exists=True, path_type=Path),
@@ -81,7 +85,7 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
 def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
             clock: str, device: str | None, name_rx: str | None, bound: str | None, precision: str | None,
             nvtx: str | None, top: int | None, by: str | None, latency_threshold: float,
-            html_path: Path | None, captures: tuple[Path, ...] = ()) -> None:
+            html_path: Path | None, captures: tuple[Path, ...] = (), counters: tuple[Path, ...] = ()) -> None:
     """Hierarchical roofline of profiles: per kernel and memory level the intensity, attainable and
     achieved FLOP/s, the binding roof, the % of it reached and the time at the roof.
 
@@ -95,7 +99,7 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         from roofline.ingest.torch_graphs import CAPTURES
 
         CAPTURES.set(tuple(captures))
-    result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold)
+    result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold, counters)
     try:
         # name and NVTX filters pick kernels, before any grouping; bound, precision and top pick rows
         result = select(result, name=name_rx, nvtx=nvtx)
@@ -122,7 +126,7 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
 
 
 def _analysed(paths: tuple[Path, ...], peaks_opt: str, device: str | None, levels: tuple[str, ...], clock: str,
-              latency_threshold: float) -> tuple[pd.DataFrame, int, int]:
+              latency_threshold: float, counters: tuple[Path, ...] = ()) -> tuple[pd.DataFrame, int, int]:
     """Read every input and analyse it: (kernel-level result, failed inputs, inputs)."""
     from roofline.analysis import analyze as analyze_frame
     from roofline.hardware.specs import require
@@ -131,6 +135,9 @@ def _analysed(paths: tuple[Path, ...], peaks_opt: str, device: str | None, level
     if device:
         require(device)  # unknown names fail before any file is read
     kernels, failures, n_files = _ingest(paths)
+    if counters:
+        kernels, bad = _joined(kernels, counters)
+        failures += bad
     if device:
         from roofline.hardware.specs import fill_spec_peaks
 
@@ -144,6 +151,22 @@ def _analysed(paths: tuple[Path, ...], peaks_opt: str, device: str | None, level
     if peaks == "counters":
         failures += _unknown_trace_gpus(result)
     return result, failures, n_files
+
+
+def _joined(timeline: pd.DataFrame, reports: tuple[Path, ...]) -> tuple[pd.DataFrame, int]:
+    """--counters: carry the reports' per-launch counters onto the timeline; a summary line on stderr."""
+    from roofline.analysis.join import join_counters, unmatched_summary
+
+    counters, bad, _ = _ingest(reports)
+    joined = join_counters(timeline, counters)
+    s = unmatched_summary(joined)
+    if s["launches"]:
+        names = ", ".join(f"{k['kernel_name'][:60]} ({k['time_s'] * 1e3:.3g} ms)" for k in s["unmatched_kernels"][:5])
+        how = ", ".join(f"{n} {m.split(':')[0]}" for m, n in s["by_method"].items() if not m.startswith("unmatched"))
+        _err(f"counters: {s['launches'] - s['unmatched_launches']} of {s['launches']} kernel launches matched "
+             f"({how or 'none'}); {100 * (s['unmatched_time_share'] or 0):.1f}% of kernel time has no counterpart"
+             + (f": {names}" + (" ..." if len(s["unmatched_kernels"]) > 5 else "") if names else ""))
+    return joined, bad
 
 
 def _unknown_trace_gpus(result: pd.DataFrame) -> int:

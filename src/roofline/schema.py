@@ -49,6 +49,17 @@ IDENTITY_COLUMNS: dict[str, str] = {
     "sm_count": "Int64",
     "metric_set": "string",
     "rank": "Int64",  # distributed rank of a trace (distributedInfo.rank); None for ncu reports
+    # timelines (nsys exports): where and when a launch ran, and how it was launched
+    "process": "string",  # "<name> (pid N)" of the launching process
+    "device_id": "Int64",
+    "stream_id": "Int64",
+    "correlation_id": "Int64",  # CUPTI correlation id (ties a launch to its runtime API call)
+    "start_ns": "Int64",  # launch start on the profile's own clock (nsys: ns since session start)
+    "registers_per_thread": "Int64",
+    "shared_memory_bytes": "Int64",  # static + dynamic shared memory per block
+    "graph_id": "Int64",  # CUDA graph of a graph-launched kernel
+    "graph_node_id": "Int64",
+    "copy_kind": "string",  # memcpy/memset rows: HtoD, DtoH, DtoD, PtoP, memset...; NA for kernels
 }
 
 # Measured and derived quantities; each has a companion ``<name>_source`` string column.
@@ -73,6 +84,7 @@ QUANTITY_COLUMNS: dict[str, str] = {
     "peak_dram_bytes_per_s": "float64",
     "peak_l2_bytes_per_s": "float64",
     "peak_l1_bytes_per_s": "float64",
+    "copy_bytes": "float64",  # bytes a memcpy/memset moved, as the API reported them (any direction)
 }
 
 # Quantities whose source is worth a column of its own (clocks only say where they came from
@@ -105,6 +117,9 @@ STATUS_COLUMNS: dict[str, str] = {
     "op_args": "string",  # traces: schema overload and the named arguments the op model read
     "precision_evidence": "string",  # traces: what decided the FLOPs' precision (dtype, kernel name)
     "host_link_bytes": "float64",  # traces: bytes over the host link (host<->device, peer copies), not DRAM
+    "match_method": "string",  # --counters: how the row found its counters (see docs/nsys.md)
+    "counter_samples": "Int64",  # --counters: sampled launches averaged into the row's counters
+    "counter_spread": "float64",  # --counters: relative std dev of those launches' FLOPs (else DRAM bytes)
 }
 
 FLOP_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor")

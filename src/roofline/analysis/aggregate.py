@@ -10,6 +10,7 @@ note says how many kernels lacked it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,7 +20,11 @@ from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical
 from roofline.hardware.peaks import LEVELS
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, UNAVAILABLE, source_column
 
-GROUPINGS = {"program": "source_file", "nvtx": "nvtx_range", "kernel": "kernel_name"}
+GROUPINGS = {"program": "source_file", "nvtx": "nvtx_range", "kernel": "kernel_name",
+             "process": "process", "rank": "rank",  # process: nsys timelines; rank: Kineto traces
+             "step": "nvtx_range"}  # the step range in the NVTX path (Kineto: ProfilerStep#N)
+#: a training step's range name: PyTorch's ProfilerStep#N, or NVTX ranges such as "step 3", "train_step_3", "iter=3"
+STEP_RANGE = r"(ProfilerStep#\d+|(?<![A-Za-z])(?:train[_ ]?)?(?:step|iteration|iter)[\s_#:=-]*\d+)"
 
 
 def aggregate(
@@ -36,6 +41,9 @@ def aggregate(
         return pd.DataFrame(columns=[by, "device_name", "kernel_count", "duration_s"])
     work = frame.copy()
     work["_group"] = work[key].astype("string").fillna("(none)") if key in work else "(none)"
+    if by == "step" and key in work:
+        work["_group"] = work[key].astype("string").str.extract(STEP_RANGE, flags=re.IGNORECASE)[0] \
+            .fillna("(no step range)")
     work["_device"] = work["device_name"].astype("string").fillna("(unknown device)")
     dur = pd.to_numeric(work["duration_s"], errors="coerce")
     timed = (dur > 0).fillna(False).to_numpy()

@@ -19,7 +19,7 @@ from roofline.errors import (
     UnknownFormatError,
     UnsupportedFormatError,
 )
-from roofline.ingest import ncu_csv, ncu_rep, torch_trace, xplane, xprof_trace
+from roofline.ingest import ncu_csv, ncu_rep, nsys, torch_trace, xplane, xprof_trace
 from roofline.ingest.common import describe_content, head
 
 
@@ -45,6 +45,10 @@ FORMATS: dict[str, Format] = {
                xplane.SUFFIXES, xplane.read),
         Format("xprof-trace", "XProf trace-viewer / perfetto JSON of an xplane (.trace.json.gz; timing only)",
                xprof_trace.SUFFIXES, xprof_trace.read),
+        Format("nsys-sqlite", "Nsight Systems SQLite export (nsys export --type sqlite; timing, no counters)",
+               nsys.SUFFIXES, nsys.read),
+        Format("nsys-rep", "Nsight Systems report (.nsys-rep, .qdrep; exported with `nsys` on PATH)",
+               nsys.REP_SUFFIXES, nsys.read),
     )
 }
 
@@ -71,6 +75,11 @@ def sniff(path: str | Path) -> str:
     found: str | None = None
     if data.startswith(ncu_rep.MAGIC):
         found = "ncu-rep"
+    elif data.startswith(nsys.MAGIC):
+        nsys.connect(path).close()  # an SQLite file that is not an nsys export is a typed error here
+        found = "nsys-sqlite"
+    elif named == "nsys-rep":
+        found = "nsys-rep"  # no public magic: only `nsys export` reads it, and says if it is not one
     elif named == "xplane":
         found = "xplane"  # protobuf has no magic: the name decides, the reader checks the content
     elif ncu_csv.HEADER_MARK in ncu_csv.decode_text(data):

@@ -1,0 +1,121 @@
+"""Nsight Systems reader: speed against a bare sqlite3 query, and memory on a synthetic 1M-kernel export.
+
+    PYTHONPATH=src .venv/bin/python bench/bench_nsys.py speed [EXPORT.sqlite] [--repeat 7]
+    PYTHONPATH=src .venv/bin/python bench/bench_nsys.py memory --kernels 1000000
+
+``speed``: best-of-N wall time of ``roofline.ingest.nsys.read`` against a bare ``sqlite3`` query
+of the same columns (kernel, memcpy and memset rows with their names from StringIds, and the
+launching runtime call, and the NVTX ranges), fetched with ``fetchall`` into Python tuples and nothing else.
+``memory``: writes a synthetic export (tests/nsys_synthetic.py) and reads it in a fresh process,
+reporting peak RSS above the interpreter's baseline against the size of the frame it returns.
+Results: docs/nsys.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = REPO.parent / "shared" / "fixtures" / "nsys" / "nsys2026.2_h100x2_mfu-before.sqlite"
+
+KERNEL_COLUMNS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "gridX", "gridY", "gridZ",
+                  "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory", "dynamicSharedMemory",
+                  "graphId", "graphNodeId")
+BARE = """
+SELECT {cols}, d.value, s.value, m.value, r.globalTid, r.start
+FROM CUPTI_ACTIVITY_KIND_KERNEL k
+LEFT JOIN StringIds d ON d.id = k.demangledName LEFT JOIN StringIds s ON s.id = k.shortName
+LEFT JOIN StringIds m ON m.id = k.mangledName
+LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
+ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)
+"""
+NVTX = "SELECT globalTid, start, end, domainId, text FROM NVTX_EVENTS WHERE eventType IN (59, 60)"
+COPIES = """
+SELECT x.start, x.end, x.deviceId, x.streamId, x.correlationId, x.globalPid, x.bytes, r.globalTid, r.start
+FROM {t} x LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
+ON r.correlationId = x.correlationId AND (r.globalTid >> 24) = (x.globalPid >> 24)
+"""
+
+
+def bare(path: Path) -> int:
+    con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+    have = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
+    cols = ", ".join(f"k.{c}" if c in have else "NULL" for c in KERNEL_COLUMNS)
+    n = len(con.execute(BARE.format(cols=cols)).fetchall())
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+    if "NVTX_EVENTS" in tables:
+        con.execute(NVTX).fetchall()
+    for t in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        if t in tables:
+            n += len(con.execute(COPIES.format(t=t)).fetchall())
+    con.close()
+    return n
+
+
+def best(fn, repeat: int, clock) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeat):
+        t = clock()
+        fn()
+        times.append(clock() - t)
+    return min(times)
+
+
+def speed(path: Path, repeat: int) -> None:
+    from roofline.ingest import nsys
+
+    rows = bare(path)
+    frame = nsys.read(path)  # warm: imports and the page cache
+    # CPU time as well as wall time: on a shared machine the wall clock measures the neighbours too
+    for what, clock in (("wall", time.perf_counter), ("cpu", time.process_time)):
+        t_bare = best(lambda: bare(path), repeat, clock)
+        t_ours = best(lambda: nsys.read(path), repeat, clock)
+        print(f"{path.name}: {len(frame)} rows ({rows} from the bare query); {what}: bare sqlite3 "
+              f"{t_bare * 1e3:.1f} ms, nsys.read {t_ours * 1e3:.1f} ms, ratio {t_ours / t_bare:.2f}")
+
+
+def memory(kernels: int) -> None:
+    sys.path.insert(0, str(REPO / "tests"))
+    from nsys_synthetic import make_export
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"synthetic-{kernels}.sqlite"
+        t = time.perf_counter()
+        make_export(path, n_kernels=kernels)
+        print(f"wrote {path.name}: {path.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s")
+        code = ("import resource, time, sys; import roofline.ingest.nsys as n, pandas;"
+                "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; t = time.perf_counter();"
+                "c = time.process_time();"
+                f"f = n.read({str(path)!r}); dt = time.perf_counter() - t; dc = time.process_time() - c;"
+                "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
+                "size = f.memory_usage(deep=True).sum();"
+                "print(f'{len(f)} rows in {dt:.1f} s ({dc:.1f} s CPU); frame {size / 1e6:.0f} MB; '"
+                "f'peak RSS above baseline '"
+                "f'{(peak - base) / 1e3:.0f} MB = {(peak - base) * 1e3 / len(f):.0f} B/row, '"
+                "f'{(peak - base) * 1e3 / size:.2f}x the frame')")
+        subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": str(REPO / "src")})
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["speed", "memory"])
+    ap.add_argument("path", nargs="?", type=Path, default=DEFAULT)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--kernels", type=int, default=1_000_000)
+    a = ap.parse_args()
+    if a.what == "speed":
+        speed(a.path, a.repeat)
+    else:
+        memory(a.kernels)
+
+
+if __name__ == "__main__":
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    main()

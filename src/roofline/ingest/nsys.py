@@ -1,0 +1,500 @@
+"""Nsight Systems exports (``nsys export --type sqlite``, export schemas 3.x): one row per GPU launch.
+
+A row is a kernel launch, a memcpy or a memset, in start order. Kernel names live in ``StringIds``
+(the kernel table holds ids of the demangled, short and mangled names). NVTX ranges are CPU-side:
+a launch is tied to its ranges through the runtime API call that made it (same ``correlationId``
+in the same process), whose thread and start time decide which push/pop and start/end ranges
+enclose it. Device properties come from ``TARGET_INFO_GPU``: name, SMs, compute capability and
+max clock go into the device columns (the spec table derives compute peaks from them), the
+memory bandwidth is the DRAM roof, labelled with its source. A timeline has no FLOP or cache
+counters: those columns are unavailable and say how to add them (``--counters``, ``analysis/join.py``).
+
+Profiles are untrusted: the database is opened read-only (URI ``mode=ro``, ``query_only``,
+``trusted_schema`` off). Rows are fetched in chunks straight into NumPy integer arrays (no Python
+object per value), and names are resolved once per distinct id, so memory grows with the frame only.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError, UnsupportedFormatError
+from roofline.ingest import nsys_nvtx
+from roofline.ingest.common import check_exists, head, provenance_record
+from roofline.schema import UNAVAILABLE, kernel_dtypes, set_provenance, source_column
+
+MAGIC = b"SQLite format 3\x00"
+SUFFIXES = (".sqlite", ".sqlite3")
+REP_SUFFIXES = (".nsys-rep", ".qdrep")
+META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # newer, older export schemas
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
+RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
+#: NULL in an integer column, as fetched (SQL IFNULL): keeps every chunk one int64 array
+NULL = -(2**63)
+CHUNK = 65536
+#: globalTid / globalPid: (vm id << 56) | (pid << 24) | tid; the process is everything above the tid
+TID_BITS = 24
+#: fields of a launch, in the order of every query's columns
+FIELDS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "demangledName", "shortName",
+          "mangledName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+          "staticSharedMemory", "dynamicSharedMemory", "graphId", "graphNodeId", "bytes", "copyKind",
+          "memKind", "srcDeviceId", "dstDeviceId", "_rt_tid", "_rt_start", "_kind")
+F = {name: i for i, name in enumerate(FIELDS)}
+KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET = 0, 1, 2
+#: ENUM_CUDA_MEMCPY_OPER ids (stable across 3.x; the export's own enum table labels them when present)
+COPY_KINDS = {0: "unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
+              8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "UVM HtoD", 12: "UVM DtoH", 13: "UVM DtoD"}
+#: copies inside one GPU's memory: each byte is read and written there
+ON_DEVICE_COPIES = {"DtoD", "AtoD", "DtoA", "AtoA", "UVM DtoD"}
+MEMKIND_DEVICE = 2
+NO_FLOPS = (f"{UNAVAILABLE}: an Nsight Systems timeline has no FLOP counters; add them from Nsight Compute "
+            "with `roofline analyze TIMELINE --counters REPORT.ncu-rep`")
+NO_BYTES = (f"{UNAVAILABLE}: an Nsight Systems timeline has no memory counters; add them from Nsight Compute "
+            "with `roofline analyze TIMELINE --counters REPORT.ncu-rep`")
+COPY_NOTE = "memcpy/memset: no FLOPs"
+LINK = (f"{UNAVAILABLE}: {{kind}} copy over the host/peer link (PCIe/NVLink), not device memory; its bytes "
+        "are in copy_bytes (no host-link roof in the schema)")
+
+
+def export_command(rep: Path) -> list[str]:
+    return ["nsys", "export", "--type", "sqlite", "--output", str(rep.with_suffix(".sqlite")), str(rep)]
+
+
+def read(path: str | Path) -> pd.DataFrame:
+    """The canonical frame of an nsys SQLite export (or of a ``.nsys-rep``, exported with ``nsys`` first)."""
+    path = Path(path)
+    data = head(path, 16)
+    if not data.startswith(MAGIC) and path.name.lower().endswith(REP_SUFFIXES):
+        return _read_rep(path)
+    con = connect(path)
+    try:
+        return _read(path, con)
+    except sqlite3.DatabaseError as exc:  # damaged pages, a table that is not what its name says
+        raise CorruptReportError(path, f"SQLite error while reading the nsys export ({exc})") from None
+    finally:
+        con.close()
+
+
+def _read_rep(path: Path) -> pd.DataFrame:
+    """A ``.nsys-rep`` has no public format: only ``nsys export`` reads it."""
+    cmd = " ".join(export_command(path))
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        raise UnsupportedFormatError(
+            path, f"is an Nsight Systems report; `nsys` is not on PATH to export it: run `{cmd}` and read the .sqlite")
+    with tempfile.TemporaryDirectory(prefix="roofline-nsys-") as tmp:
+        out = Path(tmp) / (path.stem + ".sqlite")
+        run = subprocess.run([nsys, "export", "--type", "sqlite", "--output", str(out), str(path)],
+                             capture_output=True, text=True, check=False)
+        if run.returncode != 0 or not out.exists():
+            why = (run.stderr or run.stdout).strip().splitlines()[-1:] or [f"exit {run.returncode}"]
+            raise CorruptReportError(path, f"`{cmd}` failed: {why[0]}")
+        frame = read(out)
+    frame["source_file"] = _const(str(path), len(frame))
+    for rec in frame.attrs.get("roofline.provenance", []):
+        rec.update(source_file=str(path), exported_with=f"{nsys} export --type sqlite")
+    return frame
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open an export read-only; a file that is not SQLite or not an nsys export is a typed error."""
+    check_exists(path)
+    uri = path.resolve().as_uri() + "?mode=ro"
+    try:
+        con = sqlite3.connect(uri, uri=True)
+        con.execute("PRAGMA query_only = ON")
+        con.execute("PRAGMA trusted_schema = OFF")  # no functions with side effects from views/triggers
+        tables = _tables(con)
+    except sqlite3.DatabaseError as exc:
+        raise CorruptReportError(path, f"not a readable SQLite database ({exc})") from None
+    if not any(t in tables for t in META_TABLES) and KERNEL_TABLE not in tables:
+        con.close()
+        raise FormatMismatchError(
+            path, "is an SQLite database but not an Nsight Systems export (no META_DATA_EXPORT, EXPORT_META_DATA "
+                  f"or {KERNEL_TABLE} table)")
+    return con
+
+
+def _tables(con: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}
+
+
+def meta(con: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
+    for t in META_TABLES:
+        if t in tables and {"name", "value"} <= _columns(con, t):
+            return {str(n): str(v) for n, v in con.execute(f'SELECT name, value FROM "{t}"')}
+    return {}
+
+
+def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
+    tables = _tables(con)
+    info = meta(con, tables)
+    rows = _fetch(path, con, tables)
+    if not len(rows):
+        raise NoKernelsError(path, "the nsys export has no kernel, memcpy or memset rows (CUDA trace off, "
+                                   "or a trimmed export)")
+    rows = rows[np.argsort(rows[:, F["start"]], kind="stable")]
+    nvtx = _nvtx(con, tables, rows) if "NVTX_EVENTS" in tables else None
+    frame = _frame(path, con, tables, rows, nvtx)
+    _, gpus = _gpus(con, tables)
+    rec = provenance_record(path, "nsys-sqlite", tool="nsys", tool_version=info.get("EXPORT_PRODUCT_VERSION"),
+                            export_schema=info.get("EXPORT_SCHEMA_VERSION"), reader=f"sqlite3 {sqlite3.sqlite_version}",
+                            kernels=int((rows[:, F["_kind"]] == KIND_KERNEL).sum()),
+                            copies=int((rows[:, F["_kind"]] != KIND_KERNEL).sum()),
+                            devices={str(k): v[0] for k, v in gpus.items()},
+                            device_table=next((t for t, _ in GPU_TABLES if t in tables), None))
+    return set_provenance(frame, [rec])
+
+
+def _inner(con: sqlite3.Connection, table: str, kind: int) -> str | None:
+    """One activity table's rows in the layout of FIELDS (missing columns: the NULL sentinel)."""
+    have = _columns(con, table)
+    if not {"start", "end"} <= have:
+        return None
+    exprs = []
+    for f in FIELDS:
+        if f in ("_rt_tid", "_rt_start"):
+            continue
+        value = str(kind) if f == "_kind" else f'IFNULL(x."{f}", {NULL})' if f in have else str(NULL)
+        exprs.append(f'{value} AS "f_{f}"')
+    return f'SELECT {", ".join(exprs)} FROM "{table}" AS x'
+
+
+def _fetch(path: Path, con: sqlite3.Connection, tables: set[str]) -> np.ndarray:
+    """Every kernel, memcpy and memset row as an (n, len(FIELDS)) int64 array, with its runtime call."""
+    inner = [q for t, k in ((KERNEL_TABLE, KIND_KERNEL), (MEMCPY_TABLE, KIND_MEMCPY), (MEMSET_TABLE, KIND_MEMSET))
+             if t in tables and (q := _inner(con, t, k)) is not None]
+    if not inner:
+        return np.empty((0, len(FIELDS)), dtype=np.int64)
+    cols = [str(NULL) if f in ("_rt_tid", "_rt_start") else f'"f_{f}"' for f in FIELDS]
+    rows = _int_rows(path, con, f"SELECT {', '.join(cols)} FROM ({' UNION ALL '.join(inner)})", len(FIELDS))
+    if RUNTIME_TABLE in tables and {"correlationId", "globalTid", "start"} <= _columns(con, RUNTIME_TABLE):
+        rt = _int_rows(path, con, f'SELECT IFNULL(correlationId, {NULL}), IFNULL(globalTid, {NULL}), '
+                                  f'IFNULL(start, {NULL}) FROM "{RUNTIME_TABLE}"', 3)
+        _link_runtime(rows, rt)
+    return rows
+
+
+def _int_rows(path: Path, con: sqlite3.Connection, sql: str, width: int) -> np.ndarray:
+    """A query's rows as one int64 array, fetched in chunks (one C-level conversion per chunk)."""
+    cur = con.execute(sql)
+    chunks = []
+    while True:
+        batch = cur.fetchmany(CHUNK)
+        if not batch:
+            break
+        try:
+            chunks.append(np.array(batch, dtype=np.int64))
+        except (TypeError, ValueError, OverflowError) as exc:  # text or floats where ids and ns belong
+            raise CorruptReportError(path, f"non-integer value in an activity table ({exc})") from None
+    return np.concatenate(chunks) if chunks else np.empty((0, width), dtype=np.int64)
+
+
+def _link_runtime(rows: np.ndarray, rt: np.ndarray) -> None:
+    """Each launch's runtime API call (thread, start): same correlation id in the same process.
+
+    CUPTI correlation ids are 32-bit and unique within a process, so (process index << 32 | id) is one
+    int64 key on both sides; a sorted search joins them (SQLite's own join rebuilt an index per table)."""
+    corr, gpid = rows[:, F["correlationId"]], rows[:, F["globalPid"]]
+    r_corr, r_tid = rt[:, 0], rt[:, 1]
+    pids = np.unique(np.concatenate([gpid[gpid != NULL] >> TID_BITS, r_tid[r_tid != NULL] >> TID_BITS]))
+    ok = (corr != NULL) & (gpid != NULL) & (corr >= 0) & (corr < 2**32)
+    r_ok = (r_corr != NULL) & (r_tid != NULL) & (r_corr >= 0) & (r_corr < 2**32)
+    key = (np.searchsorted(pids, gpid[ok] >> TID_BITS) << 32) | corr[ok]
+    r_key = (np.searchsorted(pids, r_tid[r_ok] >> TID_BITS) << 32) | r_corr[r_ok]
+    order = np.argsort(r_key, kind="stable")  # the first call with a key wins, as listed
+    r_key, r_sel = r_key[order], np.flatnonzero(r_ok)[order]
+    pos = np.minimum(np.searchsorted(r_key, key), max(len(r_key) - 1, 0))
+    found = (r_key[pos] == key) if len(r_key) else np.zeros(len(key), dtype=bool)
+    idx = np.flatnonzero(ok)[found]
+    rows[idx, F["_rt_tid"]] = rt[r_sel[pos[found]], 1]
+    rows[idx, F["_rt_start"]] = rt[r_sel[pos[found]], 2]
+
+
+def _masked(col: np.ndarray) -> pd.arrays.IntegerArray:
+    return pd.arrays.IntegerArray(col.copy(), col == NULL)
+
+
+def _strings(con: sqlite3.Connection, ids: np.ndarray) -> dict[int, str]:
+    """``StringIds`` values of the distinct ids given (in batches under SQLite's parameter limit)."""
+    want = [int(i) for i in np.unique(ids) if i != NULL]
+    out: dict[int, str] = {}
+    for i in range(0, len(want), 900):
+        part = want[i:i + 900]
+        q = f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(part))})"
+        out.update((int(k), str(v)) for k, v in con.execute(q, part))
+    return out
+
+
+class _Labels:
+    """A string column as distinct labels and one int code per row (0: missing): built without a Python
+    object per row, turned into an Arrow string column by one ``take``."""
+
+    def __init__(self, n: int) -> None:
+        self.labels: list[str | None] = [None]
+        self.code = np.zeros(n, dtype=np.int64)
+        self._ids: dict[str, int] = {}
+
+    def set(self, mask: np.ndarray | slice, label: str | None) -> None:
+        if label is None:
+            self.code[mask] = 0
+            return
+        i = self._ids.get(label)
+        if i is None:
+            i = self._ids[label] = len(self.labels)
+            self.labels.append(label)
+        self.code[mask] = i
+
+    def array(self) -> pd.api.extensions.ExtensionArray:
+        return _take(self.labels, self.code)
+
+
+def _names(ids: np.ndarray, table: dict[int, str], fixed: _Labels | None = None) -> pd.api.extensions.ExtensionArray:
+    """Names from StringIds ids (rows with a ``fixed`` label take that instead), by one Arrow take."""
+    own = fixed.code > 0 if fixed is not None else np.zeros(len(ids), dtype=bool)
+    uniq, inv = np.unique(np.where(own, NULL, ids), return_inverse=True)
+    vals = [table.get(int(u)) for u in uniq.tolist()]
+    idx = inv.reshape(-1).astype(np.int64)
+    if fixed is not None:
+        idx[own] = len(vals) - 1 + fixed.code[own]
+        vals += fixed.labels[1:]
+    return _take(vals, idx)
+
+
+def _take(values: list[Any], idx: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    return pd.array(pa.array(values, pa.string()).take(pa.array(idx)), dtype="string")
+
+
+def _const(value: str, n: int) -> pd.api.extensions.ExtensionArray:
+    return _take([value], np.zeros(n, dtype=np.int64))
+
+
+def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarray,
+           nvtx: pd.api.extensions.ExtensionArray | None) -> pd.DataFrame:
+    """The canonical frame, every column built as an array first and the frame made once."""
+    n = len(rows)
+    col = {f: rows[:, i] for i, f in enumerate(FIELDS)}
+    kind = col["_kind"]
+    start, end = col["start"], col["end"]
+    ok = (start != NULL) & (end != NULL) & (end >= start)
+    copy_labels = _copy_labels(con, tables)
+    # memcpy/memset rows are named after their kind, as `nsys stats` names them
+    names, kinds = _Labels(n), _Labels(n)
+    ck = col["copyKind"]
+    memcpy = kind == KIND_MEMCPY
+    for k in np.unique(ck[memcpy]).tolist():
+        on = memcpy & (ck == k)
+        names.set(on, f"[CUDA memcpy {copy_labels.get(k, COPY_KINDS.get(k, f'kind {k}'))}]")
+        kinds.set(on, COPY_KINDS.get(k, f"kind {k}"))
+    names.set(kind == KIND_MEMSET, "[CUDA memset]")
+    kinds.set(kind == KIND_MEMSET, "memset")
+    strings = _strings(con, np.concatenate([col["demangledName"], col["shortName"], col["mangledName"]])) \
+        if "StringIds" in tables else {}
+    nums, texts = _costs(col, kinds)
+    shm = col["staticSharedMemory"], col["dynamicSharedMemory"]
+    out: dict[str, Any] = {
+        "kernel_id": pd.arrays.IntegerArray(np.arange(n, dtype=np.int64), np.zeros(n, dtype=bool)),
+        "duration_s": np.where(ok, (end - start) * 1e-9, np.nan), **nums,
+        **{c: lab.array() for c, lab in texts.items()},
+        "replay_ok": pd.arrays.BooleanArray(np.ones(n, dtype=bool), np.zeros(n, dtype=bool)),
+        "kernel_name": _names(col["demangledName"], strings, names),
+        "kernel_short_name": _names(col["shortName"], strings, names),
+        "mangled_name": _names(col["mangledName"], strings),
+        "copy_kind": kinds.array(),
+        "shared_memory_bytes": pd.arrays.IntegerArray(np.where(shm[0] == NULL, 0, shm[0]) +
+                                                      np.where(shm[1] == NULL, 0, shm[1]),
+                                                      (shm[0] == NULL) & (shm[1] == NULL)),
+        "attribution": _take(["runtime launch (correlationId)",
+                              "orphan: no runtime API call with its correlationId in the export"],
+                             (col["_rt_tid"] == NULL).astype(np.int64)),
+        "process": _processes(con, tables, col["globalPid"]),
+        "flags": _take([None, "no valid start/end in the export"], (~ok).astype(np.int64)),
+    }
+    if nvtx is not None:
+        out["nvtx_range"] = nvtx
+    for c, v in (("source_file", str(path)), ("format", "nsys-sqlite"), ("metric_set", "nsys timeline"),
+                 ("duration_s_source", "nsys: CUPTI activity end - start"), ("l2_bytes_source", NO_BYTES),
+                 ("l1_bytes_source", NO_BYTES)):
+        out[c] = _const(v, n)
+    for axis in "xyz":
+        out[f"grid_{axis}"] = _masked(col[f"grid{axis.upper()}"])
+        out[f"block_{axis}"] = _masked(col[f"block{axis.upper()}"])
+    for name, field in (("start_ns", "start"), ("device_id", "deviceId"), ("stream_id", "streamId"),
+                        ("correlation_id", "correlationId"), ("registers_per_thread", "registersPerThread"),
+                        ("graph_id", "graphId"), ("graph_node_id", "graphNodeId")):
+        out[name] = _masked(col[field])
+    why = _devices(out, con, tables, col["deviceId"])
+    return _peaks(_assemble(out, n), why)
+
+
+def _assemble(out: dict[str, Any], n: int) -> pd.DataFrame:
+    """One DataFrame in the canonical column order; columns not given are all-missing of their dtype."""
+    cols: dict[str, Any] = {}
+    for c, dtype in kernel_dtypes().items():
+        if c in out:
+            cols[c] = out[c]
+        elif dtype == "float64":
+            cols[c] = np.full(n, np.nan)
+        elif dtype == "string":
+            cols[c] = pd.array(pa.nulls(n, pa.string()), dtype="string")
+        elif dtype == "Int64":
+            cols[c] = pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
+        else:
+            cols[c] = pd.array([None] * n, dtype=dtype)
+    return pd.DataFrame(cols, copy=False)
+
+
+def _copy_labels(con: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
+    if "ENUM_CUDA_MEMCPY_OPER" not in tables:
+        return {}
+    return {int(i): str(lbl) for i, lbl in con.execute("SELECT id, label FROM ENUM_CUDA_MEMCPY_OPER")}
+
+
+def _costs(col: dict[str, np.ndarray], kinds: _Labels) -> tuple[dict[str, np.ndarray], dict[str, _Labels]]:
+    """FLOP and DRAM columns: unavailable for kernels; for copies, bytes by where they move."""
+    n = len(kinds.code)
+    is_copy = kinds.code > 0
+    label = np.array(kinds.labels, dtype=object)[kinds.code]  # one reference per row, to the few labels
+    flop = np.where(is_copy, 0.0, np.nan)
+    flop_src = _Labels(n)
+    flop_src.set(slice(None), NO_FLOPS)
+    flop_src.set(is_copy, COPY_NOTE)
+    nbytes = col["bytes"].astype(np.float64)
+    nbytes[col["bytes"] == NULL] = np.nan
+    dram = np.full(n, np.nan)
+    dram_src = _Labels(n)
+    dram_src.set(slice(None), NO_BYTES)
+    on_dev = np.isin(label, list(ON_DEVICE_COPIES))
+    dram[on_dev] = 2 * nbytes[on_dev]
+    dram_src.set(on_dev, "nsys memcpy bytes × 2 (a device-to-device copy reads and writes device memory)")
+    memset = label == "memset"
+    dev_set = memset & ((col["memKind"] == MEMKIND_DEVICE) | (col["memKind"] == NULL))
+    dram[dev_set] = nbytes[dev_set]
+    dram_src.set(dev_set, "nsys memset bytes (written once to device memory)")
+    dram_src.set(memset & ~dev_set, f"{UNAVAILABLE}: memset of host or managed memory, not device DRAM")
+    link = is_copy & ~on_dev & ~memset
+    for k in set(label[link].tolist()):
+        dram_src.set(link & (label == k), LINK.format(kind=k))
+    peer = on_dev & (col["srcDeviceId"] != NULL) & (col["dstDeviceId"] != NULL) & \
+        (col["srcDeviceId"] != col["dstDeviceId"])
+    dram[peer] = np.nan
+    dram_src.set(peer, LINK.format(kind="device-to-device between two GPUs"))
+    no_bytes = is_copy & np.isnan(nbytes)
+    dram[no_bytes] = np.nan
+    dram_src.set(no_bytes, f"{UNAVAILABLE}: the export has no bytes for this memcpy/memset")
+    # host<->device and peer copies: the same column the Kineto reader fills (the link, not DRAM, bounds them)
+    host_link = np.full(n, np.nan)
+    over_link = (link | peer) & ~np.isnan(nbytes)
+    host_link[over_link] = nbytes[over_link]
+    nums = {"dram_bytes": dram, "copy_bytes": nbytes, "host_link_bytes": host_link, **{f"flop_{p}": flop for p in ("fp64", "fp32", "fp16", "tensor")}}
+    texts = {"dram_bytes_source": dram_src, **{source_column(f"flop_{p}"): flop_src
+                                                for p in ("fp64", "fp32", "fp16", "tensor")}}
+    return nums, texts
+
+
+def _processes(con: sqlite3.Connection, tables: set[str], gpid: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    uniq, inv = np.unique(gpid, return_inverse=True)
+    present = [int(g) for g in uniq.tolist() if g != NULL]
+    names: dict[int, str] = {}
+    if present and "PROCESSES" in tables and {"globalPid", "pid", "name"} <= _columns(con, "PROCESSES"):
+        names = {int(g): f"{nm} (pid {p})" for g, p, nm in con.execute(
+            f"SELECT globalPid, pid, name FROM PROCESSES WHERE globalPid IN ({','.join(map(str, present))})")}
+    labels = [names.get(int(g), f"pid {(int(g) >> TID_BITS) & 0xFFFFFF}") if g != NULL else None
+              for g in uniq.tolist()]
+    return _take(labels, inv.reshape(-1))
+
+
+#: device-property tables, newest first, and their column for (id, name, SMs, CC major, CC minor, clock Hz,
+#: memory bandwidth B/s); exports of early 2021 and before have TARGET_INFO_CUDA_GPU keyed by deviceId
+GPU_TABLES = (("TARGET_INFO_GPU", ("id", "name", "smCount", "computeMajor", "computeMinor", "clockRate",
+                                   "memoryBandwidth")),
+              ("TARGET_INFO_CUDA_GPU", ("deviceId", "name", "numMultiprocessors", "computeCapabilityMajor",
+                                        "computeCapabilityMinor", "coreClockRate", "memoryBandwidth")))
+
+
+def _gpus(con: sqlite3.Connection, tables: set[str]) -> tuple[str | None, dict[int, tuple[Any, ...]]]:
+    """(table, device properties by device id: (name, SMs, compute capability, clock Hz, memory bandwidth B/s))."""
+    for table, want in GPU_TABLES:
+        if table not in tables:
+            continue
+        have = _columns(con, table)
+        if want[0] not in have:
+            continue
+        sel = ", ".join(f'"{c}"' if c in have else "NULL" for c in want)
+        out: dict[int, tuple[Any, ...]] = {}
+        for i, name, sms, major, minor, clock, bw in con.execute(f'SELECT {sel} FROM "{table}"'):
+            if i is None:
+                continue
+            cc = f"{major}.{minor}" if major is not None and minor is not None else None
+            if not (isinstance(clock, (int, float)) and 1e8 <= clock <= 1e10):
+                clock = None  # a clock not in Hz (or damaged) is no clock, never a rescaled guess
+            out.setdefault(int(i), (name, sms, cc, clock, bw))  # several VMs may list a device: the first wins
+        if out:
+            return table, out
+    return None, {}
+
+
+def _devices(out: dict[str, Any], con: sqlite3.Connection, tables: set[str], dev: np.ndarray) -> str:
+    """Device columns from the device table; its memoryBandwidth is the DRAM roof (device property).
+    Returns why a peak may be missing."""
+    table, gpus = _gpus(con, tables)
+    n = len(dev)
+    name, cc, src = _Labels(n), _Labels(n), _Labels(n)
+    sms = np.full(n, NULL, dtype=np.int64)
+    clock = np.full(n, np.nan)
+    bw = np.full(n, np.nan)
+    why = ("no TARGET_INFO_GPU (or TARGET_INFO_CUDA_GPU) row for this device in the export (trimmed export?); "
+           "pass --peaks '<GPU>'" if not gpus else "no memoryBandwidth in the export's device table")
+    src.set(slice(None), f"{UNAVAILABLE}: {why}")
+    for d, (nm, sm, c, clk, b) in gpus.items():
+        on = dev == d
+        name.set(on, None if nm is None else str(nm))
+        cc.set(on, c)
+        if b:
+            src.set(on, f"nsys {table} memoryBandwidth (device property): {float(b) / 1e12:.4g} TB/s")
+            bw[on] = float(b)
+        if sm is not None:
+            sms[on] = int(sm)
+        if clk:
+            clock[on] = float(clk)
+    out["device_name"], out["compute_capability"], out["sm_count"] = name.array(), cc.array(), _masked(sms)
+    out["sm_boost_clock_hz"] = clock  # CUDA's clockRate is the max clock; the clock during a launch is unknown
+    out["peak_dram_bytes_per_s"], out[source_column("peak_dram_bytes_per_s")] = bw, src.array()
+    return why if not gpus else "the device is not in the spec table (`roofline devices`); pass --peaks"
+
+
+def _peaks(frame: pd.DataFrame, why: str) -> pd.DataFrame:
+    """Compute and L1 roofs from the spec table by device name; every roof left empty says why."""
+    from roofline.hardware.specs import fill_spec_peaks
+
+    frame = fill_spec_peaks(frame)
+    l2 = source_column("peak_l2_bytes_per_s")
+    for c in [c for c in frame.columns if c.startswith("peak_") and c.endswith("_source")]:
+        missing = frame[c].isna()
+        if missing.all():
+            frame[c] = _const(f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters"
+                              if c == l2 else f"{UNAVAILABLE}: {why}", len(frame))
+        elif missing.any():
+            frame[c] = frame[c].fillna(f"{UNAVAILABLE}: {why}")
+    return frame
+
+
+def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.api.extensions.ExtensionArray | None:
+    found = nsys_nvtx.attach(con, _columns(con, "NVTX_EVENTS"), "StringIds" in tables, rows[:, F["_rt_tid"]],
+                             rows[:, F["_rt_start"]], NULL)
+    return None if found is None else _take(*found)
