@@ -71,6 +71,8 @@ def test_cloverleaf_copies_equal_nsys_stats(clover):
     htod = ours[ours["copy_kind"] == "HtoD"]
     assert htod["copy_bytes"].sum() == 225065752  # sum(bytes) of the 254 HtoD copies (sqlite3 by hand)
     assert htod["dram_bytes"].isna().all()  # a host-link copy has no DRAM roof
+    assert htod["host_link_bytes"].sum() == 225065752  # the same bytes, on the host link
+    assert ours[ours["copy_kind"] == "DtoD"]["host_link_bytes"].isna().all()
     assert htod["dram_bytes_source"].str.contains("host/peer link").all()
 
 
