@@ -9,16 +9,20 @@ capture time and command line are not exposed by the API and are read from the f
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import math
+import os
 import re
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from roofline import __version__
-from roofline.errors import CorruptReportError, MissingDependencyError, NoKernelsError
+from roofline.errors import CorruptReportError, MissingDependencyError, NoKernelsError, path_text
 from roofline.ingest.common import build_kernels_frame, check_magic, head, provenance_record
 from roofline.metrics.derive import is_relevant
 from roofline.metrics.tensor import OPCODE_METRIC
@@ -46,15 +50,32 @@ def _ncu_report() -> Any:
     return ncu_report
 
 
-def load(path: Path) -> Any:
-    """Open a report and check that it really holds kernels."""
+@contextlib.contextmanager
+def _loadable(path: Path) -> Iterator[str]:
+    """A name ncu_report can open: its C API takes UTF-8 text, so a file name that is not valid
+    UTF-8 is opened through an ASCII-named link, kept while the (lazily read) report is in use."""
+    name = str(path)
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        with tempfile.TemporaryDirectory(prefix="roofline-") as tmp:
+            link = os.path.join(tmp, "report" + path.suffix.encode("ascii", "replace").decode())
+            os.symlink(os.path.abspath(os.fsencode(path)), link)
+            yield link
+        return
+    yield name
+
+
+def load(path: Path, name: str | None = None) -> Any:
+    """Open a report and check that it really holds kernels (``name``: what to give ncu_report)."""
     if path.name.lower().endswith(".ncu-repz"):
         head(path)  # compressed reports have no documented magic: the range check below decides
     else:
         check_magic(path, MAGIC, "an Nsight Compute report", SUFFIXES)
+        check_structure(path)  # ncu_report itself loads a truncated report silently
     ncu = _ncu_report()
     try:
-        ctx = ncu.load_report(str(path))
+        ctx = ncu.load_report(name or str(path))
     except Exception as exc:  # the SWIG layer raises bare RuntimeErrors
         raise CorruptReportError(path, f"ncu_report could not load it: {exc}") from exc
     if ctx.num_ranges() == 0:
@@ -64,6 +85,73 @@ def load(path: Path) -> Any:
     if sum(ctx.range_by_idx(i).num_actions() for i in range(ctx.num_ranges())) == 0:
         raise NoKernelsError(path, "report holds no profiled kernels")
     return ctx
+
+
+#: a record header announcing the payload that follows it: small, protobuf fields 1 and 2 (varints)
+#: then field 5 = the payload's size + 4 (checked on every report of the corpus)
+_HEADER_MAX = 1024
+_PAYLOAD_FIELD = 5
+
+
+def check_structure(path: Path) -> int:
+    """Walk the report's blocks and raise :class:`CorruptReportError` if the file was cut short.
+
+    After the 4-byte magic, a report is a sequence of blocks, each a little-endian uint32 length
+    and that many bytes of protobuf; the last block ends exactly at the end of the file (every
+    report of the corpus, ncu 2019 to 2025). A record header block announces the size of the
+    payload block after it. So a file cut anywhere but between two whole records is caught: a
+    block running past the end, a partial length, or a header whose payload is missing. A cut
+    exactly after a whole record leaves a shorter, valid report and cannot be told apart. Only
+    the 4-byte lengths and the small headers are read (seeks), not the file. Returns the block count.
+    """
+    size = path.stat().st_size
+    pos, blocks, announced = len(MAGIC), 0, None
+    with path.open("rb") as fh:
+        while pos < size:
+            fh.seek(pos)
+            prefix = fh.read(4)
+            if len(prefix) < 4:
+                raise CorruptReportError(path, f"truncated: {size - pos} stray byte(s) after block {blocks} "
+                                               f"(offset {pos:,}), a partial block length")
+            n = int.from_bytes(prefix, "little")
+            if pos + 4 + n > size:
+                raise CorruptReportError(path, f"truncated: block {blocks} at offset {pos:,} holds {n:,} bytes but "
+                                               f"the file ends after {size - pos - 4:,} of them (file {size:,} bytes)")
+            if announced is not None and n + 4 != announced:
+                raise CorruptReportError(path, f"damaged: block {blocks} at offset {pos:,} holds {n:,} bytes, its "
+                                               f"record header announced {announced - 4:,}")
+            announced = _announced(fh.read(n)) if n <= _HEADER_MAX and announced is None else None
+            pos += 4 + n
+            blocks += 1
+    if announced is not None:
+        raise CorruptReportError(path, f"truncated: the last record header announces {announced - 4:,} more bytes "
+                                       "that the file does not hold")
+    return blocks
+
+
+def _announced(block: bytes) -> int | None:
+    """The payload size + 4 a record header announces, or None (not a header, or no payload)."""
+    fields: dict[int, int] = {}
+    pos = 0
+    try:
+        while pos < len(block):
+            key, pos = _varint(block, pos)
+            wire = key & 7
+            if wire == 0:
+                value, pos = _varint(block, pos)
+                fields.setdefault(key >> 3, value)
+            elif wire == 2:
+                n, pos = _varint(block, pos)
+                pos += n
+            elif wire in (1, 5):
+                pos += 8 if wire == 1 else 4
+            else:
+                return None
+    except ValueError:
+        return None
+    if pos != len(block) or not {1, 2} <= fields.keys():
+        return None
+    return fields.get(_PAYLOAD_FIELD) or None
 
 
 def report_metadata(path: Path, ctx: Any) -> dict[str, Any]:
@@ -180,8 +268,12 @@ def _opcode_counts(action: Any) -> dict[str, float] | None:
 
 def read_raw(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Per launch: identity plus the relevant raw metrics; and the file's provenance."""
+    with _loadable(path) as name:
+        return _read_raw(path, load(path, name))
+
+
+def _read_raw(path: Path, ctx: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     ncu = _ncu_report()
-    ctx = load(path)
     meta = report_metadata(path, ctx)
     launches: list[dict[str, Any]] = []
     wanted_cache: dict[tuple[str, ...], list[str]] = {}
@@ -230,7 +322,11 @@ def read(path: str | Path) -> pd.DataFrame:
 def read_metrics(path: str | Path) -> pd.DataFrame:
     """Every raw metric of every launch, with value and unit (lossless; instanced values expanded)."""
     path = Path(path)
-    ctx = load(path)
+    with _loadable(path) as name:
+        return _read_metrics(path, load(path, name))
+
+
+def _read_metrics(path: Path, ctx: Any) -> pd.DataFrame:
     meta = report_metadata(path, ctx)
     rows: list[tuple[Any, ...]] = []
     kernel_id = 0
@@ -246,9 +342,9 @@ def read_metrics(path: str | Path) -> pd.DataFrame:
                     keys = m.correlation_ids() if m.has_correlation_ids() else None
                     for k in range(n_inst):
                         key = str(keys.value(k)) if keys is not None else str(k)
-                        rows.append(_row(str(path), r_idx, kernel_id, n, key, m.value(k), unit))
+                        rows.append(_row(path_text(path), r_idx, kernel_id, n, key, m.value(k), unit))
                 else:
-                    rows.append(_row(str(path), r_idx, kernel_id, n, None, m.value(), unit))
+                    rows.append(_row(path_text(path), r_idx, kernel_id, n, None, m.value(), unit))
             kernel_id += 1
     frame = pd.DataFrame(
         rows,
