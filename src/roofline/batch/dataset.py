@@ -273,7 +273,10 @@ def write_part(root: Path, table: str, run: str, file_id: str, frame: pd.DataFra
 
 def remove_parts(root: Path, run: str, file_id: str, tables: tuple[str, ...] = TABLES) -> None:
     for t in tables:
-        part_path(root, t, run, file_id).unlink(missing_ok=True)
+        try:
+            part_path(root, t, run, file_id).unlink()
+        except (FileNotFoundError, NotADirectoryError):  # no part, or no partition folder: nothing to remove
+            pass
 
 
 def _arrow_table(root: Path, table: str, filter_: Any = None) -> pa.Table:
