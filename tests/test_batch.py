@@ -54,7 +54,7 @@ def _copies(sources: list[Path], folder: Path, times: int) -> list[Path]:
         run = folder / f"run{i % 3}"
         run.mkdir(parents=True, exist_ok=True)
         for src in sources:
-            dst = run / f"copy{i}_{src.name}"
+            dst = run / f"copy{i}_{src.parent.name}_{src.name}"  # fixtures in two folders share names
             shutil.copyfile(src, dst)
             out.append(dst)
     return out

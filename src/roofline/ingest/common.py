@@ -168,8 +168,8 @@ MAX_DECOMPRESSED_ENV = "ROOFLINE_MAX_DECOMPRESSED_BYTES"
 MAX_RATIO_ENV = "ROOFLINE_MAX_GZIP_RATIO"
 #: 4 GiB: well above the largest real trace seen (56 MB decompressed), below what a machine can hold parsed
 DEFAULT_MAX_DECOMPRESSED = 4 << 30
-#: real traces expand 3-31x (fixtures); deflate's limit is ~1032x, so 200x past 64 MiB is a bomb
-DEFAULT_MAX_RATIO = 200
+#: real traces expand 3-31x (fixtures: 33 gzip traces); deflate can reach ~1032x: past 64 MiB, 100x is a bomb
+DEFAULT_MAX_RATIO = 100
 _RATIO_FLOOR = 64 << 20
 _CHUNK = 1 << 20
 

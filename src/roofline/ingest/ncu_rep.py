@@ -70,9 +70,10 @@ def load(path: Path, name: str | None = None) -> Any:
     """Open a report and check that it really holds kernels (``name``: what to give ncu_report)."""
     if path.name.lower().endswith(".ncu-repz"):
         head(path)  # compressed reports have no documented magic: the range check below decides
+        results = None
     else:
         check_magic(path, MAGIC, "an Nsight Compute report", SUFFIXES)
-        check_structure(path)  # ncu_report itself loads a truncated report silently
+        results = check_structure(path)  # ncu_report itself loads a truncated report silently
     ncu = _ncu_report()
     try:
         ctx = ncu.load_report(name or str(path))
@@ -82,76 +83,109 @@ def load(path: Path, name: str | None = None) -> Any:
         raise CorruptReportError(
             path, "has the Nsight Compute magic but no readable ranges (truncated or damaged file?)"
         )
-    if sum(ctx.range_by_idx(i).num_actions() for i in range(ctx.num_ranges())) == 0:
+    actions = sum(ctx.range_by_idx(i).num_actions() for i in range(ctx.num_ranges()))
+    if results is not None and actions < results:
+        # ncu_report drops a result it cannot parse (it logs "Can't parse message") and says nothing
+        raise CorruptReportError(path, f"damaged: the file holds {results} kernel results but ncu_report could "
+                                       f"read only {actions}")
+    if actions == 0:
         raise NoKernelsError(path, "report holds no profiled kernels")
     return ctx
 
 
-#: a record header announcing the payload that follows it: small, protobuf fields 1 and 2 (varints)
-#: then field 5 = the payload's size + 4 (checked on every report of the corpus)
-_HEADER_MAX = 1024
-_PAYLOAD_FIELD = 5
+_RESULT = (0, 1)  # (field 1, field 2) of the header of a profiled kernel's result
 
 
 def check_structure(path: Path) -> int:
-    """Walk the report's blocks and raise :class:`CorruptReportError` if the file was cut short.
+    """Check a report's record structure against the file; raise :class:`CorruptReportError` if
+    it was cut short or a record header is damaged. Returns the number of kernel results it holds.
 
-    After the 4-byte magic, a report is a sequence of blocks, each a little-endian uint32 length
-    and that many bytes of protobuf; the last block ends exactly at the end of the file (every
-    report of the corpus, ncu 2019 to 2025). A record header block announces the size of the
-    payload block after it. So a file cut anywhere but between two whole records is caught: a
-    block running past the end, a partial length, or a header whose payload is missing. A cut
-    exactly after a whole record leaves a shorter, valid report and cannot be told apart. Only
-    the 4-byte lengths and the small headers are read (seeks), not the file. Returns the block count.
+    After the 4-byte magic a report is a sequence of blocks, each a little-endian uint32 length
+    and that many bytes of protobuf. The first block is a 2-byte version; then come records: a
+    header (a protobuf with varint fields 1 and 2, bytes field 4 and varint field 5) and, when its
+    field 5 is not 0, one payload block of field 5 - 4 bytes. The last block ends exactly at the
+    end of the file. Headers with fields 1, 2 = 0, 1 are kernel results, one per kernel ncu_report
+    reads. All of this holds without exception on every report of the corpus (16 reports, ncu 2019
+    to 2025.2; shared/reference/ncu_report_api.md), so a file cut anywhere but between two whole
+    records is caught, and a damaged header is caught before ncu_report (which aborts the process
+    on some damaged headers) sees it. A cut exactly after a whole record leaves a shorter, valid
+    report: only what ncu_report reads against this count can tell then. Payloads are skipped with
+    seeks; only the 4-byte lengths and the headers are read.
     """
     size = path.stat().st_size
-    pos, blocks, announced = len(MAGIC), 0, None
+    results = 0
     with path.open("rb") as fh:
-        while pos < size:
-            fh.seek(pos)
-            prefix = fh.read(4)
-            if len(prefix) < 4:
-                raise CorruptReportError(path, f"truncated: {size - pos} stray byte(s) after block {blocks} "
-                                               f"(offset {pos:,}), a partial block length")
-            n = int.from_bytes(prefix, "little")
-            if pos + 4 + n > size:
-                raise CorruptReportError(path, f"truncated: block {blocks} at offset {pos:,} holds {n:,} bytes but "
-                                               f"the file ends after {size - pos - 4:,} of them (file {size:,} bytes)")
-            if announced is not None and n + 4 != announced:
-                raise CorruptReportError(path, f"damaged: block {blocks} at offset {pos:,} holds {n:,} bytes, its "
-                                               f"record header announced {announced - 4:,}")
-            announced = _announced(fh.read(n)) if n <= _HEADER_MAX and announced is None else None
-            pos += 4 + n
-            blocks += 1
-    if announced is not None:
-        raise CorruptReportError(path, f"truncated: the last record header announces {announced - 4:,} more bytes "
-                                       "that the file does not hold")
-    return blocks
+        fh.seek(len(MAGIC))
+        first = _block(path, fh, size, 0)
+        if first is None:
+            raise CorruptReportError(path, "truncated: nothing after the magic bytes")
+        index = 1
+        while (header := _block(path, fh, size, index)) is not None:
+            fields = _header_fields(header)
+            if fields is None:
+                raise CorruptReportError(path, f"damaged: block {index} (offset {fh.tell() - len(header) - 4:,}) "
+                                               "is not a record header")
+            results += (fields[1], fields[2]) == _RESULT
+            index += 1
+            if fields[5]:
+                start = fh.tell()
+                payload = _length(path, fh, size, index)
+                if payload is None:
+                    raise CorruptReportError(path, f"truncated: the last record header announces {fields[5] - 4:,} "
+                                                   "bytes that the file does not hold")
+                if payload + 4 != fields[5]:
+                    raise CorruptReportError(path, f"damaged: block {index} at offset {start:,} holds {payload:,} "
+                                                   f"bytes, its record header announced {fields[5] - 4:,}")
+                fh.seek(payload, os.SEEK_CUR)
+                index += 1
+    return results
 
 
-def _announced(block: bytes) -> int | None:
-    """The payload size + 4 a record header announces, or None (not a header, or no payload)."""
-    fields: dict[int, int] = {}
+def _length(path: Path, fh: Any, size: int, index: int) -> int | None:
+    """The next block's length (the file positioned at its content), None at the end of the file."""
+    pos = fh.tell()
+    prefix = fh.read(4)
+    if not prefix:
+        return None
+    if len(prefix) < 4:
+        raise CorruptReportError(path, f"truncated: {len(prefix)} stray byte(s) at offset {pos:,}, a partial block length")
+    n = int.from_bytes(prefix, "little")
+    if pos + 4 + n > size:
+        raise CorruptReportError(path, f"truncated: block {index} at offset {pos:,} holds {n:,} bytes but the file "
+                                       f"ends after {size - pos - 4:,} of them (file {size:,} bytes)")
+    return n
+
+
+def _block(path: Path, fh: Any, size: int, index: int) -> bytes | None:
+    n = _length(path, fh, size, index)
+    return None if n is None else fh.read(n)
+
+
+def _header_fields(block: bytes) -> dict[int, int] | None:
+    """Varint fields 1, 2 and 5 of a record header, or None if the block is not a well-formed header."""
+    varints: dict[int, int] = {}
+    has_body = False
     pos = 0
     try:
         while pos < len(block):
             key, pos = _varint(block, pos)
-            wire = key & 7
+            number, wire = key >> 3, key & 7
             if wire == 0:
                 value, pos = _varint(block, pos)
-                fields.setdefault(key >> 3, value)
+                varints.setdefault(number, value)
             elif wire == 2:
                 n, pos = _varint(block, pos)
                 pos += n
+                has_body |= number == 4
             elif wire in (1, 5):
                 pos += 8 if wire == 1 else 4
             else:
                 return None
     except ValueError:
         return None
-    if pos != len(block) or not {1, 2} <= fields.keys():
+    if pos != len(block) or not has_body or not {1, 2, 5} <= varints.keys():
         return None
-    return fields.get(_PAYLOAD_FIELD) or None
+    return varints
 
 
 def report_metadata(path: Path, ctx: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import fnmatch
 import glob
 import gzip
 import os
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from roofline.errors import (
+    CorruptReportError,
     FormatMismatchError,
     InputNotFoundError,
     UnknownFormatError,
@@ -79,13 +81,9 @@ def sniff(path: str | Path) -> str:
     elif ncu_csv.HEADER_MARK in ncu_csv.decode_text(data):
         found = "ncu-csv"
     elif data[:2] == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as fh:
-                inner = fh.read(64)
-        except (OSError, EOFError):
-            inner = b""
+        inner = _gunzip_head(path)  # a damaged stream sniffs as a trace; its reader names the damage
         if inner.lstrip()[:1] in (b"{", b"["):
-            found = "xprof-trace" if xprof_trace.looks_like(_gunzip_head(path)) else "torch-trace"
+            found = "xprof-trace" if xprof_trace.looks_like(inner) else "torch-trace"
     elif data.lstrip()[:1] in (b"{", b"["):
         found = "xprof-trace" if xprof_trace.looks_like(data) else "torch-trace"
     elif path.name.lower().endswith(".ncu-repz"):
@@ -107,11 +105,15 @@ def sniff(path: str | Path) -> str:
 
 
 def _gunzip_head(path: Path, n: int = 64 * 1024) -> bytes:
+    out = b""
     try:
         with gzip.open(path, "rb") as fh:
-            return fh.read(n)
-    except (OSError, EOFError):
-        return b""
+            while len(out) < n and (chunk := fh.read(n - len(out))):
+                out += chunk
+    except (OSError, EOFError, zlib.error) as exc:  # damaged or cut: what decompressed before the damage
+        if not out:
+            raise CorruptReportError(path, f"gzip stream is damaged or truncated ({exc})") from None
+    return out
 
 
 def expand(paths: Iterable[str | Path]) -> list[Path]:
