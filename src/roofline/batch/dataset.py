@@ -177,6 +177,7 @@ class DatasetLock:
         import fcntl
 
         if not self.fh.closed:
+            self.fh.truncate(0)  # no holder any more (and equal datasets stay byte-identical)
             fcntl.flock(self.fh, fcntl.LOCK_UN)
             self.fh.close()
 
