@@ -127,3 +127,13 @@ def test_on_a_dask_cluster_non_utf8_names_and_unwritable_parts_lose_no_input(tmp
     assert (summary.inputs, summary.ok, summary.failed) == (4, 1, 3)
     assert len(_sources(root, "runs")) + len(_sources(root, "errors")) == 4
     assert any("/r\\xff/c.csv" in s for s in _sources(root, "runs"))
+
+
+@pytest.mark.parametrize("args", [["compare", TINY, TINY, "--html", "{dir}"], ["report", TINY, "-o", "{file}"],
+                                  ["analyze", TINY, "--html", "{file}/r.html"]])
+def test_other_outputs_of_the_wrong_kind_exit_1_not_3(tmp_path, args):
+    afile = tmp_path / "taken"
+    afile.write_text("x")
+    res = _cli(*[str(a).format(dir=tmp_path, file=afile) for a in args])
+    assert res.returncode == 1, res.stderr  # compare --html onto a folder was exit 3, "internal error"
+    assert "cannot write" in res.stderr and "internal error" not in res.stderr

@@ -274,14 +274,22 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
             from roofline.report import compare_html
 
             target = html_path if len(profiles) == 2 else html_path.with_name(f"{html_path.stem}-{len(frames)}{html_path.suffix}")
-            compare_html.write(diff, base, cand, target, f"{profiles[0]} → {path}", summary)
+            try:
+                compare_html.write(diff, base, cand, target, f"{profiles[0]} → {path}", summary)
+            except OSError as exc:  # a folder or a path under a file: the user's to fix, not a bug
+                _err(f"cannot write {path_text(target)}: {exc.strerror or exc}")
+                sys.exit(EXIT_INPUT_ERRORS)
         violations += cmp.gate(diff, rules)
         frames.append(diff)
     everything = pd.concat(frames, ignore_index=True)
     if out is not None:
         from roofline.schema import write_table
 
-        write_table(everything, out)
+        try:
+            write_table(everything, out)
+        except OSError as exc:
+            _err(f"cannot write {path_text(out)}: {exc.strerror or exc}")
+            sys.exit(EXIT_INPUT_ERRORS)
     if fmt != "table":
         _print(everything, fmt, levels, None)
     for v in violations:
