@@ -494,7 +494,7 @@ def batch(inputs: tuple[str, ...], out: Path, workers: int | None, scheduler: st
         summary = run_batch(inputs, out, workers=workers, scheduler=scheduler, opts=opts, run=run_label,
                             progress=progress)
     for pattern in summary.unmatched_patterns:
-        _err(f"{pattern}: matched no files")
+        _err(f"{path_text(pattern)}: matched no files")
     click.echo(summary.line())
     if summary.failed or summary.skipped_failed:  # failures of an earlier batch still count: the dataset has them
         earlier = f" ({summary.skipped_failed} in an earlier batch; --retry-errors reads them again)" \

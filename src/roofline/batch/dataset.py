@@ -159,7 +159,11 @@ class DatasetLock:
         import fcntl
 
         self.path = root / LOCK
-        self.fh = open(self.path, "a+")  # noqa: SIM115 - held open for the batch
+        try:
+            self.fh = open(self.path, "a+")  # noqa: SIM115 - held open for the batch
+        except OSError as exc:  # a read-only dataset, a folder where the lock file goes
+            raise DatasetError(f"{path_text(self.path)}: cannot open the dataset's lock file: "
+                               f"{exc.strerror or exc}") from None
         try:
             fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
