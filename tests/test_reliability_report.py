@@ -68,3 +68,16 @@ def test_a_device_name_of_300_characters_gives_short_distinct_chart_names():
     a, b = _slug("G" * 300 + "A"), _slug("G" * 300 + "B")
     assert a != b and len(a) <= 60 and len(b) <= 60  # before: 301 characters, past the 255-byte name limit
     assert _slug("NVIDIA A100-SXM4-40GB") == "nvidia-a100-sxm4-40gb"  # short names as before
+
+
+def test_eight_device_ids_of_one_model_are_one_device_so_one_chart(tmp_path):
+    """Charts are per device name (roofline.png, roofline-<slug>.png): ids of one model share a name."""
+    doc = json.loads(gzip.decompress(shared("traces/torch_a100_alexnet_train_small.pt.trace.json.gz").read_bytes()))
+    first = doc["deviceProperties"][0]
+    doc["deviceProperties"] = [dict(first, id=i) for i in range(8)]
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    for i, e in enumerate(kernels):
+        e.setdefault("args", {})["device"] = i % 8
+    trace = tmp_path / "ids.pt.trace.json"
+    trace.write_text(json.dumps(doc))
+    assert roofline.read(trace)["device_name"].nunique(dropna=False) == 1
