@@ -182,7 +182,7 @@ def _env_number(name: str, default: int) -> int:
         return default
     try:
         value = int(float(text))
-    except ValueError:
+    except (ValueError, OverflowError):  # "abc", "nan", "inf"
         raise RooflineError(f"{name}={text!r}: not a number") from None
     if value <= 0:
         raise RooflineError(f"{name}={text!r}: must be positive")
