@@ -17,7 +17,7 @@ import click
 import pandas as pd
 
 from roofline import __version__
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, path_text
 
 EXIT_INPUT_ERRORS = 1
 EXIT_INTERNAL = 3
@@ -44,7 +44,7 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
 @click.option("--out", "-o", type=click.Path(path_type=Path), help="Write the full table to .parquet or .csv.")
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
@@ -203,7 +203,7 @@ def _write_html(result: pd.DataFrame, path: Path, levels: tuple[str, ...], clock
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
 @click.option("--out", "-o", "out_dir", type=click.Path(path_type=Path), default=Path("roofline-report"),
               show_default=True, help="Folder for roofline.png and report.html.")
 @click.option("--svg", is_flag=True, help="Also write the chart as SVG.")
@@ -243,7 +243,7 @@ EXIT_GATE = 4
 
 
 @cli.command("compare")
-@click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
 @click.option("--out", "-o", type=click.Path(path_type=Path), help="Write every pair to .parquet or .csv.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @click.option("--levels", default="dram,l2,l1", show_default=True, callback=_levels, help="Memory levels compared.")
@@ -304,14 +304,22 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
             from roofline.report import compare_html
 
             target = html_path if len(profiles) == 2 else html_path.with_name(f"{html_path.stem}-{len(frames)}{html_path.suffix}")
-            compare_html.write(diff, base, cand, target, f"{profiles[0]} → {path}", summary)
+            try:
+                compare_html.write(diff, base, cand, target, f"{profiles[0]} → {path}", summary)
+            except OSError as exc:  # a folder or a path under a file: the user's to fix, not a bug
+                _err(f"cannot write {path_text(target)}: {exc.strerror or exc}")
+                sys.exit(EXIT_INPUT_ERRORS)
         violations += cmp.gate(diff, rules)
         frames.append(diff)
     everything = pd.concat(frames, ignore_index=True)
     if out is not None:
         from roofline.schema import write_table
 
-        write_table(everything, out)
+        try:
+            write_table(everything, out)
+        except OSError as exc:
+            _err(f"cannot write {path_text(out)}: {exc.strerror or exc}")
+            sys.exit(EXIT_INPUT_ERRORS)
     if fmt != "table":
         _print(everything, fmt, levels, None)
     for v in violations:
@@ -393,6 +401,12 @@ def _ingest(paths: tuple[Path, ...]) -> tuple[pd.DataFrame, int, int]:
     for p in datasets:  # a batch dataset stands for its kernels, as ingested
         frames.append(open_dataset(p, "kernels")[list(kernel_columns())])
     files = expand([p for p in paths if p not in datasets])
+    empty_folders = 0
+    for p in paths:  # a folder given by name that holds no profile (e.g. a folder named x.ncu-rep) is said
+        if p not in datasets and p.is_dir() and not expand([p]) and (files or len(paths) > 1):
+            failures += 1
+            empty_folders += 1
+            _err(f"{path_text(p)}: a folder with no profile files in it")
     show_bar = len(files) > 1 and sys.stderr.isatty()
     with click.progressbar(files, label="ingesting", file=sys.stderr, show_pos=True,
                            hidden=not show_bar) as bar:
@@ -406,11 +420,11 @@ def _ingest(paths: tuple[Path, ...]) -> tuple[pd.DataFrame, int, int]:
                 if os.environ.get("ROOFLINE_DEBUG"):
                     raise
                 failures += 1
-                _err(f"{path}: unexpected {type(exc).__name__} while reading: {exc} (a bug; please report it)")
+                _err(f"{path_text(path)}: unexpected {type(exc).__name__} while reading: {exc} (a bug; please report it)")
     if not files and not datasets:
-        _err("no profile files found in " + ", ".join(map(str, paths)))
+        _err("no profile files found in " + ", ".join(map(path_text, paths)))
         sys.exit(EXIT_INPUT_ERRORS)
-    return concat(frames), failures, len(files) + len(datasets)
+    return concat(frames), failures, len(files) + len(datasets) + empty_folders
 
 
 @cli.command()
@@ -515,10 +529,13 @@ def batch(inputs: tuple[str, ...], out: Path, workers: int | None, scheduler: st
         summary = run_batch(inputs, out, workers=workers, scheduler=scheduler, opts=opts, run=run_label,
                             progress=progress)
     for pattern in summary.unmatched_patterns:
-        _err(f"{pattern}: matched no files")
+        _err(f"{path_text(pattern)}: matched no files")
     click.echo(summary.line())
-    if summary.failed:
-        _err(f"{summary.failed} input(s) failed: see roofline.open_dataset({str(out)!r}, 'errors')")
+    if summary.failed or summary.skipped_failed:  # failures of an earlier batch still count: the dataset has them
+        earlier = f" ({summary.skipped_failed} in an earlier batch; --retry-errors reads them again)" \
+            if summary.skipped_failed else ""
+        _err(f"{summary.failed + summary.skipped_failed} input(s) failed{earlier}: see "
+             f"roofline.open_dataset({path_text(out)!r}, 'errors')")
         sys.exit(EXIT_INPUT_ERRORS)
 
 

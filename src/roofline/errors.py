@@ -6,7 +6,22 @@ records it in its error table. Nothing here carries a traceback to the user.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+
+def path_text(path: str | Path) -> str:
+    """A path as text safe anywhere (Arrow, JSON, a terminal): a file name that is not valid UTF-8
+    (Python carries its bytes as lone surrogates) gets them escaped as ``\\xNN``, once, here at the edge."""
+    text = os.fspath(path)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        try:
+            return os.fsencode(text).decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate that is no escaped byte
+            return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class RooflineError(Exception):
@@ -20,7 +35,7 @@ class InputError(RooflineError):
     kind = "input-error"
 
     def __init__(self, path: str | Path, problem: str) -> None:
-        self.path = str(path)
+        self.path = path_text(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
 
@@ -30,6 +45,12 @@ class InputNotFoundError(InputError):
 
     def __init__(self, path: str | Path) -> None:
         super().__init__(path, "no such file or directory")
+
+
+class UnreadableInputError(InputError):
+    """The path exists but cannot be read as a file: no permission, a FIFO or device, an I/O error."""
+
+    kind = "unreadable"
 
 
 class EmptyInputError(InputError):
@@ -64,6 +85,12 @@ class CorruptReportError(InputError):
     """The file has the right magic but cannot be read as a whole report (truncated, damaged)."""
 
     kind = "corrupt"
+
+
+class InputTooLargeError(InputError):
+    """An input past a configured size bound (e.g. a gzip stream expanding past its cap)."""
+
+    kind = "too-large"
 
 
 class NoKernelsError(InputError):

@@ -100,7 +100,7 @@ def hierarchical(
     n = len(kernels)
     levels = tuple(levels)
     rows = np.arange(n)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         flops = _stack([_col(kernels, c) for c in FLOP_COLUMNS]) if n else np.empty((0, 4))
         # a non-finite peak is no peak: an infinite roof would silently drop the compute roof
         peaks = _stack([_finite(_col(kernels, f"peak_flop_per_s_{p}")) for p in PRECISIONS]) if n else np.empty((0, 4))
@@ -123,7 +123,7 @@ def hierarchical(
         peak = np.where((n_used == 0) & (total == 0), peaks[:, 1], peak)
 
         dur = _col(kernels, "duration_s")
-        good_dur = dur > 0
+        good_dur = np.isfinite(dur) & (dur > 0)  # zero, negative, NaN or inf: nothing achieved to place
         achieved = np.where(good_dur, total / dur, np.nan)
         util_compute = np.where(peak > 0, achieved / peak, np.nan)
 
@@ -172,7 +172,8 @@ def hierarchical(
             util_max = np.zeros(0)
         attainable = np.where(with_flops, ceil_filled.min(axis=1) if n else 0.0, np.where(no_flops, 0.0, np.nan))
         pct = np.where((with_flops | no_flops) & good_dur & np.isfinite(util_max), util_max * 100.0, np.nan)
-        decided = with_flops | (no_flops & ~np.isnan(pct))
+        # without a finite positive duration nothing was achieved: no point, so no bound (the note says why)
+        decided = (with_flops | (no_flops & ~np.isnan(pct))) & good_dur
         latency = decided & (pct < latency_threshold_pct)
         over = decided & (pct > 100.0 * (1 + OVER_ROOF_TOLERANCE))
         t_all = np.where(np.isnan(_stack(t_roof)), -np.inf, _stack(t_roof))
@@ -197,6 +198,10 @@ def hierarchical(
                compute_precision=precision, peak_flop_per_s_source=peak_src)
     frame = pd.DataFrame(out, index=kernels.index)
     return frame[roofline_columns(levels)]
+
+
+_BAD_DURATION = {1: "zero duration", 2: "negative duration (a damaged profile)", 3: "no duration (NaN)",
+                 4: "infinite duration"}
 
 
 class _Texts:
@@ -268,6 +273,8 @@ class _Texts:
         no_flops = ~v["any_have"]
         flop_src = np.where(no_flops, self.flop_src.key(), 0)
         no_level = v["any_have"] & (v["total"] > 0) & ~v["any_level"]
+        d = v["dur"]
+        dur_kind = np.select([d == 0, d < 0, np.isnan(d), np.isinf(d)], [1, 2, 3, 4], 0)  # keys of _BAD_DURATION
 
         def fn(r: int) -> str | None:
             parts = []
@@ -278,8 +285,8 @@ class _Texts:
             if no_peak_bits[r]:
                 parts.append(f"no compute roof for {_names(int(no_peak_bits[r]), PRECISIONS)} "
                              f"({self.peak_srcs[int(first_no_peak[r])].text(r)})")
-            if v["dur"][r] <= 0:
-                parts.append(f"{'zero' if v['dur'][r] == 0 else 'negative'} duration: nothing achieved can be computed")
+            if dur_kind[r]:
+                parts.append(f"{_BAD_DURATION[dur_kind[r]]}: nothing achieved can be computed, so no bound")
             for j, lv in enumerate(levels):
                 if absent[r, j]:
                     what = (f"no {lv.upper()} bytes ({self.bytes_src[j].text(r)})" if v["no_bytes"][r, j]
@@ -304,5 +311,5 @@ class _Texts:
             return "; ".join(parts) or None
 
         keys = [missing_bits, no_flops, flop_src, no_peak_bits, first_no_peak * (no_peak_bits > 0), no_peak_src,
-                np.sign(np.nan_to_num(v["dur"], nan=1.0)).astype(np.int64) + 1, *level_keys, no_level, v["over"], over_idx, over_src, over_bytes_src, v["latency"]]
+                dur_kind, *level_keys, no_level, v["over"], over_idx, over_src, over_bytes_src, v["latency"]]
         return render(keys, n, fn)

@@ -23,6 +23,8 @@ import functools
 import json
 import os
 import re
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from roofline import __version__
-from roofline.errors import RooflineError, SchemaError
+from roofline.errors import RooflineError, SchemaError, path_text
 from roofline.schema import SCHEMA_VERSION, kernel_dtypes, set_provenance
 
 #: bump when a table's columns change meaning; readers refuse versions they do not know
@@ -123,17 +125,71 @@ def state_path(root: Path, file_id: str) -> Path:
 
 def init_dataset(root: Path) -> None:
     """Create the folder and its manifest, or check that an existing one is compatible."""
+    if root.exists() and not root.is_dir():
+        raise DatasetError(f"{path_text(root)}: exists and is not a folder; --out takes a dataset folder")
     manifest = root / MANIFEST
     if manifest.exists():
         check_manifest(root)
         return
-    if root.exists() and any(root.iterdir()):
-        raise DatasetError(f"{root}: exists, is not empty and is not a roofline dataset (no {MANIFEST})")
-    root.mkdir(parents=True, exist_ok=True)
-    body = {"dataset_version": DATASET_VERSION, "kernel_schema_version": SCHEMA_VERSION,
-            "created_by": f"roofline {__version__}",
-            "tables": {t: s.remove_metadata().to_string(show_schema_metadata=False) for t, s in table_schemas().items()}}
-    atomic_write_bytes(manifest, json.dumps(body, indent=2).encode())
+    try:
+        if root.exists() and any(root.iterdir()):
+            raise DatasetError(f"{path_text(root)}: exists, is not empty and is not a roofline dataset (no {MANIFEST})")
+        root.mkdir(parents=True, exist_ok=True)
+        body = {"dataset_version": DATASET_VERSION, "kernel_schema_version": SCHEMA_VERSION,
+                "created_by": f"roofline {__version__}",
+                "tables": {t: s.remove_metadata().to_string(show_schema_metadata=False)
+                           for t, s in table_schemas().items()}}
+        atomic_write_bytes(manifest, json.dumps(body, indent=2).encode())
+    except OSError as exc:  # a parent that is a file, a read-only file system: the user's to fix
+        raise DatasetError(f"{path_text(root)}: cannot create the dataset: {exc.strerror or exc}") from None
+
+
+LOCK = "_roofline.lock"
+
+
+class DatasetLock:
+    """One writer per dataset: an exclusive ``flock`` on ``<dataset>/_roofline.lock``, held for a batch.
+
+    The kernel drops the lock when its holder dies (even by SIGKILL), so a killed batch never leaves
+    the dataset locked. ``flock`` is per host on some network file systems: two hosts writing one
+    dataset are not excluded there.
+    """
+
+    def __init__(self, root: Path) -> None:
+        import fcntl
+
+        self.path = root / LOCK
+        try:
+            self.fh = open(self.path, "a+")  # noqa: SIM115 - held open for the batch
+        except OSError as exc:  # a read-only dataset, a folder where the lock file goes
+            raise DatasetError(f"{path_text(self.path)}: cannot open the dataset's lock file: "
+                               f"{exc.strerror or exc}") from None
+        try:
+            fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.fh.seek(0)
+            holder = self.fh.read().strip() or "another process"
+            self.fh.close()
+            raise DatasetError(f"{path_text(root)}: another batch is writing this dataset ({holder}); wait for it to "
+                               "finish or give another --out") from None
+        self.fh.seek(0)
+        self.fh.truncate()
+        self.fh.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        self.fh.flush()
+
+    def release(self) -> None:
+        import fcntl
+
+        if not self.fh.closed:
+            self.fh.truncate(0)  # no holder any more (and equal datasets stay byte-identical)
+            fcntl.flock(self.fh, fcntl.LOCK_UN)
+            self.fh.close()
+
+    def __enter__(self) -> DatasetLock:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
 
 
 def check_manifest(root: Path) -> dict[str, Any]:
@@ -155,11 +211,44 @@ def is_dataset(path: str | Path) -> bool:
     return (Path(path) / MANIFEST).is_file()
 
 
+def temporary(path: Path) -> Path:
+    """The temporary file a writer fills before renaming it to ``path``: hidden from Arrow (leading
+    '.'), and naming its writer (host, pid) so a later batch removes it only once the writer is gone."""
+    return path.with_name(f".{path.name}.{_host()}.{os.getpid()}.tmp")
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
+
+
+def writer_gone(tmp: Path, stale_s: float = 24 * 3600) -> bool:
+    """Whether the writer of a temporary file is gone: its pid is dead on this host; on another
+    host (a Dask worker), the file has not changed for ``stale_s``."""
+    parts = tmp.name.rsplit(".", 3)  # .<name>.<host>.<pid>.tmp
+    if len(parts) == 4 and parts[3] == "tmp" and parts[2].isdigit():
+        host, pid = parts[1], int(parts[2])
+        if host == _host():
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            except PermissionError:
+                return False  # alive, someone else's
+            return False
+    try:
+        return time.time() - tmp.stat().st_mtime > stale_s
+    except OSError:
+        return False
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    tmp = temporary(path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def write_part(root: Path, table: str, run: str, file_id: str, frame: pd.DataFrame) -> None:
@@ -179,14 +268,20 @@ def write_part(root: Path, table: str, run: str, file_id: str, frame: pd.DataFra
     table_ = pa.Table.from_pydict(cols, schema=schema)
     path = part_path(root, table, run, file_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(table_, tmp)
-    os.replace(tmp, path)
+    tmp = temporary(path)
+    try:
+        pq.write_table(table_, tmp)
+        os.replace(tmp, path)
+    finally:  # a failed write leaves nothing behind
+        tmp.unlink(missing_ok=True)
 
 
 def remove_parts(root: Path, run: str, file_id: str, tables: tuple[str, ...] = TABLES) -> None:
     for t in tables:
-        part_path(root, t, run, file_id).unlink(missing_ok=True)
+        try:
+            part_path(root, t, run, file_id).unlink()
+        except (FileNotFoundError, NotADirectoryError):  # no part, or no partition folder: nothing to remove
+            pass
 
 
 def _arrow_table(root: Path, table: str, filter_: Any = None) -> pa.Table:

@@ -23,6 +23,7 @@ from typing import Any
 
 from roofline.batch import dataset as dset
 from roofline.batch.worker import Options, content_sha256, file_id, process_file
+from roofline.errors import path_text
 
 Task = tuple[str, str, str, Options]  # (input path, dataset root, run label, options)
 #: tasks in flight per worker: enough to keep workers busy, few enough to bound the driver's memory
@@ -65,7 +66,7 @@ def find_inputs(patterns: Iterable[str | Path], exclude: Path | None = None) -> 
     recurses); anything else is taken as a file, even if it does not exist (it then lands in the
     errors table rather than vanishing).
     """
-    from roofline.ingest.registry import expand
+    from roofline.ingest.registry import expand, glob_files, unique_real
 
     found: set[Path] = set()
     unmatched: list[str] = []
@@ -73,7 +74,7 @@ def find_inputs(patterns: Iterable[str | Path], exclude: Path | None = None) -> 
         if Path(pattern).is_dir():
             hits = [Path(p) for p in expand([pattern])]
         elif glob.has_magic(pattern):
-            hits = [Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file()]
+            hits = glob_files(pattern)
         else:
             hits = [Path(pattern)]
         if not hits:
@@ -82,7 +83,8 @@ def find_inputs(patterns: Iterable[str | Path], exclude: Path | None = None) -> 
     if exclude is not None:
         root = Path(os.path.abspath(exclude))
         found = {p for p in found if root not in p.parents}
-    return sorted(found), unmatched
+    # a file reached by two paths (symlinks) is one input, under its shortest path
+    return sorted(unique_real(sorted(found, key=lambda p: (len(p.parts), str(p))))), unmatched
 
 
 def run_batch(patterns: Iterable[str | Path], out: str | Path, *, workers: int | None = None,
@@ -98,10 +100,18 @@ def run_batch(patterns: Iterable[str | Path], out: str | Path, *, workers: int |
     root = Path(os.path.abspath(out))
     opts = opts or Options()
     dset.init_dataset(root)
+    with dset.DatasetLock(root):  # one writer per dataset; a second batch exits with a clear message
+        return _run_locked(root, patterns, workers, scheduler, opts, run, progress)
+
+
+def _run_locked(root: Path, patterns: Iterable[str | Path], workers: int | None, scheduler: str | None,
+                opts: Options, run: str | None,
+                progress: Callable[[dict[str, Any], BatchSummary], None] | None) -> BatchSummary:
     _clean_temporaries(root)
     inputs, unmatched = find_inputs(patterns, exclude=root)
-    summary = BatchSummary(out=str(root), inputs=len(inputs), unmatched_patterns=unmatched)
-    tasks = ((str(p), str(root), run or p.parent.name or "_", opts) for p in inputs)
+    summary = BatchSummary(out=path_text(root), inputs=len(inputs), unmatched_patterns=unmatched)
+    # run labels are stored as text: a folder name that is not valid UTF-8 is escaped, once, here
+    tasks = ((str(p), str(root), path_text(run or p.parent.name or "_"), opts) for p in inputs)
     start = time.perf_counter()
     if scheduler:
         results, summary.workers = _on_dask(tasks, scheduler), f"dask {scheduler}"
@@ -203,27 +213,36 @@ def record_crash(task: Task, exc: BaseException) -> dict[str, Any]:
     import pandas as pd
 
     path, root, run, _ = task
+    shown = path_text(path)
     fid = file_id(Path(path), run)
     try:
         digest, size = content_sha256(Path(path))
     except OSError:
         digest, size = "", None
-    message = f"{path}: the worker processing it died ({type(exc).__name__}: {exc})"
-    dset.remove_parts(Path(root), run, fid, ("kernels", "roofline", "runs"))
-    dset.write_part(Path(root), "errors", run, fid, pd.DataFrame([{
-        "source_file": path, "content_sha256": digest, "size_bytes": size, "format": "unknown",
-        "error_type": type(exc).__name__, "error_kind": "worker-died", "message": message}]))
-    return {"path": path, "file_id": fid, "run": run, "status": "failed", "kernels": 0, "format": "unknown",
+    message = f"{shown}: the worker processing it died ({type(exc).__name__}: {path_text(str(exc))})"
+    try:
+        dset.remove_parts(Path(root), run, fid, ("kernels", "roofline", "runs"))
+        dset.write_part(Path(root), "errors", run, fid, pd.DataFrame([{
+            "source_file": shown, "content_sha256": digest, "size_bytes": size, "format": "unknown",
+            "error_type": type(exc).__name__, "error_kind": "worker-died", "message": message}]))
+    except OSError as again:  # counted and printed as failed all the same
+        message += f" (and its error row could not be written: {again})"
+    return {"path": shown, "file_id": fid, "run": run, "status": "failed", "kernels": 0, "format": "unknown",
             "error": message}
 
 
 def _clean_temporaries(root: Path) -> None:
-    """Half-written files of a killed batch (never visible to readers) are removed."""
+    """Half-written files of a killed batch (never visible to readers) are removed, but only those
+    whose writer is gone: a live writer's temporary is about to be renamed into place."""
     for tmp in root.rglob(".*.tmp"):
-        tmp.unlink(missing_ok=True)
+        if dset.writer_gone(tmp):
+            tmp.unlink(missing_ok=True)
 
 
 def _log(root: Path, summary: BatchSummary) -> None:
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    body = asdict(summary) | {"files_per_s": summary.files_per_s, "argv": sys.argv}
-    dset.atomic_write_bytes(root / "_batches" / f"{stamp}-{os.getpid()}.json", json.dumps(body, indent=2).encode())
+    body = asdict(summary) | {"files_per_s": summary.files_per_s, "argv": [path_text(a) for a in sys.argv]}
+    try:
+        dset.atomic_write_bytes(root / "_batches" / f"{stamp}-{os.getpid()}.json", json.dumps(body, indent=2).encode())
+    except OSError as exc:  # the log is a convenience; the tables already hold every input
+        print(f"roofline: could not write the batch log under {path_text(root)}/_batches: {exc}", file=sys.stderr)

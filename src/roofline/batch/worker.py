@@ -8,17 +8,19 @@ inputs over the workers too.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import resource
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from roofline import __version__
 from roofline.batch import dataset as dset
-from roofline.errors import InputError, RooflineError
+from roofline.errors import InputError, RooflineError, path_text
 from roofline.schema import get_provenance
 
 #: provenance fields that change from one run to the next; left out so re-runs give equal datasets
@@ -35,11 +37,16 @@ class Options:
 
 
 def file_id(path: Path, run: str) -> str:
-    """Stable id of an input: its absolute path and run label (the content hash says if it changed)."""
-    return hashlib.sha256(f"{run}\0{path}".encode()).hexdigest()[:20]
+    """Stable id of an input: its absolute path and run label (the content hash says if it changed).
+
+    Hashes the path's bytes, so a file name that is not valid UTF-8 has an id too (the same id as
+    before for every UTF-8 name)."""
+    return hashlib.sha256(run.encode("utf-8", "surrogateescape") + b"\0" + os.fsencode(path)).hexdigest()[:20]
 
 
 def content_sha256(path: Path) -> tuple[str, int]:
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the worker forever
+        raise OSError(errno.EINVAL, "not a regular file (a folder, FIFO, socket or device)")
     h = hashlib.sha256()
     size = 0
     with open(path, "rb") as fh:
@@ -80,13 +87,14 @@ def process_file(path: str, root: str, run: str, opts: Options) -> dict[str, Any
 
 def _process(path: str, root: str, run: str, opts: Options) -> dict[str, Any]:
     src, out = Path(path), Path(root)
+    shown = path_text(path)  # the path as stored and printed: non-UTF-8 bytes escaped
     fid = file_id(src, run)
-    summary: dict[str, Any] = {"path": path, "file_id": fid, "run": run, "kernels": 0, "format": None, "error": None}
+    summary: dict[str, Any] = {"path": shown, "file_id": fid, "run": run, "kernels": 0, "format": None, "error": None}
     try:
         digest, size = content_sha256(src)
     except OSError as exc:
         digest, size = "", None
-        summary["error"] = f"{path}: cannot be read: {exc.strerror or exc}"
+        summary["error"] = f"{shown}: cannot be read: {exc.strerror or exc}"
     previous = _previous(out, fid)
     if previous and digest and previous[0] == digest and (previous[1] == "ok" or not opts.retry_errors):
         return summary | {"status": "skipped", "format": "done before" if previous[1] == "ok" else "failed before"}
@@ -106,23 +114,36 @@ def _process(path: str, root: str, run: str, opts: Options) -> dict[str, Any]:
         from roofline.analysis import analyze
 
         result = analyze(kernels, peaks=_peaks(opts))
+        # the writes too: a part that cannot be written (an unwritable partition folder, a full
+        # disk) fails this input, recorded in the errors table, and the batch goes on
+        _write_ok(out, run, fid, shown, digest, size, fmt, kernels, result, opts)
     except Exception as exc:  # noqa: BLE001 - a batch never loses an input: it goes to the errors table
-        _record_failure(out, run, fid, path, digest, size, fmt, exc)
-        return summary | {"status": "failed", "format": fmt, "error": _message(path, exc)}
+        message = _message(shown, exc)
+        try:
+            _record_failure(out, run, fid, shown, digest, size, fmt, exc)
+        except Exception as again:  # noqa: BLE001 - not even the error row can be written: say so
+            if os.environ.get("ROOFLINE_DEBUG") and again is exc:
+                raise
+            message += f" (and its error row could not be written: {type(again).__name__}: {again})"
+        return summary | {"status": "failed", "format": fmt, "error": message}
+    return summary | {"status": "ok", "format": fmt, "kernels": len(kernels)}
+
+
+def _write_ok(out: Path, run: str, fid: str, shown: str, digest: str, size: int | None, fmt: str,
+              kernels: Any, result: Any, opts: Options) -> None:
+    import pandas as pd
+
     provenance = [{k: v for k, v in rec.items() if k not in _WALL_CLOCK_FIELDS} for rec in get_provenance(kernels)]
     dset.write_part(out, "kernels", run, fid, kernels)
     dset.write_part(out, "roofline", run, fid, result)
     devices = sorted(set(kernels["device_name"].dropna().astype(str)))
-    record = {"source_file": path, "content_sha256": digest, "size_bytes": size, "format": fmt,
+    record = {"source_file": shown, "content_sha256": digest, "size_bytes": size, "format": fmt,
               "kernels": len(kernels), "device_names": ";".join(devices), "peaks": opts.peaks,
               "provenance_json": json.dumps(provenance, sort_keys=True, default=str),
               "roofline_version": __version__}
-    import pandas as pd
-
     dset.remove_parts(out, run, fid, ("errors",))
     dset.write_part(out, "runs", run, fid, pd.DataFrame([record]))  # last: the input now counts as read
     dset.atomic_write_bytes(dset.state_path(out, fid), f"{digest} ok".encode())
-    return summary | {"status": "ok", "format": fmt, "kernels": len(kernels)}
 
 
 class _Unreadable(RooflineError):
@@ -130,7 +151,7 @@ class _Unreadable(RooflineError):
 
 
 def _message(path: str, exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
+    text = path_text(str(exc) or type(exc).__name__)  # Arrow-safe, whatever the exception quotes
     return text if isinstance(exc, RooflineError) and path in text else f"{path}: {text}"
 
 
@@ -138,7 +159,8 @@ def _record_failure(out: Path, run: str, fid: str, path: str, digest: str, size:
                     exc: BaseException) -> None:
     import pandas as pd
 
-    kind = exc.kind if isinstance(exc, InputError) else ("read-error" if isinstance(exc, RooflineError) else "bug")
+    kind = (exc.kind if isinstance(exc, InputError) else "read-error" if isinstance(exc, RooflineError)
+            else "write-error" if isinstance(exc, OSError) else "bug")
     record = {"source_file": path, "content_sha256": digest, "size_bytes": size, "format": fmt,
               "error_type": type(exc).__name__, "error_kind": kind, "message": _message(path, exc)}
     dset.remove_parts(out, run, fid, ("kernels", "roofline", "runs"))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,9 @@ from roofline.errors import (
     FormatMismatchError,
     InputNotFoundError,
     LfsPointerError,
+    UnknownFormatError,
+    UnreadableInputError,
+    path_text,
 )
 from roofline.hardware.specs import fill_spec_peaks
 from roofline.metrics.derive import compute_capability, derive, nan_inputs
@@ -30,16 +35,32 @@ LFS_PREFIX = b"version https://git-lfs.github.com/spec/"
 
 
 def check_exists(path: Path) -> None:
-    if not path.exists():
-        raise InputNotFoundError(path)
-    if path.is_file() and path.stat().st_size == 0:
+    """A readable, non-empty regular file, or a typed error saying which of these it is not."""
+    try:
+        st = path.stat()
+    except OSError:
+        if path.is_symlink():
+            raise InputNotFoundError(path) from None  # a dangling symlink: nothing to read
+        if path.exists():  # e.g. a symlink loop (ELOOP) or a too-long name
+            raise UnreadableInputError(path, "cannot be read (its path cannot be resolved)") from None
+        raise InputNotFoundError(path) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UnknownFormatError(path, "is a directory, not a profile file")
+    if not stat.S_ISREG(st.st_mode):  # reading a FIFO would block forever, a device never end
+        raise UnreadableInputError(path, "is not a regular file (a FIFO, socket or device); roofline reads files")
+    if not os.access(path, os.R_OK):
+        raise UnreadableInputError(path, "cannot be read: permission denied")
+    if st.st_size == 0:
         raise EmptyInputError(path)
 
 
 def head(path: Path, n: int = 4096) -> bytes:
     check_exists(path)
-    with path.open("rb") as fh:
-        data = fh.read(n)
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(n)
+    except OSError as exc:
+        raise UnreadableInputError(path, f"cannot be read: {exc.strerror or exc}") from None
     if data.startswith(LFS_PREFIX):
         raise LfsPointerError(path)
     return data
@@ -76,7 +97,7 @@ def check_magic(path: Path, magic: bytes, what: str, suffixes: tuple[str, ...]) 
 def provenance_record(path: Path, fmt: str, **fields: Any) -> dict[str, Any]:
     from roofline import __version__
 
-    rec: dict[str, Any] = {"source_file": str(path), "format": fmt}
+    rec: dict[str, Any] = {"source_file": path_text(path), "format": fmt}
     rec.update(fields)
     rec["roofline_version"] = __version__
     rec["ingested_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -100,7 +121,7 @@ def build_kernels_frame(
         raw = launch["raw"]
         cc = compute_capability(raw) or launch.get("cc")
         row: dict[str, Any] = {
-            "source_file": str(path),
+            "source_file": path_text(path),
             "format": fmt,
             "range_id": launch.get("range_id"),
             "nvtx_range": launch.get("nvtx_range"),
@@ -117,16 +138,16 @@ def build_kernels_frame(
             row[f"grid_{axis}"] = _int_or_none(raw.get(f"launch__grid_dim_{axis}", launch.get(f"grid_{axis}")))
             row[f"block_{axis}"] = _int_or_none(raw.get(f"launch__block_dim_{axis}", launch.get(f"block_{axis}")))
         row.update(derive(raw, launch.get("opcode_counts"), cc))
-        _flag(row, raw)
+        _flag(row, raw, launch.get("flags"))
         rows.append(row)
     frame = fill_spec_peaks(kernels_from_records(rows))
     return set_provenance(frame, [meta])
 
 
-def _flag(row: dict[str, Any], raw: dict[str, Any]) -> None:
-    """Mark launches whose replay did not complete instead of dropping them."""
+def _flag(row: dict[str, Any], raw: dict[str, Any], reader_flag: str | None = None) -> None:
+    """Mark launches whose replay did not complete instead of dropping them (plus a reader's own flag)."""
     n_nan = nan_inputs(raw)
-    flags: list[str] = []
+    flags: list[str] = [reader_flag] if reader_flag else []
     if n_nan:
         flags.append(f"replay incomplete: {n_nan} of {len(raw)} metrics read are NaN")
         for q in SOURCED_COLUMNS:
@@ -142,20 +163,103 @@ def _flag(row: dict[str, Any], raw: dict[str, Any]) -> None:
     row["flags"] = "; ".join(flags) or None
 
 
-def json_bytes(path: Path) -> bytes:
-    """A JSON file's bytes, gunzipped when gzip; a damaged stream is a typed error naming the file."""
-    import gzip
+#: environment variables bounding what one gzip input may expand to (bytes; and x its compressed size)
+MAX_DECOMPRESSED_ENV = "ROOFLINE_MAX_DECOMPRESSED_BYTES"
+MAX_RATIO_ENV = "ROOFLINE_MAX_GZIP_RATIO"
+#: 4 GiB: well above the largest real trace seen (56 MB decompressed), below what a machine can hold parsed
+DEFAULT_MAX_DECOMPRESSED = 4 << 30
+#: real traces expand 3-31x (fixtures: 33 gzip traces); deflate can reach ~1032x: past 64 MiB, 100x is a bomb
+DEFAULT_MAX_RATIO = 100
+_RATIO_FLOOR = 64 << 20
+_CHUNK = 1 << 20
+
+
+def _env_number(name: str, default: int) -> int:
+    from roofline.errors import RooflineError
+
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        value = int(float(text))
+    except (ValueError, OverflowError):  # "abc", "nan", "inf"
+        raise RooflineError(f"{name}={text!r}: not a number") from None
+    if value <= 0:
+        raise RooflineError(f"{name}={text!r}: must be positive")
+    return value
+
+
+def decompressed_limit(compressed_size: int) -> int:
+    """Most bytes a gzip input of this size may expand to: an absolute cap and a ratio cap, both configurable."""
+    cap = _env_number(MAX_DECOMPRESSED_ENV, DEFAULT_MAX_DECOMPRESSED)
+    ratio = _env_number(MAX_RATIO_ENV, DEFAULT_MAX_RATIO)
+    return min(cap, max(_RATIO_FLOOR, ratio * compressed_size))
+
+
+def gunzip_capped(path: Path, limit: int | None = None) -> bytearray:
+    """A gzip file's content, decompressed in chunks and refused past ``limit`` bytes.
+
+    Memory stays at most ``limit`` plus one chunk: the stream is never expanded whole before the
+    check (a 2 MB file can expand to 2 GB). Damaged streams are a typed error naming the file.
+    """
     import zlib
 
-    from roofline.errors import CorruptReportError
+    from roofline.errors import CorruptReportError, InputTooLargeError
 
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
+    size = path.stat().st_size
+    limit = decompressed_limit(size) if limit is None else limit
+    out = bytearray()
+    with path.open("rb") as fh:
+        d = zlib.decompressobj(wbits=31)  # gzip header and trailer (CRC, size) checked by zlib
         try:
-            raw = gzip.decompress(raw)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise CorruptReportError(path, f"gzip stream is damaged or truncated ({exc})") from None
-    return raw
+            while True:
+                if d.unconsumed_tail:
+                    data = d.unconsumed_tail
+                elif d.eof and d.unused_data:
+                    data = d.unused_data
+                else:
+                    data = fh.read(_CHUNK)
+                    if not data:
+                        break
+                if d.eof:  # more after a member: another member, or zero padding (as gzip.decompress)
+                    if not data.strip(b"\0"):
+                        d = _Done(d)
+                        continue
+                    d = zlib.decompressobj(wbits=31)
+                # bounded output per call: one call can otherwise expand 1 MiB into 1 GiB at once
+                out += d.decompress(data, min(16 * _CHUNK, limit + 1 - len(out)))
+                if len(out) > limit:
+                    raise InputTooLargeError(
+                        path, f"gzip stream expands past {limit:,} bytes ({size:,} compressed): refused as a "
+                              f"likely decompression bomb; raise {MAX_DECOMPRESSED_ENV} or {MAX_RATIO_ENV} "
+                              "if it is a real profile")
+        except zlib.error as exc:
+            raise CorruptReportError(path, f"gzip stream is damaged ({exc})") from None
+        if not d.eof:
+            raise CorruptReportError(path, "gzip stream is truncated (ends before its end-of-stream marker)")
+    return out
+
+
+class _Done:
+    """A finished member followed by zero padding: nothing more to decompress."""
+
+    def __init__(self, _prev: object) -> None:
+        self.eof, self.unconsumed_tail, self.unused_data = True, b"", b""
+
+
+def json_bytes(path: Path) -> bytes | bytearray:
+    """A JSON file's bytes, gunzipped (bounded, see :func:`gunzip_capped`) when gzip; typed errors name the file."""
+    from roofline.errors import InputTooLargeError
+
+    with path.open("rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return gunzip_capped(path)
+    size = path.stat().st_size
+    cap = _env_number(MAX_DECOMPRESSED_ENV, DEFAULT_MAX_DECOMPRESSED)
+    if size > cap:
+        raise InputTooLargeError(path, f"{size:,} bytes, over the {cap:,}-byte limit ({MAX_DECOMPRESSED_ENV})")
+    return path.read_bytes()
 
 
 def load_json(path: Path) -> Any:
@@ -166,5 +270,6 @@ def load_json(path: Path) -> Any:
 
     try:
         return orjson.loads(json_bytes(path))
-    except orjson.JSONDecodeError as exc:
-        raise CorruptReportError(path, f"not valid JSON ({exc})") from None
+    except (orjson.JSONDecodeError, RecursionError, UnicodeDecodeError) as exc:
+        # orjson rejects invalid UTF-8 and nesting past 1024 levels; both are damaged input
+        raise CorruptReportError(path, f"not valid JSON ({type(exc).__name__}: {exc})") from None

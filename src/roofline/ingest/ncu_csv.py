@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from roofline.errors import NoKernelsError, UnsupportedFormatError
+from roofline.errors import CorruptReportError, NoKernelsError, UnsupportedFormatError, path_text
 from roofline.ingest.common import build_kernels_frame, head, provenance_record
 from roofline.schema import conform_metrics, set_provenance
 
@@ -129,15 +129,25 @@ def short_name(demangled: str) -> str:
     return s.split("::")[-1].strip() or demangled
 
 
-def _split(path: Path) -> tuple[list[str], list[list[str]]]:
+def _split(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
+    """(lines before the header, CSV rows from the header on, each row's line number)."""
     lines = decode_text(path.read_bytes()).splitlines()
     try:
         start = next(i for i, line in enumerate(lines) if line.startswith(HEADER_MARK))
     except StopIteration:
         raise UnsupportedFormatError(path, "CSV without an Nsight Compute header (\"ID\",\"Process ID\",...)") from None
-    body = [ln for ln in lines[start:] if ln.startswith('"')]
-    rows = list(csv.reader(io.StringIO("\n".join(body))))
-    return lines[:start], rows
+    numbers = [i + 1 for i in range(start, len(lines)) if lines[i].startswith('"')]
+    body = [lines[i - 1] for i in numbers]
+    if body and not body[-1].rstrip().endswith(('"', ",")):
+        # ncu quotes every field and ends a row with a quote (or a comma before empty fields)
+        raise CorruptReportError(path, f"last CSV row (line {numbers[-1]}) is cut short: the file looks truncated")
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(body))))
+    except csv.Error as exc:  # e.g. a field over the csv module's 128 KiB limit
+        raise CorruptReportError(path, f"unreadable CSV ({exc})") from None
+    if len(rows) != len(body):  # a quoted field spanning lines: not something ncu writes
+        raise CorruptReportError(path, "CSV rows do not match its lines (an unterminated quote?)")
+    return lines[:start], rows, numbers
 
 
 def _device_from_output(preamble: list[str]) -> str | None:
@@ -152,22 +162,46 @@ def _device_from_output(preamble: list[str]) -> str | None:
 
 def _records(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     head(path)  # existence, emptiness and LFS checks
-    preamble, rows = _split(path)
+    preamble, rows, numbers = _split(path)
     header, data = rows[0], rows[1:]
     if "Metric Name" not in header:
         raise UnsupportedFormatError(
             path, "wide CSV (--page raw) is not supported yet; export with --csv --page details or --metrics"
         )
-    recs = [dict(zip(header, r)) for r in data if len(r) >= len(header) - 5]
-    return preamble, recs
+    # every row carries at least the columns up to the value (details rows leave the rule ones off)
+    needed = header.index("Metric Value") + 1 if "Metric Value" in header else len(header) - 5
+    for r, line in zip(data, numbers[1:]):
+        if len(r) < needed:
+            raise CorruptReportError(
+                path, f"CSV row at line {line} has {len(r)} of the header's {len(header)} columns "
+                      f"({needed} needed): cut short or damaged")
+    return preamble, [dict(zip(header, r)) for r in data]
+
+
+def _kernel_id(kid: str, fallback: int) -> int:
+    # str.isdigit() is also true for '²' and other digits int() refuses: ASCII digits only
+    return int(kid) if kid.isascii() and kid.isdigit() else fallback
+
+
+def _flag_short_last(launches: dict[str, dict[str, Any]], counts: dict[str, int]) -> None:
+    """A file cut at a line boundary leaves its last kernel with fewer metric rows than the others: say so."""
+    if len(counts) < 2:
+        return
+    *others, (last_id, last) = counts.items()
+    fewest = min(n for _, n in others)
+    if last < fewest:
+        launches[last_id]["flags"] = (f"possibly truncated: the file's last kernel has {last} metric rows, "
+                                      f"every other kernel at least {fewest}")
 
 
 def read_raw(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     preamble, recs = _records(path)
     device = _device_from_output(preamble)
     launches: dict[str, dict[str, Any]] = {}
+    counts: dict[str, int] = {}
     for rec in recs:
         kid = rec.get("ID", "")
+        counts[kid] = counts.get(kid, 0) + bool(rec.get("Metric Name"))
         launch = launches.get(kid)
         if launch is None:
             block = _dims(rec.get("Block Size", ""))
@@ -177,7 +211,7 @@ def read_raw(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             name = rec.get("Kernel Name", "")
             launch = {
                 "range_id": 0,
-                "kernel_id": int(kid) if kid.isdigit() else len(launches),
+                "kernel_id": _kernel_id(kid, len(launches)),
                 "kernel_name": name,
                 "kernel_short_name": short_name(name),
                 "mangled_name": None,
@@ -204,6 +238,7 @@ def read_raw(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         launch["raw"][name] = value
     if not launches:
         raise NoKernelsError(path, "CSV holds no kernel rows")
+    _flag_short_last(launches, counts)
     for launch in launches.values():
         if launch["cc"] is not None:
             major, minor = launch["cc"]
@@ -240,7 +275,7 @@ def read_metrics(path: str | Path) -> pd.DataFrame:
         text = rec.get("Metric Value", "")
         value = _parse_number(text)
         kid = rec.get("ID", "")
-        rows.append((str(path), 0, int(kid) if kid.isdigit() else None, metric, None,
+        rows.append((path_text(path), 0, int(kid) if kid.isascii() and kid.isdigit() else None, metric, None,
                      math.nan if value is None else value, text, rec.get("Metric Unit", "")))
     frame = pd.DataFrame(
         rows, columns=["source_file", "range_id", "kernel_id", "metric", "instance", "value", "value_text", "unit"]

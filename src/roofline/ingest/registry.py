@@ -6,7 +6,11 @@ Compute report and whose content is something else is an error, not a guess.
 
 from __future__ import annotations
 
+import fnmatch
+import glob
 import gzip
+import os
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from roofline.errors import (
+    CorruptReportError,
     FormatMismatchError,
     InputNotFoundError,
     UnknownFormatError,
@@ -85,13 +90,9 @@ def sniff(path: str | Path) -> str:
     elif ncu_csv.HEADER_MARK in ncu_csv.decode_text(data):
         found = "ncu-csv"
     elif data[:2] == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as fh:
-                inner = fh.read(64)
-        except (OSError, EOFError):
-            inner = b""
+        inner = _gunzip_head(path)  # a damaged stream sniffs as a trace; its reader names the damage
         if inner.lstrip()[:1] in (b"{", b"["):
-            found = "xprof-trace" if xprof_trace.looks_like(_gunzip_head(path)) else "torch-trace"
+            found = "xprof-trace" if xprof_trace.looks_like(inner) else "torch-trace"
     elif data.lstrip()[:1] in (b"{", b"["):
         found = "xprof-trace" if xprof_trace.looks_like(data) else "torch-trace"
     elif path.name.lower().endswith(".ncu-repz"):
@@ -113,21 +114,83 @@ def sniff(path: str | Path) -> str:
 
 
 def _gunzip_head(path: Path, n: int = 64 * 1024) -> bytes:
+    out = b""
     try:
         with gzip.open(path, "rb") as fh:
-            return fh.read(n)
-    except (OSError, EOFError):
-        return b""
+            while len(out) < n and (chunk := fh.read(n - len(out))):
+                out += chunk
+    except (OSError, EOFError, zlib.error) as exc:  # damaged or cut: what decompressed before the damage
+        if not out:
+            raise CorruptReportError(path, f"gzip stream is damaged or truncated ({exc})") from None
+    return out
 
 
 def expand(paths: Iterable[str | Path]) -> list[Path]:
-    """Paths with folders replaced by the profile files inside them (sorted, recursive)."""
+    """Paths with folders replaced by the profile files inside them (sorted, recursive), each real
+    file once: symlinked folders are followed, but a folder is never entered twice (a symlink loop
+    neither multiplies a file nor hangs)."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(PROFILE_SUFFIXES)))
+            out.extend(f for f in walk_files(p) if f.name.lower().endswith(PROFILE_SUFFIXES))
         else:
+            out.append(p)
+    return unique_real(out)
+
+
+def walk_files(root: Path) -> list[Path]:
+    """Every file under ``root``, sorted, following symlinked folders once each."""
+    seen: set[tuple[int, int]] = set()
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        try:
+            st = os.stat(folder)
+        except OSError:
+            dirs[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            dirs[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        dirs.sort()
+        found.extend(Path(folder, f) for f in files if os.path.isfile(os.path.join(folder, f)))
+    return sorted(found)
+
+
+def glob_files(pattern: str) -> list[Path]:
+    """Files matching a glob pattern, ``**`` recursing as in :func:`glob.glob`, but walking each
+    real folder once: with symlink loops Python's glob repeats a file per cycle, and with two loops
+    it never ends. Hidden names match only patterns that start with '.', as in glob."""
+    parts = pattern.split(os.sep)
+    if "**" not in parts:
+        return sorted(Path(p) for p in glob.glob(pattern) if os.path.isfile(p))
+    i = next(k for k, part in enumerate(parts) if glob.has_magic(part))
+    base = os.sep.join(parts[:i]) or (os.sep if pattern.startswith(os.sep) else os.curdir)
+    if not os.path.isdir(base):
+        return []
+    pats = parts[i:]
+    return [f for f in walk_files(Path(base)) if _match(f.relative_to(base).parts, pats)]
+
+
+def _match(names: tuple[str, ...], pats: list[str]) -> bool:
+    if not pats:
+        return not names
+    if pats[0] == "**":
+        return any(_match(names[k:], pats[1:]) for k in range(len(names) + 1)
+                   if not any(n.startswith(".") for n in names[:k]))
+    return (bool(names) and fnmatch.fnmatchcase(names[0], pats[0])
+            and (not names[0].startswith(".") or pats[0].startswith(".")) and _match(names[1:], pats[1:]))
+
+
+def unique_real(paths: Iterable[Path]) -> list[Path]:
+    """Paths in order, each real file once (the first path naming it is kept)."""
+    seen: set[str] = set()
+    out: list[Path] = []
+    for p in paths:
+        real = os.path.realpath(p)
+        if real not in seen:
+            seen.add(real)
             out.append(p)
     return out
 

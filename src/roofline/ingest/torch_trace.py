@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from roofline.errors import NoKernelsError
+from roofline.errors import NoKernelsError, path_text
 from roofline.ingest.common import check_exists, json_bytes, provenance_record
 from roofline.ingest.torch_trace_decode import NULL, RANGE_CAT, Args, Event, decode, range_events, shapes
 from roofline.ingest.torch_trace_summary import estimates, unmodelled
@@ -480,12 +480,13 @@ class _Rows:
         del cols["_ts"]
         cols.update({"format": "torch-trace", "replay_ok": True, "l2_bytes_source": NO_CACHE,
                      "l1_bytes_source": NO_CACHE, "kernel_id": np.arange(n), "rank": rank,
-                     "source_file": str(path)})
+                     "source_file": path_text(path)})
         return fill_spec_peaks(kernels_from_columns(cols, n))
 
     def _device(self, dev: Any) -> tuple[Any, Any, Any]:
         prop = self.devices.get(dev) or self.only
-        cc = f"{prop['computeMajor']}.{prop['computeMinor']}" if "computeMajor" in prop else None
+        major, minor = prop.get("computeMajor"), prop.get("computeMinor")
+        cc = f"{major}.{minor}" if major.__class__ is int and minor.__class__ is int else None  # damaged: unknown
         return prop.get("name"), prop.get("numSms"), cc
 
 

@@ -85,11 +85,21 @@ def decode(path: Any, raw: bytes) -> tuple[list[Event], dict[str, Any]]:
         doc = _DECODER.decode(raw)
     except msgspec.ValidationError:  # (a subclass of DecodeError) valid JSON of an unexpected shape
         return _lenient(path, raw, Event, TOP_FIELDS)
-    except msgspec.DecodeError as exc:
-        raise CorruptReportError(path, f"not valid JSON ({exc})") from None
+    except _DAMAGED as exc:
+        raise _corrupt(path, exc) from None
     if isinstance(doc, list):
         return _bare(path, doc), {}
     return doc.traceEvents, {k: getattr(doc, k) for k in TOP_FIELDS}
+
+
+#: what a damaged document raises while decoding: bad JSON, invalid UTF-8 in a string (a
+#: UnicodeDecodeError), nesting deeper than the decoder's stack (a RecursionError, e.g. 10^6 '[')
+_DAMAGED = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
+
+
+def _corrupt(path: Any, exc: BaseException) -> CorruptReportError:
+    what = {UnicodeDecodeError: "invalid UTF-8", RecursionError: "nested too deeply"}.get(type(exc), "not valid JSON")
+    return CorruptReportError(path, f"{what} ({exc})")
 
 
 def _bare(path: Any, events: list[Any]) -> list[Any]:
@@ -106,6 +116,8 @@ def range_events(path: Any, raw: bytes) -> list[Any]:
         doc = _RANGE_DECODER.decode(raw)
     except msgspec.ValidationError:
         return _lenient(path, raw, RangeEvent, ())[0]
+    except _DAMAGED as exc:
+        raise _corrupt(path, exc) from None
     return doc if isinstance(doc, list) else doc.traceEvents
 
 
@@ -115,8 +127,8 @@ def _lenient(path: Any, raw: bytes, kind: type, top_fields: tuple[str, ...]) -> 
 
     try:
         data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise CorruptReportError(path, f"not valid JSON ({exc})") from None
+    except (orjson.JSONDecodeError, *_DAMAGED) as exc:
+        raise _corrupt(path, exc) from None
     if isinstance(data, list):
         events, top = data, {}
     elif isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
@@ -126,10 +138,18 @@ def _lenient(path: Any, raw: bytes, kind: type, top_fields: tuple[str, ...]) -> 
     clean = [e if isinstance(e.get("args"), (dict, type(None))) else {**e, "args": None}
              for e in events if isinstance(e, dict)]
     # a round trip through JSON (not msgspec.convert) so that raw-JSON fields decode as they would
-    converted = msgspec.json.decode(msgspec.json.encode(clean), type=list[kind])
+    try:
+        converted = msgspec.json.decode(msgspec.json.encode(clean), type=list[kind])
+    except (*_DAMAGED, msgspec.EncodeError) as exc:  # e.g. a 10^6-deep value msgspec cannot re-encode
+        raise _corrupt(path, exc) from None
     return (_bare(path, converted) if isinstance(data, list) else converted), top
 
 
 def shapes(raw: msgspec.Raw) -> Any:
     """A raw ``Input Dims``/``Input type``/``Concrete Inputs`` value as Python lists (None if absent)."""
-    return None if raw is NULL else msgspec.json.decode(raw)
+    if raw is NULL:
+        return None
+    try:
+        return msgspec.json.decode(raw)
+    except (RecursionError, UnicodeDecodeError, msgspec.DecodeError):
+        return None  # a damaged shape is no shape: the op's cost is then unavailable, with its reason

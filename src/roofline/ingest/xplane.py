@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from roofline.errors import path_text
 from roofline.hardware.specs import fill_spec_peaks, load_specs, lookup
 from roofline.ingest import xla_cost as xc
 from roofline.ingest import xplane_decode as xd
@@ -76,7 +77,7 @@ def read(path: str | Path, cost_analysis: bool = True) -> pd.DataFrame:
     rows = build_rows(planes, modules, costs, needs_cost, skipped if needs_cost else None)
     for i, r in enumerate(rows):
         r["kernel_id"] = i
-        r["source_file"] = str(path)
+        r["source_file"] = path_text(path)
     frame = conform_kernels(pd.DataFrame.from_records(rows))
     frame = _peaks(frame, planes, costs)
     from google.protobuf import __version__ as pb_version

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from roofline.errors import FormatMismatchError, NoKernelsError
+from roofline.errors import FormatMismatchError, NoKernelsError, path_text
 from roofline.ingest import xplane as xp
 from roofline.ingest import xplane_decode as xd
 from roofline.ingest.common import check_exists, load_json, provenance_record
@@ -48,7 +48,7 @@ def read(path: str | Path) -> pd.DataFrame:
     rows = xp.build_rows(planes, {}, None, False, timing_only=TIMING_ONLY)
     for i, r in enumerate(rows):
         r["kernel_id"] = i
-        r["source_file"] = str(path)
+        r["source_file"] = path_text(path)
         r["format"] = FORMAT
     frame = conform_kernels(pd.DataFrame.from_records(rows))
     import orjson

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,8 +12,16 @@ import pandas as pd
 from roofline.hardware.peaks import LEVELS
 
 
+#: file names stop at 255 bytes: a longer device name is cut and told apart by a hash of the whole
+SLUG_MAX = 60
+
+
 def _slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "device"
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "device"
+    if len(slug) <= SLUG_MAX:
+        return slug
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:10]
+    return f"{slug[:SLUG_MAX - 11].rstrip('-')}-{digest}"
 
 
 def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",

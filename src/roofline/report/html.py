@@ -139,6 +139,24 @@ def _groups(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, object
     return out
 
 
+def finite_only(obj: object) -> tuple[object, int]:
+    """``obj`` (dicts, lists, scalars) with every non-finite float replaced by None, and how many were."""
+    count = 0
+
+    def clean(v: object) -> object:
+        nonlocal count
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        if isinstance(v, (float, np.floating)) and not np.isfinite(v):
+            count += 1
+            return None
+        return v
+
+    return clean(obj), count
+
+
 def _f(v: object) -> float | None:
     try:
         f = float(v)  # type: ignore[arg-type]
@@ -179,6 +197,8 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         "peaks": _peak_table(frame, levels) if len(frame) else [],
         "groups": _groups(frame, levels) if len(frame) else [],
     }
+    data, dropped = finite_only(data)  # JSON has no inf/NaN: nulls, and their count as the flag
+    data["meta"]["non_finite_values"] = dropped
     kernels_json = _column_block(frame, levels) if len(frame) else "{}"
     payload = json.dumps(data, default=str, allow_nan=False)[:-1] + ',"kernels":' + kernels_json + "}"
     if compress is None:

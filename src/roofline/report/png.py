@@ -28,6 +28,7 @@ from matplotlib.text import Text  # noqa: E402
 from roofline.hardware.peaks import LEVELS  # noqa: E402
 from roofline.report.chart_data import (  # noqa: E402
     LEVEL_LABELS,
+    Roof,
     axis_limits,
     points,
     ridges,
@@ -61,6 +62,7 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
     roof_list = roofs(frame, levels)
     pts = points(frame, levels)
     skipped = unplotted_count(frame)
+    pts, roof_list, off_scale = drawable(pts, roof_list)
     if pts.empty:
         ax.text(0.5, 0.5, "nothing to plot: no kernel has both FLOPs and bytes"
                 + (f" ({skipped} kernel(s) without)" if skipped else ""),
@@ -106,11 +108,28 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
     handles = [Line2D([], [], color="0.3", marker=LEVEL_MARKERS[lv], ls="none", label=f"kernel at {LEVEL_LABELS[lv]}")
                for lv in levels if lv in set(pts["level"])]
     extra = [Line2D([], [], ls="none", label=f"{skipped} kernel(s) without FLOPs or bytes: not drawn")] if skipped else []
+    if off_scale:
+        extra.append(Line2D([], [], ls="none", label=f"{off_scale} point(s) or roof(s) non-finite or beyond "
+                                                     f"1e±{DRAWABLE_EXP}: not drawn"))
     roof_handles, _ = ax.get_legend_handles_labels()
     ax.legend(handles=roof_handles + handles + extra, fontsize=7.5, loc="lower right", framealpha=0.9)
     ax.grid(True, which="major", alpha=0.25)
     fig.tight_layout()
     return fig
+
+
+#: log axes and matplotlib's tick locator overflow near float's limits (10**309): points and roofs
+#: with a value past 1e±250 (or non-finite) are left out of the chart and counted in its legend
+DRAWABLE_EXP = 250
+
+
+def drawable(pts: pd.DataFrame, roof_list: list[Roof]) -> tuple[pd.DataFrame, list[Roof], int]:
+    """(points, roofs) that can be drawn on log axes, and how many were left out."""
+    lo, hi = 10.0 ** -DRAWABLE_EXP, 10.0 ** DRAWABLE_EXP
+    cols = pts[["intensity_flop_per_byte", "achieved_flop_per_s"]].apply(pd.to_numeric, errors="coerce")
+    ok = ((cols >= lo) & (cols <= hi)).all(axis=1).to_numpy()
+    kept = [r for r in roof_list if lo <= r.value <= hi]
+    return pts[ok], kept, int((~ok).sum()) + len(roof_list) - len(kept)
 
 
 def _label_top(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int]) -> None:  # type: ignore[no-untyped-def]
