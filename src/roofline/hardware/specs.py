@@ -215,7 +215,9 @@ def specs_frame() -> pd.DataFrame:
             })
         rows.append({"gpu": s.name, "figure": "dram_bytes_per_s", "dense_tflop_per_s": float("nan"),
                      "sm_count": s.sm_count, "boost_clock_mhz": s.boost_clock_hz / 1e6,
-                     "source": s.dram_source, "dram_tb_per_s": s.dram_bytes_per_s / 1e12})
+                     "source": s.dram_source, "dram_tb_per_s": s.dram_bytes_per_s / 1e12,
+                     "compute_capability": s.compute_capability, "arch": s.arch.label() if s.arch else None,
+                     "memory_gb": "/".join(f"{m:g}" for m in s.memory_gb), "host_link": s.host_link})
     return pd.DataFrame(rows)
 
 
