@@ -117,8 +117,9 @@ def _parse(data: Mapping[str, object]) -> tuple[GpuSpec, ...]:
             memory_gb=tuple(float(m) for m in g.get("memory_gb", ())), host_link=g.get("host_link"),
             variant=g.get("variant"), aliases=tuple(g.get("aliases", ())),
         )
-        if not figures:  # a SKU without published figures: the architecture model at its boost clock
-            spec = with_arch_figures(spec)
+        # figures the datasheet does not print come from the architecture model at the boost clock
+        # (a SKU without published figures gets all of them from there), each labelled as such
+        spec = with_arch_figures(spec, tuple(g.get("no_model", ())))
         specs.append(spec)
     return tuple(specs)
 
@@ -131,13 +132,16 @@ def arch_figures(arch: Arch, sm_count: int, clock_hz: float, clock_what: str) ->
             for k, r in arch.dense.items()}
 
 
-def with_arch_figures(spec: GpuSpec) -> GpuSpec:
+def with_arch_figures(spec: GpuSpec, no_model: tuple[str, ...] = ()) -> GpuSpec:
     arch = spec.arch
+    if arch is None and spec.figures:
+        return spec
     if arch is None:
         raise ValueError(f"gpus.toml {spec.name}: no architecture-model entry for {spec.compute_capability} "
                          f"(variant {spec.variant}) and no published figures")
-    return replace(spec, figures=MappingProxyType(arch_figures(arch, spec.sm_count, spec.boost_clock_hz,
-                                                               "boost clock")))
+    model = {k: f for k, f in arch_figures(arch, spec.sm_count, spec.boost_clock_hz, "boost clock").items()
+             if k not in no_model}
+    return replace(spec, figures=MappingProxyType({**model, **spec.figures}))
 
 
 @lru_cache(maxsize=1)
