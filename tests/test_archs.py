@@ -105,6 +105,10 @@ def test_variants_geforce_half_rate_fp32_accumulate_and_tu116_without_tensor_cor
     ("NVIDIA GeForce RTX 5060 Ti", "12.0", 36, "RTX 5060 Ti"),
     ("AMD Instinct MI300X VF", "9.4", 304, "MI300X"),
     ("AMD Instinct MI250X/MI250", "9.0", 110, "MI250X GCD"),  # by CU count
+    ("MI300X_A1", "gfx942", 304, "MI300X"),  # rocprof-compute sysinfo gpu_model
+    ("MI200", "gfx90a", 104, "MI210"),  # rocprof-compute sysinfo: 104 CUs = MI210 = MI250 GCD (same roofs)
+    ("NVIDIA A100-SXM4-80GB", "8.0", 108, "A100 SXM4 80GB"),  # nsys TARGET_INFO_GPU
+    ("AMD Instinct MI350X", "gfx950", 256, "MI350X"),
 ])
 def test_real_spellings_resolve(name, cc, sms, want):
     res = resolve(name, cc, sms)

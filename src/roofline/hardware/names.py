@@ -250,6 +250,11 @@ def _resolve(name: str | None, cc: str | None, sms: int | None, boost: float | N
             if fam:
                 steps.append(f"no form factor in the name; {p.model!r} is one of {', '.join(s.name for s in fam)}")
                 cands = fam
+        stepping = re.fullmatch(r"(.+) ([a-d]\d)", p.model)  # rocprof's gpu_model "MI300X_A1": silicon stepping
+        if not cands and stepping:
+            cands = [s for m, al, s in _models() if stepping.group(1) == m or stepping.group(1) in al]
+            if cands:
+                steps.append(f"stepping {stepping.group(2).upper()} dropped: {', '.join(s.name for s in cands)}")
     by_name = bool(cands)
     if not cands and (cc and sms):
         vendor = _vendor(raw, cc)
