@@ -357,15 +357,8 @@ def _assign(out: pd.DataFrame, col: str, mask: np.ndarray, values: Any, note: An
 
 def _say_missing(out: pd.DataFrame, col: str, rows: np.ndarray, what: str) -> None:
     """Where neither the counters nor the spec table give a peak, its source says so (never left empty)."""
-    src = source_column(col)
-    if src not in out:
-        return
-    mask = rows & out[col].isna().to_numpy() & out[src].isna().to_numpy()
-    if mask.any():
-        s = out[src].to_numpy(dtype=object, na_value=None)
-        s[mask] = (f"{UNAVAILABLE}: the spec table has {what} (not published as a vetted figure); "
-                   "measure it and pass --peaks FILE.toml")
-        out[src] = pd.array(s, dtype="string")
+    _say(out, col, rows, f"the spec table has {what} (not published as a vetted figure); "
+                         "measure it and pass --peaks FILE.toml")
 
 
 def _fill_value(out: pd.DataFrame, col: str, rows, value: float, note: str) -> None:  # type: ignore[no-untyped-def]
