@@ -24,17 +24,17 @@ def missing_roofs(result: pd.DataFrame) -> Iterator[tuple[str, str, str, str]]:
             flop, peak = f"flop_{p}", f"peak_flop_per_s_{p}"
             if flop not in g or peak not in g:
                 continue
-            work = pd.to_numeric(g[flop], errors="coerce").to_numpy(dtype=float, na_value=np.nan) > 0
-            lack = work & g[peak].isna().to_numpy()
+            lack = _positive(g, flop) & g[peak].isna().to_numpy()
             if lack.any():
                 what.append(p)
                 why.append(_first(g, peak, lack))
         col = "peak_dram_bytes_per_s"
-        if col in g and g[col].isna().all():
+        placed = _positive(g, "dram_bytes") | np.any([_positive(g, f"flop_{p}") for p in PRECISIONS], axis=0)
+        if col in g and g[col].isna().all() and placed.any():  # timing-only rows place no point: no roof needed
             what.append("DRAM")
             why.append(_first(g, col, np.ones(len(g), dtype=bool)))
         if what:
-            reasons = "; ".join(dict.fromkeys(w for w in why if w)) or "no source said why"
+            reasons = "; ".join(dict.fromkeys(w for w in why if w)) or "the profile records no peaks"
             yield str(src), str(dev), ", ".join(what), reasons
 
 
@@ -44,3 +44,9 @@ def _first(g: pd.DataFrame, col: str, mask: np.ndarray) -> str:
         return ""
     vals = g[src][mask].dropna()
     return str(vals.iloc[0]) if len(vals) else ""
+
+
+def _positive(g: pd.DataFrame, col: str) -> np.ndarray:
+    if col not in g:
+        return np.zeros(len(g), dtype=bool)
+    return pd.to_numeric(g[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan) > 0
