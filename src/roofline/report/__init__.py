@@ -21,7 +21,7 @@ def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
     a device whose kernels used different roof sets (clock, source) gets one chart per set
     (``…-set2.png``, up to ``MAX_ROOF_SETS``), each drawing only the roofs its kernels used."""
     from roofline.report import png
-    from roofline.report.chart_data import MAX_ROOF_SETS, roof_sets
+    from roofline.report.chart_data import MAX_ROOF_SETS, plottable, roof_sets
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -42,7 +42,9 @@ def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
         rest = sum(st.kernels for st in sets[MAX_ROOF_SETS:])
         more = (f"; {rest} kernel(s) under {len(sets) - MAX_ROOF_SETS} further roof set(s) have no chart: see the table"
                 if rest else "")
-        for st in sets[:MAX_ROOF_SETS]:
+        # a set whose kernels have no point (no FLOPs) gets no chart of its own, unless it is the only one
+        charted = [st for st in sets[:MAX_ROOF_SETS] if plottable(frame[st.mask]).any()] or sets[:1]
+        for st in charted:
             part = frame[st.mask] if len(sets) > 1 else frame
             name = stem if st.index == 0 else f"{stem}-set{st.index + 1}"
             for suffix in (".png", ".svg") if svg else (".png",):

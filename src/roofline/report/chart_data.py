@@ -180,7 +180,9 @@ def roof_sets(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> list[RoofS
     codes = _set_codes(frame, levels)
     dur = pd.to_numeric(frame["duration_s"], errors="coerce").fillna(0).to_numpy() if "duration_s" in frame \
         else np.ones(len(frame))
-    order = sorted(set(codes.tolist()), key=lambda c: (-dur[codes == c].sum(), c))
+    drawable = plottable(frame).to_numpy()
+    # sets whose kernels can be drawn first (a set of copies and memsets only has no point on the chart)
+    order = sorted(set(codes.tolist()), key=lambda c: (-dur[(codes == c) & drawable].sum(), -dur[codes == c].sum(), c))
     return [RoofSet(i, len(order), codes == c, _set_roofs(frame[codes == c], levels), float(dur[codes == c].sum()))
             for i, c in enumerate(order)]
 
