@@ -63,7 +63,8 @@ def test_unknown_device_with_cc_and_sms_gets_model_roofs_but_no_dram():
 
 def test_unresolvable_device_says_why_in_every_peak_source():
     out = fill_spec_peaks(kernels_from_columns({"device_name": "Mystery", "flop_fp32": 1.0, "duration_s": 1.0}, 1))
-    assert out["peak_flop_per_s_fp32_source"].iloc[0].startswith("unavailable: 'Mystery' is not in the spec table")
+    assert out["peak_flop_per_s_fp32_source"].iloc[0].startswith(
+        "unavailable: no roofs for this device: 'Mystery' is not in the spec table")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -85,3 +86,21 @@ def test_missing_roofs_warn_and_exit_0_unless_strict(tmp_path):
 def test_devices_explain_shows_the_steps():
     p = _cli("devices", "--explain", "Tesla V100-DGXS-32GB")
     assert p.returncode == 0 and "V100 SXM2" in p.stdout and "read model 'v100 dgxs'" in p.stdout
+
+
+def test_device_map_picks_one_of_the_candidates_of_an_ambiguous_name():
+    """"NVIDIA H100" with 132 SMs is an H100 SXM or an H100 NVL: the roofs are the higher of the two until
+    --device-map names the part."""
+    trace = str(shared("traces/torch_h100_cuda-sync-unittest_uncompressed.pt.trace.json"))
+    import json
+
+    p = _cli("analyze", trace, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    row = json.loads(p.stdout)[0]
+    assert row["peak_dram_bytes_per_s"] == 3.9e12 and "one of H100 SXM, H100 NVL" in row["peak_dram_bytes_per_s_source"]
+    p = _cli("analyze", trace, "--format", "json", "--device-map", "NVIDIA H100=H100 SXM")
+    assert p.returncode == 0, p.stderr
+    row = json.loads(p.stdout)[0]
+    assert row["peak_dram_bytes_per_s"] == 3.35e12 and row["peak_dram_bytes_per_s_source"].startswith("spec: H100 SXM")
+    bad = _cli("analyze", trace, "--device-map", "NVIDIA H100")
+    assert bad.returncode == 2 and "NAME=KNOWN" in bad.stderr

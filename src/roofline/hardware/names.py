@@ -273,7 +273,7 @@ def _resolve(name: str | None, cc: str | None, sms: int | None, boost: float | N
             return Resolution(name, _from_arch(arch, raw, sms, boost, steps), tuple(steps))
         steps.append(f"no architecture-model entry for {vendor} CC {cc}: roofs unavailable")
         return Resolution(name, None, tuple(steps))
-    what = "no name" if not raw else f"{raw!r} is not in the spec table"
+    what = "the profile names no GPU" if not raw else f"{raw!r} is not in the spec table"
     need = "its compute capability and SM count are not recorded" if not (cc and sms) else ""
     steps.append(f"{what} and {need}: roofs unavailable")
     return Resolution(name, None, tuple(steps))

@@ -243,9 +243,11 @@ def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True,
         spec = res.spec
         if out is frame:
             out = frame.copy()
+        if device_map and device in device_map:
+            _clear_spec(out, on_device)  # the ingest filled them from the name; --device-map replaces them
         if spec is None:
             for col in _PEAK_COLUMNS:
-                _say(out, col, on_device, f"{UNAVAILABLE}: {res.reason}")
+                _say(out, col, on_device, _NO_DEVICE + res.reason)
             continue
         clk = None
         if at_profiled_clock and "sm_clock_hz" in out:
@@ -296,6 +298,8 @@ def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True,
     return out
 
 
+#: what a peak's source says when its device resolved to nothing (replaced, not quoted, once it does)
+_NO_DEVICE = f"{UNAVAILABLE}: no roofs for this device: "
 _PEAK_COLUMNS = ("peak_flop_per_s_fp64", "peak_flop_per_s_fp32", "peak_flop_per_s_fp16", "peak_flop_per_s_tensor",
                  "peak_dram_bytes_per_s", "peak_l1_bytes_per_s")
 
@@ -312,12 +316,27 @@ def _device_groups(frame: pd.DataFrame) -> list[tuple[tuple[Any, Any, Any, Any],
         mask = codes == i
         first = keys[mask].iloc[0]
         name = first["device_name"]
-        if name is None and first["compute_capability"] is None:
-            continue
         sms = int(first["sm_count"]) if first["sm_count"] is not None else None
         boost = float(first["sm_boost_clock_hz"]) if first["sm_boost_clock_hz"] is not None else None
         out.append(((None if name is None else str(name), first["compute_capability"], sms, boost), mask))
     return out
+
+
+def _clear_spec(out: pd.DataFrame, rows: np.ndarray) -> None:
+    """Forget peaks that came from the spec table (or said why not) on ``rows``; counters stay."""
+    for col in _PEAK_COLUMNS:
+        src = source_column(col)
+        if col not in out or src not in out:
+            continue
+        text = out[src].astype("string").fillna("")
+        mask = rows & (text.str.startswith("spec") | text.str.startswith(UNAVAILABLE)).to_numpy(dtype=bool)
+        if mask.any():
+            v = out[col].to_numpy(dtype="float64", na_value=np.nan, copy=True)
+            v[mask] = np.nan
+            out[col] = v
+            s = out[src].to_numpy(dtype=object, na_value=None)
+            s[mask] = None
+            out[src] = pd.array(s, dtype="string")
 
 
 def _say(out: pd.DataFrame, col: str, rows: np.ndarray, text: str) -> None:
@@ -344,7 +363,7 @@ def _assign(out: pd.DataFrame, col: str, mask: np.ndarray, values: Any, note: An
     v[mask] = values
     s = out[src].to_numpy(dtype=object, na_value=None)
     prior = s[mask]
-    said = np.not_equal(prior, None)
+    said = np.array([p is not None and not str(p).startswith(_NO_DEVICE) for p in prior], dtype=bool)
     if isinstance(note, str) and not said.any():
         s[mask] = note
     else:
