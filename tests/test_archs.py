@@ -151,3 +151,10 @@ def test_device_map_overrides_the_name():
 
 def test_all_archs_loaded_once():
     assert len({a.id for a in load_archs().values()}) >= 18
+
+
+def test_another_gpus_roofs_keep_their_own_sm_count():
+    """--peaks "H100 SXM" on an A100 profile: the A100's 108 SMs must not shrink the H100's roofs."""
+    res = resolve("H100 SXM", "8.0", 108)
+    assert res.spec.sm_count == 132 and "not used" in res.explain()
+    assert resolve("H100 SXM", "9.0", 114).spec.sm_count == 114  # same CC, fewer SMs: a cut-down part, scaled

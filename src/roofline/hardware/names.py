@@ -161,9 +161,12 @@ def _vendor(name: str, cc: str | None) -> str:
     return "NVIDIA"
 
 
-def _at_profile(spec: GpuSpec, sms: int | None, steps: list[str]) -> GpuSpec:
+def _at_profile(spec: GpuSpec, sms: int | None, steps: list[str], cc: str | None = None) -> GpuSpec:
     """The profile's SM count where it differs from the entry's (compute roofs scale with SMs)."""
     if not sms or sms == spec.sm_count:
+        return spec
+    if cc and not _cc_fits(spec, cc):  # another GPU's roofs were asked for (--peaks NAME): its own SMs count
+        steps.append(f"the profile's CC {cc} is not {spec.name}'s: its SM count ({sms}) is not used")
         return spec
     ratio = sms / spec.sm_count
     figs = {k: Figure(f.tflops * ratio, f.flop_per_cycle_per_sm,
@@ -233,7 +236,7 @@ def _resolve(name: str | None, cc: str | None, sms: int | None, boost: float | N
         inner = _resolve(mapped, None, None, None, ())
         if inner.spec is None:
             return Resolution(name, None, tuple(steps + list(inner.steps)))
-        return Resolution(name, _at_profile(inner.spec, sms, steps + list(inner.steps)) if sms else inner.spec,
+        return Resolution(name, _at_profile(inner.spec, sms, steps + list(inner.steps), cc) if sms else inner.spec,
                           tuple(steps + list(inner.steps)), True)
     p = _parse(raw)
     if raw:
@@ -264,7 +267,7 @@ def _resolve(name: str | None, cc: str | None, sms: int | None, boost: float | N
     if cands:
         cands = _narrow(cands, cc, sms, p.memory_gb, steps, p.mig is not None)
         spec = _choose(raw or f"unnamed CC {cc} GPU", cands, steps)
-        spec = _mig(spec, p.mig, p.memory_gb, sms, steps) if p.mig else _at_profile(spec, sms, steps)
+        spec = _mig(spec, p.mig, p.memory_gb, sms, steps) if p.mig else _at_profile(spec, sms, steps, cc)
         return Resolution(name, spec, tuple(steps), by_name)
     if cc and sms:
         vendor = _vendor(raw, cc)
