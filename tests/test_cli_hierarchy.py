@@ -54,7 +54,7 @@ def test_spec_peaks_and_both_clock_views():
     assert "spec: T4" in g["peak_flop_per_s_tensor_source"]
     assert g["peak_flop_per_s_boost"] > g["peak_flop_per_s"]  # T4 profiled at 585 MHz, boost 1590
     p = _cli("devices")
-    assert "H100 SXM: 132 SMs" in p.stdout and "MI300X" in p.stdout
+    assert "H100 SXM (sm_90, CC 9.0): 132 SMs" in p.stdout and "MI300X" in p.stdout  # issue 17: arch and CC shown
 
 
 def test_report_command_writes_chart_and_page_and_prints_the_top(tmp_path):

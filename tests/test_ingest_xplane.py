@@ -422,8 +422,11 @@ def test_gpu_named_from_plane_capabilities():
     # A100 80 GB parts differ only in bandwidth: the plane's (memory clock x bus width) tells them apart
     assert name(caps("Nvidia", "8.0", 108, 80, 1.935e12, 1410), "/device:GPU:0") == "A100 PCIe 80GB"
     assert name(caps("Nvidia", "8.0", 108, 80, 2.039e12, 1410), "/device:GPU:0") == "A100 SXM4 80GB"
-    # L40 (not in the table) looks like L40S but for a 1.2% lower clock: no guess
-    assert name(caps("Nvidia", "8.9", 142, 45, 864e9, 2490), "/device:GPU:0") == "NVIDIA GPU cc8.9 142 SMs 45 GiB"
+    # L40 looks like L40S but for a 1.2% lower clock: the clock tells them apart (L40 joined the table in issue 17)
+    assert name(caps("Nvidia", "8.9", 142, 45, 864e9, 2490), "/device:GPU:0") == "L40"
+    assert name(caps("Nvidia", "8.9", 142, 45, 864e9, 2520), "/device:GPU:0") == "L40S"
+    # a part the table does not hold is named by its capabilities, never guessed
+    assert name(caps("Nvidia", "8.9", 142, 45, 864e9, 2300), "/device:GPU:0") == "NVIDIA GPU cc8.9 142 SMs 45 GiB"
     # ROCm reports half of MI300X's bandwidth: matched on its capabilities and memory instead
     assert name(caps("AMD", "9.4", 304, 192, 2.6624e12, 2100), "/device:GPU:0") == "MI300X"
 

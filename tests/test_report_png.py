@@ -95,3 +95,44 @@ def test_trace_chart_draws_no_cache_roofs_and_labels_unscaled_spec_peaks_as_publ
     assert short_source("spec: 128 B/cycle/SM × 132 SMs × the boost clock 1980 MHz; no profiled clock known") \
         == "spec, boost clock"
     assert short_source("spec: …, 128 FLOP/cycle/SM × 108 SMs × the profiled SM clock 765 MHz") == "spec, as profiled"
+
+
+def test_a_device_with_two_roof_sets_gets_one_chart_per_set_drawing_the_roofs_its_kernels_used(tmp_path):
+    """Issue 17: kernels of one GPU measured at two clocks (or against roofs from two sources) are never
+    drawn under a median roof: each chart draws exactly the roofs in its kernels' rows."""
+    base = [kernel_row(kernel_id=i, kernel_name=f"a{i}", kernel_short_name=f"a{i}", duration_s=2e-3) for i in range(3)]
+    boost = [kernel_row(kernel_id=10 + i, kernel_name=f"b{i}", kernel_short_name=f"b{i}", duration_s=1e-3,
+                        peak_dram_bytes_per_s=2e12, peak_l1_bytes_per_s=2.6e13, peak_l2_bytes_per_s=7.8e12,
+                        peak_flop_per_s_fp32=2.6e13, peak_flop_per_s_fp32_source="spec: test at the boost clock")
+             for i in range(2)]
+    res = analysed(base + boost)
+    paths = write_charts(res, tmp_path)
+    assert [p.name for p in paths] == ["roofline.png", "roofline-set2.png"]
+    from roofline.report.chart_data import roof_sets
+
+    sets = roof_sets(res)
+    assert [st.kernels for st in sets] == [3, 2]
+    for st in sets:
+        part = res[st.mask]
+        fig = png.draw(part)
+        try:
+            lines = _lines(fig)
+            drawn_fp32 = lines["roof:fp32"].get_data()[1][0]
+            assert set(part["peak_flop_per_s_fp32"]) == {drawn_fp32}  # the table's roof, nothing else
+            for lv in ("dram", "l2", "l1"):
+                x, y = lines[f"roof:{lv}"].get_data()
+                (table_bw,) = set(part[f"peak_{lv}_bytes_per_s"])
+                assert y[0] / x[0] == pytest.approx(table_bw)
+        finally:
+            plt.close(fig)
+    # the whole device in one draw: the main set only, and a visible note about the other
+    fig = png.draw(res)
+    try:
+        assert _lines(fig)["roof:fp32"].get_data()[1][0] == 2e13
+        notes = [t.get_text() for t in fig.texts if t.get_gid() == "note"]
+        assert len(notes) == 1 and "roof set 1 of 2" in notes[0] and "3 of 5" in notes[0]
+    finally:
+        plt.close(fig)
+    # the HTML's roof list (chart_data.roofs) holds both sets, each labelled
+    labels = [r.label for r in roofs(res) if r.kind == "compute"]
+    assert len(labels) == 2 and "roof set 2 of 2: 2 kernel(s)" in labels[1]

@@ -43,8 +43,15 @@ def test_every_figure_has_a_source_and_a_plausible_implied_clock(spec):
      ("NVIDIA A100-PCIE-40GB", "A100 PCIe 40GB"), ("NVIDIA H100 80GB HBM3", "H100 SXM"), ("NVIDIA H100 PCIe", "H100 PCIe"),
      ("NVIDIA GH200 480GB", "GH200"), ("NVIDIA H200", "H200"), ("Tesla T4", "T4"), ("NVIDIA A10G", "A10G"),
      ("NVIDIA A10", "A10"), ("Tesla V100-SXM2-32GB", "V100 SXM2"), ("NVIDIA GeForce RTX 4090", "RTX 4090"),
-     ("NVIDIA H100 NVL", None), ("NVIDIA H800", None), ("NVIDIA GeForce RTX 3080 Ti", None),
-     ("NVIDIA GeForce RTX 4090 Laptop GPU", None), ("AMD Instinct MI250X/MI250", None), ("NVIDIA L40", None)],
+     # issue 17 added these four to the table (they matched nothing before)
+     ("NVIDIA H100 NVL", "H100 NVL"), ("NVIDIA H800", "H800"), ("NVIDIA GeForce RTX 3080 Ti", "RTX 3080 Ti"),
+     ("NVIDIA L40", "L40"), ("Tesla V100-DGXS-32GB", "V100 SXM2"), ("NVIDIA A100-PG509-200", "A100 SXM4 40GB"),
+     ("AMD Instinct MI210", "MI210"), ("NVIDIA A40", "A40"), ("RTX A6000", "RTX A6000"),
+     ("NVIDIA GeForce RTX 4060", "RTX 4060"), ("NVIDIA GeForce GTX 1660 SUPER", "GTX 1660 SUPER"),
+     ("AMD Instinct MI300X VF", "MI300X"), ("NVIDIA RTX 6000 Ada Generation", "RTX 6000 Ada"),
+     # a laptop part is another chip; ROCm's MI250X/MI250 name fits two GCDs: only the CU count tells
+     ("NVIDIA GeForce RTX 4090 Laptop GPU", None), ("AMD Instinct MI250X/MI250", None),
+     ("NVIDIA GeForce RTX 4060 Ti", "RTX 4060 Ti"), ("AMD Radeon Graphics", None)],
 )
 def test_device_names_match_the_right_entry_or_none(reported, name):
     spec = lookup(reported)

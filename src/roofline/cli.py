@@ -82,10 +82,14 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
 @click.option("--capture", "captures", multiple=True, type=click.Path(exists=True, path_type=Path),
               help="PyTorch trace recorded while CUDA/HIP graphs were captured: replayed graph kernels get the "
               "captured ops' shapes (default: capture_traces/ beside the replay).")
+@click.option("--device-map", "device_map", multiple=True, metavar="NAME=KNOWN",
+              help="Take the roofs of a device the profile names NAME from the table entry KNOWN (repeatable).")
+@click.option("--strict", is_flag=True, help="Exit 1 when some device has no roofs (default: a warning).")
 def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
             clock: str, device: str | None, name_rx: str | None, bound: str | None, precision: str | None,
             nvtx: str | None, top: int | None, by: str | None, latency_threshold: float,
-            html_path: Path | None, captures: tuple[Path, ...] = (), counters: tuple[Path, ...] = ()) -> None:
+            html_path: Path | None, captures: tuple[Path, ...] = (), counters: tuple[Path, ...] = (),
+            device_map: tuple[str, ...] = (), strict: bool = False) -> None:
     """Hierarchical roofline of profiles: per kernel and memory level the intensity, attainable and
     achieved FLOP/s, the binding roof, the % of it reached and the time at the roof.
 
@@ -99,7 +103,8 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         from roofline.ingest.torch_graphs import CAPTURES
 
         CAPTURES.set(tuple(captures))
-    result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold, counters)
+    result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold,
+                                          device_map, strict, counters)
     try:
         # name and NVTX filters pick kernels, before any grouping; bound, precision and top pick rows
         result = select(result, name=name_rx, nvtx=nvtx)
@@ -126,7 +131,8 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
 
 
 def _analysed(paths: tuple[Path, ...], peaks_opt: str, device: str | None, levels: tuple[str, ...], clock: str,
-              latency_threshold: float, counters: tuple[Path, ...] = ()) -> tuple[pd.DataFrame, int, int]:
+              latency_threshold: float, device_map: tuple[str, ...] = (),
+              strict: bool = False, counters: tuple[Path, ...] = ()) -> tuple[pd.DataFrame, int, int]:
     """Read every input and analyse it: (kernel-level result, failed inputs, inputs)."""
     from roofline.analysis import analyze as analyze_frame
     from roofline.hardware.specs import require
@@ -134,22 +140,25 @@ def _analysed(paths: tuple[Path, ...], peaks_opt: str, device: str | None, level
     peaks = _peaks_option(peaks_opt)
     if device:
         require(device)  # unknown names fail before any file is read
+    dmap = _device_map(device_map)
     kernels, failures, n_files = _ingest(paths)
     if counters:
         kernels, bad = _joined(kernels, counters)
         failures += bad
-    if device:
+    if device or dmap:
         from roofline.hardware.specs import fill_spec_peaks
 
-        missing = kernels["device_name"].isna()
-        kernels.loc[missing, "device_name"] = device
-        kernels = fill_spec_peaks(kernels)
+        if device:
+            missing = kernels["device_name"].isna()
+            kernels.loc[missing, "device_name"] = device
+        kernels = fill_spec_peaks(kernels, device_map=dmap)
     try:
         result = analyze_frame(kernels, peaks=peaks, levels=levels, clock=clock, latency_threshold_pct=latency_threshold)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    if peaks == "counters":
-        failures += _unknown_trace_gpus(result)
+    missing_roofs = _warn_missing_roofs(result)
+    if strict:
+        failures += missing_roofs
     return result, failures, n_files
 
 
@@ -169,25 +178,34 @@ def _joined(timeline: pd.DataFrame, reports: tuple[Path, ...]) -> tuple[pd.DataF
     return joined, bad
 
 
-def _unknown_trace_gpus(result: pd.DataFrame) -> int:
-    """Traces carry no peak counters: a GPU the spec table does not know is an error that says what to do."""
-    from roofline.hardware.specs import lookup
+def _device_map(pairs: tuple[str, ...]) -> dict[str, str]:
+    """--device-map "NAME=KNOWN": KNOWN must be a table entry (checked before any file is read)."""
+    from roofline.hardware.specs import require
 
-    if result.empty or "format" not in result:
-        return 0
-    traces = result[result["format"].isin(["torch-trace", "xplane"]).fillna(False).to_numpy()]
-    bad = 0
-    peak_cols = [c for c in traces.columns if c.startswith("peak_") and not c.endswith("_source")
-                 and pd.api.types.is_float_dtype(traces[c])]
-    for (src, dev), group in traces.groupby([traces["source_file"].astype(str),
-                                             traces["device_name"].astype("string").fillna("")], sort=False):
-        has_peaks = bool(peak_cols) and group[peak_cols].notna().any().any()  # e.g. an xplane's device plane
-        if not has_peaks and (not dev or lookup(dev) is None):
-            what = f"GPU {dev!r} is not in the spec table" if dev else "the trace names no GPU (no deviceProperties)"
-            _err(f"{src}: {what} and traces carry no peak counters; pass --peaks '<GPU>' "
-                 "(see `roofline devices`) or --peaks FILE.toml")
-            bad += 1
-    return bad
+    out = {}
+    for pair in pairs:
+        name, sep, known = pair.partition("=")
+        if not sep or not name.strip() or not known.strip():
+            raise click.BadParameter(f"expected NAME=KNOWN, got {pair!r}", param_hint="--device-map")
+        out[name.strip()] = require(known.strip()).name
+    return out
+
+
+def _warn_missing_roofs(result: pd.DataFrame) -> int:
+    """One warning line per (input, device) whose kernels lack a compute roof for the precision they use
+    or a DRAM roof; the analysis still succeeds (issue 17). Returns how many devices lack roofs."""
+    from roofline.hardware.roofs import missing_roofs
+
+    n = 0
+    for src, dev, what, why in missing_roofs(result):
+        n += 1
+        if dev:
+            fix = (f'pass --device-map "{dev}=<GPU>" (see `roofline devices`), or --peaks \'<GPU>\' / '
+                   "--peaks FILE.toml for all devices")
+        else:
+            fix = "the profile names no GPU: pass --device '<GPU>' (see `roofline devices`) or --peaks FILE.toml"
+        _err(f"warning: {src}: no {what} roof for {dev or 'an unnamed device'} ({why}); {fix}")
+    return n
 
 
 def _write_html(result: pd.DataFrame, path: Path, levels: tuple[str, ...], clock: str, top: int = 10) -> None:
@@ -218,14 +236,19 @@ def _write_html(result: pd.DataFrame, path: Path, levels: tuple[str, ...], clock
               help="Kernels in the terminal summary and the report's top table.")
 @click.option("--latency-threshold", type=click.FloatRange(0, 100), default=20.0, show_default=True,
               help="Under this %% of every roof a kernel is called latency-limited.")
+@click.option("--device-map", "device_map", multiple=True, metavar="NAME=KNOWN",
+              help="Take the roofs of a device the profile names NAME from the table entry KNOWN (repeatable).")
+@click.option("--strict", is_flag=True, help="Exit 1 when some device has no roofs (default: a warning).")
 def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str, ...], peaks_opt: str, clock: str,
-           device: str | None, top: int, latency_threshold: float) -> None:
+           device: str | None, top: int, latency_threshold: float, device_map: tuple[str, ...] = (),
+           strict: bool = False) -> None:
     """Write the roofline chart (PNG, SVG on request) and the interactive HTML report of profiles,
     and print the slowest kernels with their roofline figures."""
     from roofline.analysis.select import select
     from roofline.report import write_report
 
-    result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold)
+    result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold,
+                                          device_map, strict)
     try:
         written = write_report(result, out_dir, levels, clock=clock, svg=svg, top=top)
     except OSError as exc:
@@ -429,10 +452,34 @@ def _ingest(paths: tuple[Path, ...]) -> tuple[pd.DataFrame, int, int]:
 
 @cli.command()
 @click.option("--format", "fmt", type=click.Choice(["table", "csv"]), default="table", show_default=True)
-def devices(fmt: str) -> None:
+@click.option("--explain", "explain", default=None, metavar="NAME",
+              help="Show how a device name (as a profile spells it) resolves to a table entry.")
+@click.option("--cc", default=None, metavar="CC", help="With --explain: the compute capability or gfx target.")
+@click.option("--sms", type=click.IntRange(min=1), default=None, help="With --explain: the SM (CU) count.")
+@click.option("--archs", is_flag=True, help="List the architecture model (per-SM rates per clock and sources).")
+def devices(fmt: str, explain: str | None = None, cc: str | None = None, sms: int | None = None,
+            archs: bool = False) -> None:
     """List the GPUs of the spec table with their dense peaks and the source of every figure."""
     from roofline.hardware.specs import specs_frame
 
+    if explain is not None:
+        from roofline.hardware.names import resolve
+
+        click.echo(resolve(explain, cc, sms).explain())
+        return
+    if archs:
+        from roofline.hardware.archs import arch_rows
+
+        rows = pd.DataFrame(arch_rows())
+        if fmt == "csv":
+            click.echo(rows.to_csv(index=False), nl=False)
+            return
+        for arch, grp in rows.groupby("arch", sort=False):
+            click.echo(f"{arch} ({grp['targets'].iloc[0]}): " + ", ".join(
+                f"{r.figure}{' sparse' if r.kind == 'sparse' else ''} {r.per_clk:g}"
+                + (" (whole chip)" if r.figure == "l2_bytes_per_clk" else "") for r in grp.itertuples())
+                + " per SM (CU) per clock")
+        return
     frame = specs_frame()
     if fmt == "csv":
         click.echo(frame.to_csv(index=False), nl=False)
@@ -440,9 +487,12 @@ def devices(fmt: str) -> None:
     for gpu, rows in frame.groupby("gpu", sort=False):
         figs = rows[rows["figure"] != "dram_bytes_per_s"]
         dram = rows[rows["figure"] == "dram_bytes_per_s"].iloc[0]
-        click.echo(f"{gpu}: {int(dram['sm_count'])} SMs, boost {dram['boost_clock_mhz']:.0f} MHz, "
-                   f"DRAM {dram['dram_tb_per_s']:g} TB/s")
-        click.echo("  " + ", ".join(f"{r.figure} {r.dense_tflop_per_s:g}" for r in figs.itertuples()) + " (dense T/s)")
+        click.echo(f"{gpu} ({dram['arch']}, CC {dram['compute_capability']}): {int(dram['sm_count'])} SMs, "
+                   f"boost {dram['boost_clock_mhz']:.0f} MHz, {dram['memory_gb']} GB, DRAM {dram['dram_tb_per_s']:g} TB/s, "
+                   f"host {dram['host_link']}")
+        model = " (from the architecture model)" if figs["source"].str.startswith("arch model").all() else ""
+        click.echo("  " + ", ".join(f"{r.figure} {r.dense_tflop_per_s:.4g}" for r in figs.itertuples())
+                   + f" (dense T/s){model}")
 
 
 def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | None) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from types import MappingProxyType
@@ -21,16 +21,11 @@ import numpy as np
 import pandas as pd
 
 from roofline.errors import RooflineError
+from roofline.hardware.archs import COMPUTE_KEYS, Arch, arch_for
 from roofline.schema import UNAVAILABLE, source_column
 
 TFLOP = 1e12
 
-#: keys of compute figures, CUDA-core first, then tensor paths
-COMPUTE_KEYS: tuple[str, ...] = (
-    "fp64", "fp32", "fp16",
-    "tensor_fp64", "tensor_tf32", "tensor_fp32", "tensor_fp16", "tensor_fp16_acc16", "tensor_bf16",
-    "tensor_fp8", "tensor_int8", "tensor_int4", "tensor_fp4",
-)
 #: bytes per cycle per SM that ncu's L1 roof assumes (lsu_writeback × 128, formulas.md §1)
 L1_BYTES_PER_CYCLE_PER_SM = 128
 
@@ -71,6 +66,16 @@ class GpuSpec:
     dram_source: str
     source: str
     figures: Mapping[str, Figure]
+    memory_gb: tuple[float, ...] = ()
+    host_link: str | None = None
+    variant: str | None = None
+    aliases: tuple[str, ...] = ()
+    note: str | None = None  # how a resolved device differs from the table entry (MIG, SMs, ambiguity)
+
+    @property
+    def arch(self) -> Arch | None:
+        """The architecture-model entry of this SKU (its CC or gfx target and variant)."""
+        return arch_for(self.compute_capability, self.variant, self.vendor)
 
     def implied_clock_hz(self, key: str) -> float:
         """The clock a published figure implies: FLOP/s ÷ (SMs × per-SM rate)."""
@@ -97,21 +102,46 @@ def _parse(data: Mapping[str, object]) -> tuple[GpuSpec, ...]:
     for g in data["gpu"]:  # type: ignore[union-attr]
         derived = g.get("derived", {})
         figures = {
-            k: Figure(float(v[0]), float(v[1]), derived.get(k)) for k, v in g["dense"].items()
+            k: Figure(float(v[0]), float(v[1]), derived.get(k)) for k, v in g.get("dense", {}).items()
         }
         unknown = set(figures) - set(COMPUTE_KEYS)
         if unknown:
             raise ValueError(f"gpus.toml {g['name']}: unknown figure(s) {sorted(unknown)}")
-        specs.append(
-            GpuSpec(
-                name=g["name"], pattern=g["match"], vendor=g["vendor"], architecture=g["architecture"],
-                compute_capability=str(g["compute_capability"]), sm_count=int(g["sm_count"]),
-                boost_clock_hz=float(g["boost_clock_mhz"]) * 1e6, boost_clock_source=g["boost_clock_source"],
-                dram_bytes_per_s=float(g["dram_bytes_per_s"]), dram_source=g["dram_source"],
-                source=g["source"], figures=MappingProxyType(figures),
-            )
+        spec = GpuSpec(
+            name=g["name"], pattern=g.get("match", ""), vendor=g["vendor"], architecture=g["architecture"],
+            compute_capability=str(g["compute_capability"]), sm_count=int(g["sm_count"]),
+            boost_clock_hz=float(g["boost_clock_mhz"]) * 1e6,
+            boost_clock_source=g.get("boost_clock_source", g["source"]),
+            dram_bytes_per_s=float(g["dram_bytes_per_s"]), dram_source=g.get("dram_source", g["source"]),
+            source=g["source"], figures=MappingProxyType(figures),
+            memory_gb=tuple(float(m) for m in g.get("memory_gb", ())), host_link=g.get("host_link"),
+            variant=g.get("variant"), aliases=tuple(g.get("aliases", ())),
         )
+        # figures the datasheet does not print come from the architecture model at the boost clock
+        # (a SKU without published figures gets all of them from there), each labelled as such
+        spec = with_arch_figures(spec, tuple(g.get("no_model", ())))
+        specs.append(spec)
     return tuple(specs)
+
+
+def arch_figures(arch: Arch, sm_count: int, clock_hz: float, clock_what: str) -> dict[str, Figure]:
+    """Dense figures of an architecture: rate × SMs × clock, each naming the rate's source."""
+    return {k: Figure(r.per_clk * sm_count * clock_hz / TFLOP, r.per_clk,
+                      f"arch model {arch.label()}: {r.per_clk:g} FLOP/clk/SM x {sm_count} SMs x {clock_what} "
+                      f"{clock_hz / 1e6:.0f} MHz ({r.source})")
+            for k, r in arch.dense.items()}
+
+
+def with_arch_figures(spec: GpuSpec, no_model: tuple[str, ...] = ()) -> GpuSpec:
+    arch = spec.arch
+    if arch is None and spec.figures:
+        return spec
+    if arch is None:
+        raise ValueError(f"gpus.toml {spec.name}: no architecture-model entry for {spec.compute_capability} "
+                         f"(variant {spec.variant}) and no published figures")
+    model = {k: f for k, f in arch_figures(arch, spec.sm_count, spec.boost_clock_hz, "boost clock").items()
+             if k not in no_model}
+    return replace(spec, figures=MappingProxyType({**model, **spec.figures}))
 
 
 @lru_cache(maxsize=1)
@@ -124,23 +154,14 @@ def known_devices() -> list[str]:
     return [s.name for s in load_specs()]
 
 
-def _norm(name: str) -> str:
-    return re.sub(r"[\s_-]+", " ", name.strip().lower()).removeprefix("nvidia ").removeprefix("amd instinct ")
-
-
 def lookup(device_name: str | None) -> GpuSpec | None:
-    """The spec for a device name: an exact table name first, else the first matching pattern."""
+    """The spec for a device name as profilers spell it (see :mod:`roofline.hardware.names`)."""
     if not device_name or not isinstance(device_name, str):
         return None
-    specs = load_specs()
-    wanted = _norm(device_name)
-    for spec in specs:
-        if _norm(spec.name) == wanted:
-            return spec
-    for spec in specs:
-        if re.search(spec.pattern, device_name, re.IGNORECASE):
-            return spec
-    return None
+    from roofline.hardware.names import resolve
+
+    res = resolve(device_name)
+    return res.spec if res.by_name else None
 
 
 def require(device_name: str) -> GpuSpec:
@@ -198,11 +219,14 @@ def specs_frame() -> pd.DataFrame:
             })
         rows.append({"gpu": s.name, "figure": "dram_bytes_per_s", "dense_tflop_per_s": float("nan"),
                      "sm_count": s.sm_count, "boost_clock_mhz": s.boost_clock_hz / 1e6,
-                     "source": s.dram_source, "dram_tb_per_s": s.dram_bytes_per_s / 1e12})
+                     "source": s.dram_source, "dram_tb_per_s": s.dram_bytes_per_s / 1e12,
+                     "compute_capability": s.compute_capability, "arch": s.arch.label() if s.arch else None,
+                     "memory_gb": "/".join(f"{m:g}" for m in s.memory_gb), "host_link": s.host_link})
     return pd.DataFrame(rows)
 
 
-def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True) -> pd.DataFrame:
+def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True,
+                    device_map: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Fill peaks the counters did not give from the spec table, labelled as such.
 
     Compute peaks are per-SM rate × SMs × the profiled SM clock when that clock is known and
@@ -211,14 +235,20 @@ def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True) -> pd.D
     """
     if frame.empty or "device_name" not in frame:
         return frame
+    from roofline.hardware.names import resolve
+
     out = frame
-    for device in frame["device_name"].dropna().unique():
-        spec = lookup(str(device))
-        if spec is None:
-            continue
+    for (device, cc, sms, boost), on_device in _device_groups(frame):
+        res = resolve(device, cc, sms, boost, device_map)
+        spec = res.spec
         if out is frame:
             out = frame.copy()
-        on_device = (out["device_name"] == device).fillna(False).to_numpy(dtype=bool)
+        if device_map and device in device_map:
+            _clear_spec(out, on_device)  # the ingest filled them from the name; --device-map replaces them
+        if spec is None:
+            for col in _PEAK_COLUMNS:
+                _say(out, col, on_device, _NO_DEVICE + res.reason)
+            continue
         clk = None
         if at_profiled_clock and "sm_clock_hz" in out:
             clk = pd.to_numeric(out["sm_clock_hz"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
@@ -241,10 +271,20 @@ def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True) -> pd.D
                 elif path_s is not None:
                     _say_missing(out, "peak_flop_per_s_tensor", sel,
                                  f"no tensor figure for the {path_s} path of {spec.name}")
-        _fill_value(out, "peak_dram_bytes_per_s", on_device, spec.dram_bytes_per_s,
-                    f"spec: {spec.name} {spec.dram_bytes_per_s / 1e12:g} TB/s ({spec.dram_source}), as published")
+        if np.isfinite(spec.dram_bytes_per_s):
+            _fill_value(out, "peak_dram_bytes_per_s", on_device, spec.dram_bytes_per_s,
+                        f"spec: {spec.name} {spec.dram_bytes_per_s / 1e12:g} TB/s ({spec.dram_source}), as published")
+        else:
+            _say(out, "peak_dram_bytes_per_s", on_device, spec.dram_source)
         l1_per_hz = spec.l1_bytes_per_s_at(1.0)
-        if l1_per_hz:
+        if l1_per_hz and not np.isfinite(spec.boost_clock_hz):
+            if clk is not None:
+                mask = on_device & (clk > 0) & out["peak_l1_bytes_per_s"].isna().to_numpy()
+                if mask.any():
+                    _assign(out, "peak_l1_bytes_per_s", mask, l1_per_hz * clk[mask],
+                            f"spec: {L1_BYTES_PER_CYCLE_PER_SM} B/cycle/SM × {spec.sm_count} SMs ({spec.name}, "
+                            "ncu's L1 roof) × the profiled SM clock")
+        elif l1_per_hz:
             rate = f"spec: {L1_BYTES_PER_CYCLE_PER_SM} B/cycle/SM × {spec.sm_count} SMs ({spec.name}, ncu's L1 roof) × "
             if clk is None:
                 _fill_value(out, "peak_l1_bytes_per_s", on_device, l1_per_hz * spec.boost_clock_hz,
@@ -256,6 +296,59 @@ def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True) -> pd.D
                 _fill_value(out, "peak_l1_bytes_per_s", on_device & ~(clk > 0), l1_per_hz * spec.boost_clock_hz,
                             rate + f"the boost clock {spec.boost_clock_hz / 1e6:.0f} MHz; no profiled clock known")
     return out
+
+
+#: what a peak's source says when its device resolved to nothing (replaced, not quoted, once it does)
+_NO_DEVICE = f"{UNAVAILABLE}: no roofs for this device: "
+_PEAK_COLUMNS = ("peak_flop_per_s_fp64", "peak_flop_per_s_fp32", "peak_flop_per_s_fp16", "peak_flop_per_s_tensor",
+                 "peak_dram_bytes_per_s", "peak_l1_bytes_per_s")
+
+
+def _device_groups(frame: pd.DataFrame) -> list[tuple[tuple[Any, Any, Any, Any], np.ndarray]]:
+    """Rows per (device name, CC, SM count, max clock): what name resolution may use."""
+    cols = [c for c in ("device_name", "compute_capability", "sm_count", "sm_boost_clock_hz")]
+    keys = pd.DataFrame({c: (frame[c].astype(object) if c in frame else pd.Series(None, index=frame.index, dtype=object))
+                         for c in cols})
+    keys = keys.where(keys.notna(), None)
+    codes, uniq = pd.factorize(pd.MultiIndex.from_frame(keys.astype(str)))
+    out = []
+    for i in range(len(uniq)):
+        mask = codes == i
+        first = keys[mask].iloc[0]
+        name = first["device_name"]
+        sms = int(first["sm_count"]) if first["sm_count"] is not None else None
+        boost = float(first["sm_boost_clock_hz"]) if first["sm_boost_clock_hz"] is not None else None
+        out.append(((None if name is None else str(name), first["compute_capability"], sms, boost), mask))
+    return out
+
+
+def _clear_spec(out: pd.DataFrame, rows: np.ndarray) -> None:
+    """Forget peaks that came from the spec table (or said why not) on ``rows``; counters stay."""
+    for col in _PEAK_COLUMNS:
+        src = source_column(col)
+        if col not in out or src not in out:
+            continue
+        text = out[src].astype("string").fillna("")
+        mask = rows & (text.str.startswith("spec") | text.str.startswith(UNAVAILABLE)).to_numpy(dtype=bool)
+        if mask.any():
+            v = out[col].to_numpy(dtype="float64", na_value=np.nan, copy=True)
+            v[mask] = np.nan
+            out[col] = v
+            s = out[src].to_numpy(dtype=object, na_value=None)
+            s[mask] = None
+            out[src] = pd.array(s, dtype="string")
+
+
+def _say(out: pd.DataFrame, col: str, rows: np.ndarray, text: str) -> None:
+    """A peak nothing gave: its source says why (only where empty and unsaid)."""
+    src = source_column(col)
+    if src not in out or col not in out:
+        return
+    mask = rows & out[col].isna().to_numpy() & out[src].isna().to_numpy()
+    if mask.any():
+        s = out[src].to_numpy(dtype=object, na_value=None)
+        s[mask] = text if text.startswith(UNAVAILABLE) else f"{UNAVAILABLE}: {text.removeprefix('unavailable: ')}"
+        out[src] = pd.array(s, dtype="string")
 
 
 def _assign(out: pd.DataFrame, col: str, mask: np.ndarray, values: Any, note: Any) -> None:
@@ -270,7 +363,7 @@ def _assign(out: pd.DataFrame, col: str, mask: np.ndarray, values: Any, note: An
     v[mask] = values
     s = out[src].to_numpy(dtype=object, na_value=None)
     prior = s[mask]
-    said = np.not_equal(prior, None)
+    said = np.array([p is not None and not str(p).startswith(_NO_DEVICE) for p in prior], dtype=bool)
     if isinstance(note, str) and not said.any():
         s[mask] = note
     else:
@@ -283,15 +376,8 @@ def _assign(out: pd.DataFrame, col: str, mask: np.ndarray, values: Any, note: An
 
 def _say_missing(out: pd.DataFrame, col: str, rows: np.ndarray, what: str) -> None:
     """Where neither the counters nor the spec table give a peak, its source says so (never left empty)."""
-    src = source_column(col)
-    if src not in out:
-        return
-    mask = rows & out[col].isna().to_numpy() & out[src].isna().to_numpy()
-    if mask.any():
-        s = out[src].to_numpy(dtype=object, na_value=None)
-        s[mask] = (f"{UNAVAILABLE}: the spec table has {what} (not published as a vetted figure); "
-                   "measure it and pass --peaks FILE.toml")
-        out[src] = pd.array(s, dtype="string")
+    _say(out, col, rows, f"the spec table has {what} (not published as a vetted figure); "
+                         "measure it and pass --peaks FILE.toml")
 
 
 def _fill_value(out: pd.DataFrame, col: str, rows, value: float, note: str) -> None:  # type: ignore[no-untyped-def]
@@ -309,6 +395,11 @@ def _fill_compute(out: pd.DataFrame, col: str, spec: GpuSpec, key: str, sparse: 
     base = f"spec: {spec.figure_source(key)}; {kind}"
     published = f"{base}, as published (boost)" + ("" if clk is None else "; no profiled clock known")
     c = clk[mask] if clk is not None else None
+    if not np.isfinite(spec.figures[key].flop_per_s):  # architecture model with no clock known
+        known_clk = c is not None and (c > 0)
+        if c is None or not np.any(known_clk):
+            _say(out, col, mask, f"{spec.name}: no SM clock recorded to turn the per-SM rate into a roof")
+            return
     if c is None or not (c > 0).any():
         _assign(out, col, mask, spec.figures[key].flop_per_s * factor, published)
         return

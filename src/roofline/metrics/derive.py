@@ -47,6 +47,7 @@ _COUNTER_SUFFIXES = (
     ".sum.per_second",
     ".sum.peak_sustained",
     ".sum.pct_of_peak_sustained_elapsed",
+    ".avg.pct_of_peak_sustained_elapsed",  # older full sets keep only this form for lts__t_sectors (issue 17)
 )
 _CLOCK_UNITS = ("sm", "smsp", "dram", "lts", "l1tex", "gpc")
 

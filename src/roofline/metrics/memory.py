@@ -209,15 +209,18 @@ def _peak(raw: Raw, d: Definition, bytes_res: Resolved, duration: Resolved, labe
             )
     # Older full sets store no .peak_sustained but do store how far the same counter got towards
     # its peak: peak = achieved rate / (pct / 100), the same roof by construction.
+    # The .avg and .sum forms of a counter have the same % of peak (sum = n × avg, peak likewise);
+    # full sets of ncu 2021-2022 keep only the .avg one for lts__t_sectors (V100, A40, A6000 reports).
     for metric, _, _ in d.peaks:
-        pct = num(raw, metric.replace(".peak_sustained", ".pct_of_peak_sustained_elapsed"))
-        if pct and pct > 0 and bytes_res.ok and duration.ok and duration.value > 0:
-            rate = bytes_res.value / duration.value
-            pct_name = metric.replace(".peak_sustained", ".pct_of_peak_sustained_elapsed")
-            return Resolved(
-                rate / (pct / 100.0),
-                f"counters: {label} achieved bytes/s ÷ {pct_name} (profiled clock)",
-            )
+        for pct_name in (metric.replace(".peak_sustained", ".pct_of_peak_sustained_elapsed"),
+                         metric.replace(".sum.peak_sustained", ".avg.pct_of_peak_sustained_elapsed")):
+            pct = num(raw, pct_name)
+            if pct and pct > 0 and bytes_res.ok and duration.ok and duration.value > 0:
+                rate = bytes_res.value / duration.value
+                return Resolved(
+                    rate / (pct / 100.0),
+                    f"counters, derived: {label} achieved bytes/s ÷ ({pct_name} / 100) (profiled clock)",
+                )
     return unavailable(f"no .peak_sustained counter for the {label} definition")
 
 

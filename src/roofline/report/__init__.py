@@ -26,8 +26,11 @@ def _slug(name: str) -> str:
 
 def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
                  svg: bool = False) -> list[Path]:
-    """``roofline.png`` for the device with the most kernel time, ``roofline-<device>.png`` for others."""
+    """``roofline.png`` for the device with the most kernel time, ``roofline-<device>.png`` for others;
+    a device whose kernels used different roof sets (clock, source) gets one chart per set
+    (``…-set2.png``, up to ``MAX_ROOF_SETS``), each drawing only the roofs its kernels used."""
     from roofline.report import png
+    from roofline.report.chart_data import MAX_ROOF_SETS, plottable, roof_sets
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -44,8 +47,18 @@ def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
         if stem in stems:  # two devices whose names differ only in case or punctuation
             stem = f"{stem}-{i}"
         stems.add(stem)
-        for suffix in (".png", ".svg") if svg else (".png",):
-            written.append(png.write(frame, out / f"{stem}{suffix}", levels, clock=clock))
+        sets = roof_sets(frame, levels)
+        rest = sum(st.kernels for st in sets[MAX_ROOF_SETS:])
+        more = (f"; {rest} kernel(s) under {len(sets) - MAX_ROOF_SETS} further roof set(s) have no chart: see the table"
+                if rest else "")
+        # a set whose kernels have no point (no FLOPs) gets no chart of its own, unless it is the only one
+        charted = [st for st in sets[:MAX_ROOF_SETS] if plottable(frame[st.mask]).any()] or sets[:1]
+        for st in charted:
+            part = frame[st.mask] if len(sets) > 1 else frame
+            name = stem if st.index == 0 else f"{stem}-set{st.index + 1}"
+            for suffix in (".png", ".svg") if svg else (".png",):
+                written.append(png.write(part, out / f"{name}{suffix}", levels, clock=clock,
+                                         note=png.set_note(st, len(frame), more)))
     return written
 
 

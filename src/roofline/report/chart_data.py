@@ -74,8 +74,69 @@ def _representative(frame: pd.DataFrame, col: str) -> tuple[float, str] | None:
     return float(v[i]), src
 
 
-def roofs(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> list[Roof]:
-    """One sloped roof per memory level and one flat roof per precision the kernels used."""
+#: per device, charts for this many roof sets; kernels under further sets are named in a note
+MAX_ROOF_SETS = 4
+
+
+@dataclass(frozen=True)
+class RoofSet:
+    """Kernels of one device that were measured against the same roofs (value and source), and those roofs."""
+
+    index: int  # 0 = the set with the most kernel time
+    count: int  # sets on this device
+    mask: np.ndarray  # rows of the frame in this set
+    roofs: list[Roof]
+    time_s: float
+
+    @property
+    def kernels(self) -> int:
+        return int(self.mask.sum())
+
+
+#: roofs within this relative distance are one roof: kernels of one report measure their own clock,
+#: which wanders by up to ~2% (A10G fixture: 1.304-1.323 GHz); a boost- vs base-clock roof differs by >10%
+SET_TOLERANCE = 0.03
+
+
+def _clustered(v: np.ndarray, tol: float = SET_TOLERANCE) -> np.ndarray:
+    """Each value replaced by the smallest of its cluster: sorted values join a cluster while within
+    ``tol`` of its first (NaN stays NaN). Kernels whose roofs agree that closely share a roof set."""
+    out = np.full(len(v), np.nan)
+    ok = np.isfinite(v) & (v > 0)
+    if not ok.any():
+        return out
+    uniq = np.unique(v[ok])
+    heads = np.empty_like(uniq)
+    head = uniq[0]
+    for i, x in enumerate(uniq):
+        if x > head * (1 + tol):
+            head = x
+        heads[i] = head
+    out[ok] = heads[np.searchsorted(uniq, v[ok])]
+    return out
+
+
+def _set_codes(frame: pd.DataFrame, levels: Sequence[str]) -> np.ndarray:
+    """One code per distinct roof set: bandwidth and CUDA-core roofs by value (within SET_TOLERANCE) and kind of source
+    (the tensor roof depends on each kernel's data path: drawn per path inside a set)."""
+    keys = []
+    for col in [f"peak_{lv}_bytes_per_s" for lv in levels] + [f"peak_flop_per_s_{p}" for p in ("fp64", "fp32", "fp16")]:
+        if col not in frame:
+            continue
+        keys.append(pd.Series(_clustered(pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float,
+                                                                                          na_value=np.nan))))
+        src = source_column(col)
+        if src in frame:
+            codes, uniq = pd.factorize(frame[src].astype("string").fillna(""))
+            kinds = np.array([short_source(str(u)) for u in uniq] + [""], dtype=object)
+            keys.append(pd.Series(kinds[codes]))
+    if not keys:
+        return np.zeros(len(frame), dtype=int)
+    table = pd.concat(keys, axis=1).astype(str)
+    return pd.factorize(pd.MultiIndex.from_frame(table))[0]
+
+
+def _set_roofs(frame: pd.DataFrame, levels: Sequence[str]) -> list[Roof]:
     out: list[Roof] = []
     for lv in levels:
         moved = pd.to_numeric(frame[f"{lv}_bytes"], errors="coerce") if f"{lv}_bytes" in frame else None
@@ -90,13 +151,56 @@ def roofs(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> list[Roof]:
         if share is None or not (share > 0).any():
             continue
         used = frame[(share > 0).to_numpy()]
-        rep = _representative(used, f"peak_flop_per_s_{p}")
-        if rep:
-            name = p
-            if p == "tensor" and "tensor_path" in used:
-                paths = used["tensor_path"].dropna().astype(str).unique()
-                name = f"tensor {paths[0]}" if len(paths) == 1 else "tensor"
-            out.append(Roof("compute", p, rep[0], rep[1], f"{name} {_si(rep[0], 'FLOP/s')} ({short_source(rep[1])})"))
+        col = f"peak_flop_per_s_{p}"
+        if p != "tensor" or col not in used:
+            rep = _representative(used, col)
+            if rep:
+                out.append(Roof("compute", p, rep[0], rep[1], f"{p} {_si(rep[0], 'FLOP/s')} ({short_source(rep[1])})"))
+            continue
+        # tensor: one roof per distinct peak the tensor kernels used (their data paths differ)
+        vals = _clustered(pd.to_numeric(used[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan))
+        groups = [g for g in pd.unique(vals) if np.isfinite(g)]
+        for g in groups:
+            part = used[vals == g]
+            rep = _representative(part, col)
+            if not rep:
+                continue
+            paths = part["tensor_path"].dropna().astype(str).unique() if "tensor_path" in part else []
+            name = f"tensor {paths[0]}" if len(paths) == 1 else "tensor"
+            key = "tensor" if len(groups) == 1 else f"tensor:{paths[0] if len(paths) == 1 else _si(rep[0], 'FLOP/s')}"
+            out.append(Roof("compute", key, rep[0], rep[1], f"{name} {_si(rep[0], 'FLOP/s')} ({short_source(rep[1])})"))
+    return out
+
+
+def roof_sets(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> list[RoofSet]:
+    """The roof sets of one device's kernels, most kernel time first. Each set's roofs are the ones its
+    kernels' % of roof was computed against, so a chart of one set never draws a roof no kernel used."""
+    if frame.empty:
+        return [RoofSet(0, 1, np.zeros(0, dtype=bool), [], 0.0)]
+    codes = _set_codes(frame, levels)
+    dur = pd.to_numeric(frame["duration_s"], errors="coerce").fillna(0).to_numpy() if "duration_s" in frame \
+        else np.ones(len(frame))
+    drawable = plottable(frame).to_numpy()
+    # sets whose kernels can be drawn first (a set of copies and memsets only has no point on the chart)
+    order = sorted(set(codes.tolist()), key=lambda c: (-dur[(codes == c) & drawable].sum(), -dur[codes == c].sum(), c))
+    return [RoofSet(i, len(order), codes == c, _set_roofs(frame[codes == c], levels), float(dur[codes == c].sum()))
+            for i, c in enumerate(order)]
+
+
+def roofs(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> list[Roof]:
+    """One sloped roof per memory level and one flat roof per precision the kernels used, per roof set.
+
+    Where one device's kernels were measured against different roofs (clock, source), every set's roofs
+    are listed and labelled "set i of n" (the HTML report draws them all; the PNG draws one chart per set).
+    """
+    sets = roof_sets(frame, levels)
+    if len(sets) == 1:
+        return sets[0].roofs
+    out = []
+    for st in sets:
+        tag = f" [roof set {st.index + 1} of {st.count}: {st.kernels} kernel(s)]"
+        out += [Roof(r.kind, r.key if st.index == 0 else f"{r.key}#{st.index + 1}", r.value, r.source, r.label + tag)
+                for r in st.roofs]
     return out
 
 

@@ -29,10 +29,11 @@ from roofline.hardware.peaks import LEVELS  # noqa: E402
 from roofline.report.chart_data import (  # noqa: E402
     LEVEL_LABELS,
     Roof,
+    RoofSet,
     axis_limits,
     points,
     ridges,
-    roofs,
+    roof_sets,
     unplotted_count,
 )
 
@@ -49,9 +50,27 @@ def title_for(frame: pd.DataFrame, clock: str = "profiled") -> str:
     return f"{', '.join(devices) or 'unknown device'} · clock: {clock} · {profile}"
 
 
+def set_note(st: RoofSet, total: int, more: str = "") -> str | None:
+    """The visible note of a chart that shows one of several roof sets of a device."""
+    if st.count <= 1:
+        return None
+    return (f"roof set {st.index + 1} of {st.count}: {st.kernels} of {total} kernel(s) were measured against "
+            f"these roofs; the others ran at another clock or took their roofs from another source{more}")
+
+
 def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None, label_top: int = 8,
-         clock: str = "profiled") -> Figure:
-    """The roofline figure of one device's roofline frame."""
+         clock: str = "profiled", note: str | None = None) -> Figure:
+    """The roofline figure of one device's roofline frame.
+
+    Only roofs the drawn kernels' % of roof used are drawn: where the kernels fall into several roof
+    sets (clock, source), this draws the set with the most kernel time and says so in a note
+    (:func:`roofline.report.write_charts` writes one chart per set).
+    """
+    sets = roof_sets(frame, levels)
+    if len(sets) > 1:
+        note = note or set_note(sets[0], len(frame), "; they are not drawn here")
+        frame = frame[sets[0].mask]
+    roof_list = sets[0].roofs
     fig = plt.figure(figsize=(10, 6.5), dpi=110)
     ax = fig.add_subplot(1, 1, 1)
     ax.set_xscale("log")
@@ -59,7 +78,8 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("performance (FLOP/s)")
     ax.set_title(title or title_for(frame, clock), fontsize=10, parse_math=False)  # names may hold "$"
-    roof_list = roofs(frame, levels)
+    if note:
+        fig.text(0.01, 0.005, note, fontsize=7, color="#a00", gid="note", parse_math=False, wrap=True)
     pts = points(frame, levels)
     skipped = unplotted_count(frame)
     pts, roof_list, off_scale = drawable(pts, roof_list)
@@ -168,10 +188,10 @@ def _display_names(frame: pd.DataFrame) -> list[str]:
 
 
 def write(frame: pd.DataFrame, path: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
-          title: str | None = None) -> Path:
+          title: str | None = None, note: str | None = None) -> Path:
     """Write the chart to ``path`` (format from its suffix: .png or .svg)."""
     path = Path(path)
-    fig = draw(frame, levels, title=title, clock=clock)
+    fig = draw(frame, levels, title=title, clock=clock, note=note)
     try:
         fig.savefig(path, format=path.suffix.lstrip(".").lower() or "png")
     finally:

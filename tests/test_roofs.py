@@ -1,0 +1,106 @@
+"""Roofs for every device (issue 17): derived L2 roofs, model-filled tensor roofs, missing roofs warn."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import roofline
+from roofline.hardware.roofs import missing_roofs
+from roofline.hardware.specs import fill_spec_peaks
+from roofline.schema import kernels_from_columns
+
+from conftest import ncu_actions as _actions, shared
+
+
+def test_v100_full_set_l2_roof_is_achieved_over_pct_of_peak():
+    """The 2022 full set stores no L2 .peak_sustained; the roof is the achieved L2 rate ÷ the report's
+    own lts__t_sectors.avg.pct_of_peak_sustained_elapsed, computed here from the raw report."""
+    path = shared("ncu/sm70_v100_miniweather-openacc-fp64_full.ncu-rep")
+    result = roofline.analyze(roofline.read(path))
+    assert result["peak_l2_bytes_per_s"].notna().all()
+    assert result["peak_l2_bytes_per_s_source"].str.contains("derived").all()
+    for a, (_, row) in zip(_actions(path), result.iterrows(), strict=True):
+        sectors = a.metric_by_name("lts__t_sectors.sum").value()
+        pct = a.metric_by_name("lts__t_sectors.avg.pct_of_peak_sustained_elapsed").value()
+        dur_s = a.metric_by_name("gpu__time_duration.sum").value() * 1e-9  # ns
+        expected = sectors * 32 / dur_s / (pct / 100)
+        assert row["peak_l2_bytes_per_s"] == pytest.approx(expected, rel=0.005)
+        # so the L2 point sits at ncu's own % of peak
+        assert row["l2_bytes"] / row["duration_s"] / row["peak_l2_bytes_per_s"] * 100 == pytest.approx(pct, rel=0.005)
+
+
+def test_a40_tensor_gemm_gets_a_tensor_roof_from_the_model():
+    k = kernels_from_columns({"device_name": "NVIDIA A40", "compute_capability": "8.6", "sm_count": 84,
+                              "sm_clock_hz": 1.74e9, "flop_tensor": 1e12, "duration_s": 1e-2,
+                              "tensor_path": "src_fp16_bf16_tf32_dst_fp32"}, 1)
+    out = fill_spec_peaks(k)
+    assert out["peak_flop_per_s_tensor"].iloc[0] == pytest.approx(1024 * 84 * 1.74e9)
+    assert "1024 FLOP/cycle/SM" in out["peak_flop_per_s_tensor_source"].iloc[0]
+    assert out["peak_dram_bytes_per_s"].iloc[0] == 696e9
+
+
+def test_geforce_ga102_fp32_accumulate_tensor_roof_is_half_the_pro_rate():
+    cols = {"flop_tensor": 1e12, "duration_s": 1e-2, "sm_clock_hz": 1.5e9, "tensor_path": "src_fp16_dst_fp32"}
+    pro = fill_spec_peaks(kernels_from_columns({**cols, "device_name": "NVIDIA RTX A6000"}, 1))
+    gf = fill_spec_peaks(kernels_from_columns({**cols, "device_name": "NVIDIA GeForce RTX 3080"}, 1))
+    assert pro["peak_flop_per_s_tensor"].iloc[0] / 84 == pytest.approx(2 * gf["peak_flop_per_s_tensor"].iloc[0] / 68)
+
+
+def test_unknown_device_with_cc_and_sms_gets_model_roofs_but_no_dram():
+    k = kernels_from_columns({"device_name": "NVIDIA Prototype", "compute_capability": "9.0", "sm_count": 100,
+                              "sm_clock_hz": 1.5e9, "flop_fp32": 1e9, "duration_s": 1e-3}, 2)
+    out = fill_spec_peaks(k)
+    assert np.allclose(out["peak_flop_per_s_fp32"], 256 * 100 * 1.5e9)
+    assert out["peak_dram_bytes_per_s"].isna().all()
+    assert out["peak_dram_bytes_per_s_source"].str.startswith("unavailable").all()
+    found = list(missing_roofs(roofline.analyze(out)))
+    assert len(found) == 1 and found[0][1] == "NVIDIA Prototype" and found[0][2] == "DRAM"
+
+
+def test_unresolvable_device_says_why_in_every_peak_source():
+    out = fill_spec_peaks(kernels_from_columns({"device_name": "Mystery", "flop_fp32": 1.0, "duration_s": 1.0}, 1))
+    assert out["peak_flop_per_s_fp32_source"].iloc[0].startswith(
+        "unavailable: no roofs for this device: 'Mystery' is not in the spec table")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from roofline.cli import main; main()", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_missing_roofs_warn_and_exit_0_unless_strict(tmp_path):
+    csv = shared("ncu/sm80_a100_gemm-variants_roofline-metrics-printfp.csv")  # names no device
+    p = _cli("analyze", str(csv))
+    assert p.returncode == 0, p.stderr
+    warn = [ln for ln in p.stderr.splitlines() if "warning" in ln]
+    assert len(warn) == 1 and "--device" in warn[0] and "Traceback" not in p.stderr
+    assert _cli("analyze", str(csv), "--strict").returncode == 1
+    fixed = _cli("analyze", str(csv), "--device", "A100 SXM4 40GB")
+    assert fixed.returncode == 0 and "warning" not in fixed.stderr
+
+
+def test_devices_explain_shows_the_steps():
+    p = _cli("devices", "--explain", "Tesla V100-DGXS-32GB")
+    assert p.returncode == 0 and "V100 SXM2" in p.stdout and "read model 'v100 dgxs'" in p.stdout
+
+
+def test_device_map_picks_one_of_the_candidates_of_an_ambiguous_name():
+    """"NVIDIA H100" with 132 SMs is an H100 SXM or an H100 NVL: the roofs are the higher of the two until
+    --device-map names the part."""
+    trace = str(shared("traces/torch_h100_cuda-sync-unittest_uncompressed.pt.trace.json"))
+    import json
+
+    p = _cli("analyze", trace, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    row = json.loads(p.stdout)[0]
+    assert row["peak_dram_bytes_per_s"] == 3.9e12 and "one of H100 SXM, H100 NVL" in row["peak_dram_bytes_per_s_source"]
+    p = _cli("analyze", trace, "--format", "json", "--device-map", "NVIDIA H100=H100 SXM")
+    assert p.returncode == 0, p.stderr
+    row = json.loads(p.stdout)[0]
+    assert row["peak_dram_bytes_per_s"] == 3.35e12 and row["peak_dram_bytes_per_s_source"].startswith("spec: H100 SXM")
+    bad = _cli("analyze", trace, "--device-map", "NVIDIA H100")
+    assert bad.returncode == 2 and "NAME=KNOWN" in bad.stderr
