@@ -19,7 +19,7 @@ from roofline.errors import (
     UnknownFormatError,
     UnsupportedFormatError,
 )
-from roofline.ingest import ncu_csv, ncu_rep, torch_trace, xplane, xprof_trace
+from roofline.ingest import ncu_csv, ncu_rep, rocprof_compute, rocprofv3, torch_trace, xplane, xprof_trace
 from roofline.ingest.common import describe_content, head
 
 
@@ -45,6 +45,10 @@ FORMATS: dict[str, Format] = {
                xplane.SUFFIXES, xplane.read),
         Format("xprof-trace", "XProf trace-viewer / perfetto JSON of an xplane (.trace.json.gz; timing only)",
                xprof_trace.SUFFIXES, xprof_trace.read),
+        Format("rocprof-compute", "rocprof-compute (Omniperf) workload folder: pmc_perf.csv + sysinfo.csv "
+               "(+ timestamps.csv, roofline.csv); docs/amd.md", (), rocprof_compute.read),
+        Format("rocprofv3", "rocprofv3 --output-format json (.json, .json.gz: kernel dispatches, agents, counters)",
+               (), rocprofv3.read),
     )
 }
 
@@ -65,6 +69,8 @@ def sniff(path: str | Path) -> str:
     if not path.exists():
         raise InputNotFoundError(path)
     if path.is_dir():
+        if rocprof_compute.is_workload(path):  # a rocprof-compute workload is one input: a folder
+            return "rocprof-compute"
         raise UnknownFormatError(path, "is a directory; pass the profile files (or use read() on the folder)")
     data = head(path, 64 * 1024)  # also rejects empty files and Git LFS pointers
     named = _name_says(path)
@@ -75,6 +81,8 @@ def sniff(path: str | Path) -> str:
         found = "xplane"  # protobuf has no magic: the name decides, the reader checks the content
     elif ncu_csv.HEADER_MARK in ncu_csv.decode_text(data):
         found = "ncu-csv"
+    elif rocprof_compute.looks_like_pmc_perf(data):
+        found = "rocprof-compute"
     elif data[:2] == b"\x1f\x8b":
         try:
             with gzip.open(path, "rb") as fh:
@@ -82,9 +90,9 @@ def sniff(path: str | Path) -> str:
         except (OSError, EOFError):
             inner = b""
         if inner.lstrip()[:1] in (b"{", b"["):
-            found = "xprof-trace" if xprof_trace.looks_like(_gunzip_head(path)) else "torch-trace"
+            found = _json_kind(_gunzip_head(path))
     elif data.lstrip()[:1] in (b"{", b"["):
-        found = "xprof-trace" if xprof_trace.looks_like(data) else "torch-trace"
+        found = _json_kind(data)
     elif path.name.lower().endswith(".ncu-repz"):
         found = "ncu-rep"  # compressed report: no documented magic, ncu_report decides
 
@@ -103,6 +111,12 @@ def sniff(path: str | Path) -> str:
     return found
 
 
+def _json_kind(data: bytes) -> str:
+    if rocprofv3.looks_like(data):
+        return "rocprofv3"
+    return "xprof-trace" if xprof_trace.looks_like(data) else "torch-trace"
+
+
 def _gunzip_head(path: Path, n: int = 64 * 1024) -> bytes:
     try:
         with gzip.open(path, "rb") as fh:
@@ -112,12 +126,17 @@ def _gunzip_head(path: Path, n: int = 64 * 1024) -> bytes:
 
 
 def expand(paths: Iterable[str | Path]) -> list[Path]:
-    """Paths with folders replaced by the profile files inside them (sorted, recursive)."""
+    """Paths with folders replaced by the profile files inside them (sorted, recursive); a rocprof-compute
+    workload folder (pmc_perf.csv + sysinfo.csv) stands for itself."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(PROFILE_SUFFIXES)))
+            # a rocprof-compute workload folder is one input; the CSVs inside it are not profiles of their own
+            workloads = [d for d in (p, *p.rglob("*")) if rocprof_compute.is_workload(d)]
+            out.extend(sorted(workloads + [f for f in p.rglob("*") if f.is_file()
+                                           and f.name.lower().endswith(PROFILE_SUFFIXES)
+                                           and not any(w in f.parents for w in workloads)]))
         else:
             out.append(p)
     return out

@@ -1,0 +1,105 @@
+"""Architecture model of AMD Instinct GPUs from a rocprof-compute ``sysinfo.csv``: CUs × per-CU rate × clock.
+
+Used where a workload has no measured ``roofline.csv`` roof (or for the roofs it lacks). The per-CU
+per-clock rates are the CDNA whitepapers' and data sheets' (the same rates the vetted spec table
+``hardware/gpus.toml`` stores for MI250X and MI300X; a test checks they agree); cache and LDS
+rates are the ones rocprof-compute's own speed-of-light panel uses. Kept here rather than in
+``hardware/`` so the spec table stays the vetted datasheet list: every figure below is labelled
+"model" with its source, and is computed from the workload's own CU count and clock.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: per-CU per-clock FLOPs (OPs for int8) by arch family; MFMA keys are the reader's tensor paths
+RATES: dict[str, dict[str, float]] = {
+    "CDNA2": {"fp64": 128, "fp32": 128, "fp16": 128,
+              "mfma_fp64": 256, "mfma_fp32": 256, "mfma_fp16": 1024, "mfma_bf16": 1024, "mfma_int8": 1024},
+    "CDNA3": {"fp64": 128, "fp32": 256, "fp16": 128,
+              "mfma_fp64": 256, "mfma_fp32": 256, "mfma_fp16": 2048, "mfma_bf16": 2048, "mfma_fp8": 4096,
+              "mfma_int8": 4096},
+    "CDNA4": {"fp64": 128, "fp32": 256, "fp16": 128,
+              "mfma_fp64": 128, "mfma_fp32": 256, "mfma_fp16": 4096, "mfma_bf16": 4096, "mfma_fp8": 8192,
+              "mfma_fp6_fp4": 16384, "mfma_int8": 8192},
+}
+SOURCES: dict[str, str] = {
+    "CDNA2": "AMD CDNA 2 white paper / Instinct MI200 data sheets (MI250X: 47.9 TF FP64 vector = 220 CUs × 128 × "
+             "1.7 GHz, 383 TF FP16 matrix = 220 × 1024 × 1.7 GHz)",
+    "CDNA3": "AMD CDNA 3 white paper / Instinct MI300X data sheet (81.7 TF FP64 vector = 304 CUs × 128 × 2.1 GHz, "
+             "1307.4 TF FP16 matrix = 304 × 2048 × 2.1 GHz)",
+    "CDNA4": "AMD CDNA 4 white paper / Instinct MI355X data sheet (78.6 TF FP64 = 256 CUs × 128 × 2.4 GHz, "
+             "2.5 PF FP16 matrix = 256 × 4096 × 2.4 GHz)",
+}
+#: bytes per clock: vL1D per CU and L2 per channel, as rocprof-compute's speed-of-light panel takes them
+L1_BYTES_PER_CLK_PER_CU = {"CDNA2": 64, "CDNA3": 128, "CDNA4": 128}
+L2_BYTES_PER_CLK_PER_CHANNEL = 128
+FP16_VALU_NOTE = "rocprof-compute's VALU peak (64 lanes × 2 FLOP per clock per CU; packed FP16 counted once)"
+
+_PATH_COLUMN = {"fp64": "peak_flop_per_s_fp64", "fp32": "peak_flop_per_s_fp32", "fp16": "peak_flop_per_s_fp16"}
+
+
+def family(arch: str) -> str | None:
+    a = (arch or "").lower().split(":")[0]
+    if a.startswith("gfx90a"):
+        return "CDNA2"
+    if a in ("gfx940", "gfx941", "gfx942"):
+        return "CDNA3"
+    if a.startswith("gfx950"):
+        return "CDNA4"
+    return None
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) and f > 0 else None
+
+
+def describe(info: dict[str, Any]) -> str:
+    fam = family(str(info.get("gpu_arch", "")))
+    return (f"{info.get('gpu_model', '?')} {info.get('gpu_arch', '?')} ({fam or 'unknown family'}): "
+            f"{info.get('cu_per_gpu', '?')} CUs, max_sclk {info.get('max_sclk', '?')} MHz, "
+            f"hbm_bw {info.get('hbm_bw', '?')} GB/s")
+
+
+def model_peaks(info: dict[str, Any]) -> dict[str, tuple[float, str]]:
+    """{peak column (tensor ones as ``peak_flop_per_s_tensor:<path>``): (value, source)} from sysinfo.
+
+    Compute and cache roofs at ``max_sclk`` (the clock rocprof-compute's peaks use); HBM is sysinfo's
+    ``hbm_bw``. A figure whose inputs sysinfo lacks is left out (the reader then says unavailable).
+    """
+    out: dict[str, tuple[float, str]] = {}
+    arch = str(info.get("gpu_arch", ""))
+    fam = family(arch)
+    cus, sclk_mhz = _num(info.get("cu_per_gpu")), _num(info.get("max_sclk"))
+    hbm = _num(info.get("hbm_bw"))
+    if hbm:
+        out["peak_dram_bytes_per_s"] = (hbm * 1e9, f"model: sysinfo.csv hbm_bw {hbm:g} GB/s (theoretical)")
+    if not (cus and sclk_mhz):
+        return out
+    clk = sclk_mhz * 1e6
+    where = f"{int(cus)} CUs × max_sclk {sclk_mhz:g} MHz (sysinfo.csv)"
+    banks = _num(info.get("lds_banks_per_cu"))
+    if banks:
+        out["peak_lds_bytes_per_s"] = (cus * clk * 4 * banks, f"model: 4 B × {banks:g} LDS banks × {where} "
+                                                              "(rocprof-compute's LDS peak)")
+    if fam is None:
+        return out
+    l1 = L1_BYTES_PER_CLK_PER_CU[fam]
+    out["peak_l1_bytes_per_s"] = (cus * clk * l1, f"model: {l1} B/clk/CU vL1D × {where} (rocprof-compute's vL1D peak)")
+    chans = _num(info.get("total_l2_chan"))
+    if chans:
+        out["peak_l2_bytes_per_s"] = (chans * clk * L2_BYTES_PER_CLK_PER_CHANNEL,
+                                      f"model: {L2_BYTES_PER_CLK_PER_CHANNEL} B/clk × {int(chans)} L2 channels × "
+                                      f"max_sclk {sclk_mhz:g} MHz (rocprof-compute's L2 peak)")
+    for key, rate in RATES[fam].items():
+        unit = "OP" if key == "mfma_int8" else "FLOP"
+        why = FP16_VALU_NOTE if key == "fp16" else SOURCES[fam]
+        src = f"model: {rate:g} {unit}/clk/CU {key} × {where}; {why}"
+        col = _PATH_COLUMN.get(key, f"peak_flop_per_s_tensor:{key}")
+        out[col] = (cus * clk * rate, src)
+    return out
