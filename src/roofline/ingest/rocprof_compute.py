@@ -70,8 +70,9 @@ def looks_like_pmc_perf(head: bytes) -> bool:
 class Counters:
     """Counter columns of pmc_perf.csv by name; ``X_sum`` falls back to Σ of ``X[n]``, and says so."""
 
-    def __init__(self, frame: pd.DataFrame) -> None:
+    def __init__(self, frame: pd.DataFrame, where: str = PMC, collect: str = COLLECT) -> None:
         self.frame = frame
+        self.where, self.collect = where, collect  # named in "unavailable" sources
         self.channels: dict[str, list[str]] = {}
         for c in frame.columns:
             m = re.fullmatch(r"(.+)\[(\d+)\]", str(c))
@@ -103,7 +104,7 @@ class Definition:
         missing = [c for c in self.counters if not ctr.has(c)]
         if missing:
             return (np.full(len(ctr.frame), np.nan),
-                    f"{UNAVAILABLE}: pmc_perf.csv lacks {', '.join(missing)} for {self.label}; {COLLECT}")
+                    f"{UNAVAILABLE}: {ctr.where} lacks {', '.join(missing)} for {self.label}; {ctr.collect}")
         values = self.compute(ctr.get)
         summed = [c for c in self.counters if c in ctr.summed]
         note = f" (X_sum = Σ per-channel X[n] columns: {', '.join(summed)})" if summed else ""
@@ -366,7 +367,7 @@ def _tensor(ctr: Counters, arch: str, cols: dict[str, Any], extra: dict[str, Any
         total = total + np.nan_to_num(v)
     if absent and not sources:
         cols["flop_tensor"] = np.full(n, np.nan)
-        cols["flop_tensor_source"] = f"{UNAVAILABLE}: pmc_perf.csv lacks {', '.join(absent)}; {COLLECT}"
+        cols["flop_tensor_source"] = f"{UNAVAILABLE}: {ctr.where} lacks {', '.join(absent)}; {ctr.collect}"
     else:
         cols["flop_tensor"] = total
         partial = f"; lacks {', '.join(absent)} (a lower bound)" if absent else ""

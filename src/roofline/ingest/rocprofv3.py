@@ -250,7 +250,8 @@ def _counters(proc: Process, disp: list[Dispatch], agent_of: list[Agent | None],
         for r in rec.records:  # one record per hardware instance: summed, like rocprof's X_sum counters
             values[names.get(r.counter_id.handle, f"counter {r.counter_id.handle}")] += r.value
     wide = pd.DataFrame([dict(per_dispatch.get(d.dispatch_info.dispatch_id, {})) for d in disp])
-    ctr = rocprof_compute.Counters(wide)
+    ctr = rocprof_compute.Counters(wide, "the rocprofv3 counter records",
+                                   "collect with rocprofv3 --pmc <the counters named in docs/amd.md>")
     arch = next((a.name for a in agent_of if a), "")
     wave = next((a.wave_front_size for a in agent_of if a and a.wave_front_size), 64)
     # LDS banks per CU: rocprofv3 does not record it; CDNA GPUs have 32 (rocprof-compute sysinfo)
@@ -258,11 +259,13 @@ def _counters(proc: Process, disp: list[Dispatch], agent_of: list[Agent | None],
     rocprof_compute.derive_counters(ctr, arch, wave, banks, definitions, cols, extra)
     counted = np.array([d.dispatch_info.dispatch_id in per_dispatch for d in disp])
     if not counted.all():  # dispatches without a counter record: unavailable, not 0
-        for q in ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes"):
-            cols[q] = np.where(counted, cols[q], np.nan)
-            src = cols[source_column(q)]
-            cols[source_column(q)] = [s if c else NO_COUNTERS for s, c in
-                                      zip(src if isinstance(src, list) else [src] * len(disp), counted)]
+        for q in ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes",
+                  "lds_bytes"):
+            where = extra if q == "lds_bytes" else cols
+            where[q] = np.where(counted, where[q], np.nan)
+            src = where[source_column(q)]
+            where[source_column(q)] = [s if c else NO_COUNTERS for s, c in
+                                       zip(src if isinstance(src, list) else [src] * len(disp), counted)]
 
 
 def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, Any]) -> None:
