@@ -239,3 +239,14 @@ def test_analyze_and_report_end_to_end(tmp_path):
     res = runner.invoke(cli, ["report", *args, "-o", str(tmp_path / "out")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "out" / "roofline.png").stat().st_size > 0 and (tmp_path / "out" / "report.html").exists()
+
+
+def test_batch_takes_workload_folders_beside_other_inputs(tmp_path):
+    from roofline.batch import open_dataset, run_batch
+
+    summary = run_batch([shared(MI200), HAND_JSON], tmp_path / "ds", workers=1)
+    assert summary.ok == 2 and summary.failed == 0, summary
+    runs = open_dataset(tmp_path / "ds", "runs")
+    assert sorted(runs["kernels"]) == [2, 3]
+    roof = open_dataset(tmp_path / "ds", "roofline")
+    assert set(roof["format"]) == {"rocprof-compute", "rocprofv3"}

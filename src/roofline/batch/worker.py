@@ -42,10 +42,15 @@ def file_id(path: Path, run: str) -> str:
 def content_sha256(path: Path) -> tuple[str, int]:
     h = hashlib.sha256()
     size = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-            size += len(chunk)
+    # a folder input (a rocprof-compute workload) is its files: names and contents, in name order
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        if f is not path:
+            h.update(str(f.relative_to(path)).encode() + b"\0")
+        with open(f, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+                size += len(chunk)
     return h.hexdigest(), size
 
 

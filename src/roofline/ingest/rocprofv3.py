@@ -180,12 +180,14 @@ def _process_rows(path: Path, proc: Process, definitions: str) -> pd.DataFrame:
         return pd.DataFrame()
     symbols = {k.kernel_id: k for k in proc.kernel_symbols}
     agents = {a.id.handle: a for a in proc.agents}
-    names, shorts = [], []
-    for d in disp:
-        sym = symbols.get(d.dispatch_info.kernel_id)
-        name = (sym.formatted_kernel_name or sym.demangled_kernel_name or sym.kernel_name) if sym else ""
-        names.append(name or f"kernel_id {d.dispatch_info.kernel_id}")
-        shorts.append(short_name(names[-1]).removesuffix(".kd"))
+    named: dict[int, tuple[str, str]] = {}  # kernel_id -> (name, short name), each computed once
+    for kid in {d.dispatch_info.kernel_id for d in disp}:
+        sym = symbols.get(kid)
+        name = ((sym.formatted_kernel_name or sym.demangled_kernel_name or sym.kernel_name) if sym else "") \
+            or f"kernel_id {kid}"
+        named[kid] = (name, short_name(name).removesuffix(".kd"))
+    names = [named[d.dispatch_info.kernel_id][0] for d in disp]
+    shorts = [named[d.dispatch_info.kernel_id][1] for d in disp]
     start = np.fromiter((d.start_timestamp for d in disp), dtype="int64", count=n)
     end = np.fromiter((d.end_timestamp for d in disp), dtype="int64", count=n)
     span = (end - start).astype(float)
@@ -271,30 +273,32 @@ def _counters(proc: Process, disp: list[Dispatch], agent_of: list[Agent | None],
 def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, Any]) -> None:
     """Architecture-model roofs per GPU agent (CUs × rate × max engine clock); no HBM figure in rocprofv3."""
     n = len(agent_of)
-    cache: dict[int, dict[str, tuple[float, str]]] = {}
     paths = cols.get("tensor_path") or [None] * n
     wanted = ("peak_flop_per_s_fp64", "peak_flop_per_s_fp32", "peak_flop_per_s_fp16", "peak_l2_bytes_per_s",
               "peak_l1_bytes_per_s", "peak_dram_bytes_per_s", "peak_flop_per_s_tensor")
     values = {c: np.full(n, np.nan) for c in wanted}
-    sources: dict[str, list[str]] = {c: [] for c in wanted}
+    sources = {c: np.empty(n, dtype=object) for c in wanted}
+    groups: dict[tuple[int, str | None], list[int]] = defaultdict(list)  # (agent, MFMA path) -> rows
     for j, a in enumerate(agent_of):
-        if a is None:
-            model: dict[str, tuple[float, str]] = {}
-        else:
-            model = cache.setdefault(a.id.handle, amd_arch.model_peaks({
-                "gpu_arch": a.name, "gpu_model": a.product_name, "cu_per_gpu": a.cu_count,
-                "max_sclk": a.max_engine_clk_fcompute}))
+        groups[(a.id.handle if a else -1, paths[j])].append(j)
+    agents = {a.id.handle: a for a in agent_of if a}
+    models = {h: amd_arch.model_peaks({"gpu_arch": a.name, "gpu_model": a.product_name, "cu_per_gpu": a.cu_count,
+                                       "max_sclk": a.max_engine_clk_fcompute}) for h, a in agents.items()}
+    for (handle, path), rows in groups.items():
+        model = models.get(handle, {})
+        name = agents[handle].name if handle in agents else "?"
         for c in wanted:
-            key = f"peak_flop_per_s_tensor:{paths[j] or 'mfma_fp16'}" if c == "peak_flop_per_s_tensor" else c
+            key = f"peak_flop_per_s_tensor:{path or 'mfma_fp16'}" if c == "peak_flop_per_s_tensor" else c
             if key in model:
-                values[c][j], src = model[key]
+                value, src = model[key]
+                values[c][rows] = value
                 src = src.replace("(sysinfo.csv)", "(rocprofv3 agent)")
             elif c == "peak_dram_bytes_per_s":
                 src = f"{UNAVAILABLE}: rocprofv3 records no HBM bandwidth; give it with --peaks FILE.toml"
             elif c == "peak_l2_bytes_per_s":
                 src = f"{UNAVAILABLE}: rocprofv3 records no L2 channel count; give it with --peaks FILE.toml"
             else:
-                src = f"{UNAVAILABLE}: no architecture model for agent {a.name if a else '?'}"
-            sources[c].append(src)
+                src = f"{UNAVAILABLE}: no architecture model for agent {name}"
+            sources[c][rows] = src
     for c in wanted:
         cols[c], cols[source_column(c)] = values[c], sources[c]
