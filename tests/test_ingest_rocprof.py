@@ -133,7 +133,8 @@ def test_architecture_model_from_sysinfo():
     frame = roofline.read(shared(MI300X))
     spec = require("MI300X")
     cus, clk = 304, 2100e6
-    assert frame["peak_flop_per_s_fp64"].iloc[0] == pytest.approx(cus * clk * spec.figures["fp64"].flop_per_cycle_per_sm)
+    assert frame["peak_flop_per_s_fp64"].iloc[0] == pytest.approx(
+        cus * clk * spec.figures["fp64"].flop_per_cycle_per_sm)
     assert frame["peak_flop_per_s_tensor"].iloc[0] == pytest.approx(
         cus * clk * spec.figures["tensor_fp16"].flop_per_cycle_per_sm)
     assert frame["peak_flop_per_s_tensor"].iloc[0] == pytest.approx(1307.4e12, rel=1e-3)  # data sheet
@@ -250,3 +251,20 @@ def test_batch_takes_workload_folders_beside_other_inputs(tmp_path):
     assert sorted(runs["kernels"]) == [2, 3]
     roof = open_dataset(tmp_path / "ds", "roofline")
     assert set(roof["format"]) == {"rocprof-compute", "rocprofv3"}
+
+
+def test_peaks_option_selects_measured_or_model():
+    import roofline
+    from roofline.ingest.rocprof_compute import peaks_from
+
+    folder = shared(MI200)
+    kernels = roofline.read(folder)
+    measured = roofline.analyze(kernels, peaks=peaks_from(folder / "roofline.csv"))
+    model = roofline.analyze(kernels, peaks=peaks_from(folder / "sysinfo.csv"))
+    bench = _rows(folder / "roofline.csv")[0]
+    assert measured["peak_dram_bytes_per_s"].iloc[0] == pytest.approx(float(bench["HBMBw"]) * 1e9)
+    assert measured["peak_dram_bytes_per_s_source"].str.startswith("measured:").all()
+    assert model["peak_dram_bytes_per_s"].iloc[0] == pytest.approx(1638.4e9)  # sysinfo hbm_bw
+    # vcopy at HBM: the same bytes and time against two roofs, in their ratio
+    ratio = measured["pct_of_roof"].iloc[0] / model["pct_of_roof"].iloc[0]
+    assert ratio == pytest.approx(1638.4 / float(bench["HBMBw"]), rel=1e-6)

@@ -114,7 +114,8 @@ class Definition:
 def _valu(p: str, wave: int) -> Definition:
     names = tuple(f"SQ_INSTS_VALU_{op}_{p}" for op in ("ADD", "MUL", "FMA", "TRANS"))
     return Definition(
-        f"VALU {p}[rocprof-compute]", f"{wave} lanes × (ADD_{p} + MUL_{p} + 2·FMA_{p} + TRANS_{p}) of SQ_INSTS_VALU_*",
+        f"VALU {p}[rocprof-compute]",
+        f"{wave} lanes × (ADD_{p} + MUL_{p} + 2·FMA_{p} + TRANS_{p}) of SQ_INSTS_VALU_*",
         names, lambda g: wave * (g(names[0]) + g(names[1]) + 2 * g(names[2]) + g(names[3])))
 
 
@@ -148,7 +149,8 @@ HBM_MI200 = Definition(
                + 64 * g("TCC_EA_WRREQ_64B_sum") + 32 * (g("TCC_EA_WRREQ_sum") - g("TCC_EA_WRREQ_64B_sum"))))
 HBM_MI300 = Definition(
     "HBM[rocprof-compute MI300]",
-    "128·TCC_BUBBLE_sum + 32·TCC_EA0_RDREQ_32B_sum + 64·(TCC_EA0_RDREQ_sum − TCC_BUBBLE_sum − TCC_EA0_RDREQ_32B_sum) + "
+    "128·TCC_BUBBLE_sum + 32·TCC_EA0_RDREQ_32B_sum + "
+    "64·(TCC_EA0_RDREQ_sum − TCC_BUBBLE_sum − TCC_EA0_RDREQ_32B_sum) + "
     "32·(TCC_EA0_WRREQ_sum − TCC_EA0_WRREQ_64B_sum) + 64·TCC_EA0_WRREQ_64B_sum",
     ("TCC_BUBBLE_sum", "TCC_EA0_RDREQ_32B_sum", "TCC_EA0_RDREQ_sum", "TCC_EA0_WRREQ_sum", "TCC_EA0_WRREQ_64B_sum"),
     lambda g: (128 * g("TCC_BUBBLE_sum") + 32 * g("TCC_EA0_RDREQ_32B_sum")
@@ -211,7 +213,9 @@ def _timestamps(frame: pd.DataFrame, where: str) -> tuple[np.ndarray, np.ndarray
     def col(name: str) -> tuple[np.ndarray, bool]:
         text = frame[name].astype(str).str.strip()
         exact = bool(text.str.fullmatch(r"\d+").all())
-        return (text.astype("int64").to_numpy() if exact else pd.to_numeric(text, errors="coerce").to_numpy(float)), exact
+        if exact:
+            return text.astype("int64").to_numpy(), True
+        return pd.to_numeric(text, errors="coerce").to_numpy(float), False
     start, exact_s = col("Start_Timestamp")
     end, exact_e = col("End_Timestamp")
     span = (end - start).astype(float)
@@ -220,7 +224,8 @@ def _timestamps(frame: pd.DataFrame, where: str) -> tuple[np.ndarray, np.ndarray
         f"; {where} writes the timestamps in scientific notation (e.g. {frame['Start_Timestamp'].iloc[0]}), "
         "rounded far below nanoseconds")
     for d in span:
-        why.append(None if d > 0 else f"{UNAVAILABLE}: End_Timestamp − Start_Timestamp = {d:g} ns in {where}{rounded}")
+        why.append(None if d > 0 else
+                   f"{UNAVAILABLE}: End_Timestamp − Start_Timestamp = {d:g} ns in {where}{rounded}")
     return start, end, why
 
 
@@ -461,5 +466,56 @@ def _tensor_peak(cols: dict[str, Any], peaks: dict[str, tuple[float, str]], n: i
     cols["peak_flop_per_s_tensor"], cols["peak_flop_per_s_tensor_source"] = values, sources
 
 
-__all__ = ["read", "is_workload", "looks_like_pmc_perf", "measured_roofs", "workload_peaks", "line_bytes",
+#: reader tensor paths -> the Peaks compute keys that analysis maps them to (hardware.specs.tensor_key)
+_PEAKS_KEYS = {"peak_flop_per_s_fp64": "fp64", "peak_flop_per_s_fp32": "fp32", "peak_flop_per_s_fp16": "fp16",
+               "peak_flop_per_s_tensor:mfma_fp16": "tensor_fp16", "peak_flop_per_s_tensor:mfma_bf16": "tensor_bf16",
+               "peak_flop_per_s_tensor:mfma_fp32": "tensor_fp32", "peak_flop_per_s_tensor:mfma_fp64": "tensor_fp64",
+               "peak_flop_per_s_tensor:mfma_fp8": "tensor_fp8", "peak_flop_per_s_tensor:mfma_int8": "tensor_int8",
+               "peak_flop_per_s_tensor:mfma_fp6_fp4": "tensor_fp4",
+               "peak_dram_bytes_per_s": "dram", "peak_l2_bytes_per_s": "l2", "peak_l1_bytes_per_s": "l1"}
+
+
+def is_peaks_file(value: str | Path) -> bool:
+    """A ``roofline.csv`` or ``sysinfo.csv`` (or a workload folder) given to ``--peaks``."""
+    p = Path(value)
+    return p.name in (ROOFLINE, SYSINFO) or is_workload(p)
+
+
+def peaks_from(value: str | Path, device: int = 0) -> Any:
+    """``--peaks`` from rocprof-compute files: a ``roofline.csv`` gives its measured roofs (labelled
+    ``measured``), a ``sysinfo.csv`` the architecture model (labelled ``spec``: computed from the
+    whitepapers' per-CU rates); a workload folder gives its roofline.csv if it has one, else its model."""
+    from roofline.hardware.peaks import Peak, Peaks
+
+    p = Path(value)
+    if p.is_dir():
+        p = p / ROOFLINE if (p / ROOFLINE).is_file() else p / SYSINFO
+    if not p.is_file():
+        raise InputNotFoundError(p)
+    compute: dict[str, Any] = {}
+    bandwidth: dict[str, Any] = {}
+    if p.name == ROOFLINE:
+        device_name = f"measured roofs ({p}, device {device})"
+        for col, (v, lo, hi, name) in measured_roofs(p, device).items():
+            key = _PEAKS_KEYS.get(col)
+            if key:
+                spread = f", low {lo / 1e9:g} – high {hi / 1e9:g}" if lo and hi else ""
+                pk = Peak(v, "measured", f"roofline.csv device {device} {name}{spread}", "measured")
+                (bandwidth if key in ("dram", "l2", "l1") else compute)[key] = pk
+    else:
+        info = read_sysinfo(p.parent)
+        device_name = f"{info.get('gpu_model', '?')} model ({p})"
+        clk = (_num(info.get("max_sclk")) or 0) * 1e6 or None
+        for col, (v, src) in amd_arch.model_peaks(info).items():
+            key = _PEAKS_KEYS.get(col)
+            if key:
+                basis = "as published" if key == "dram" else "boost"
+                pk = Peak(v, "spec", "architecture model: " + src.removeprefix("model: "), basis,
+                          None if key == "dram" else clk)
+                (bandwidth if key in ("dram", "l2", "l1") else compute)[key] = pk
+    return Peaks(device_name, compute, bandwidth)
+
+
+__all__ = ["read", "is_workload", "is_peaks_file", "peaks_from", "looks_like_pmc_perf", "measured_roofs",
+           "workload_peaks", "line_bytes", "derive_counters", "Counters",
            "FORMAT", "MFMA_TYPES", "EXTRA_COLUMNS"]

@@ -149,7 +149,8 @@ def _decode(path: Path) -> Tool:
         return msgspec.json.decode(raw, type=Tool)
     except msgspec.ValidationError as exc:
         if not looks_like(raw[:4096]):
-            raise FormatMismatchError(path, "is JSON but not a rocprofv3 JSON (no 'rocprofiler-sdk-tool' list)") from None
+            raise FormatMismatchError(path, "is JSON but not a rocprofv3 JSON (no 'rocprofiler-sdk-tool' list)") \
+                from None
         raise CorruptReportError(path, f"rocprofv3 JSON does not have the expected shape ({exc})") from None
     except msgspec.DecodeError as exc:
         raise CorruptReportError(path, f"not valid JSON ({exc})") from None
@@ -198,7 +199,7 @@ def _process_rows(path: Path, proc: Process, definitions: str) -> pd.DataFrame:
         "kernel_name": names, "kernel_short_name": shorts,
         "duration_s": np.where(ok, span * 1e-9, np.nan),
         "duration_s_source": np.where(ok, "end_timestamp − start_timestamp of buffer_records.kernel_dispatch (ns)",
-                                      f"{UNAVAILABLE}: end_timestamp ≤ start_timestamp in the kernel_dispatch record"),
+                                      f"{UNAVAILABLE}: end_timestamp ≤ start_timestamp in its kernel_dispatch"),
         "device_name": [_device(a) for a in agent_of],
         "compute_capability": [a.name if a else None for a in agent_of],
         "sm_count": [a.cu_count or None if a else None for a in agent_of],
