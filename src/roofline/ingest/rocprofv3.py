@@ -36,7 +36,7 @@ from roofline.schema import UNAVAILABLE, conform_kernels, kernels_from_columns, 
 
 FORMAT = "rocprofv3"
 TOP_KEY = b'"rocprofiler-sdk-tool"'
-NO_COUNTERS = (f"{UNAVAILABLE}: the rocprofv3 JSON has no counter_collection record for this dispatch "
+NO_COUNTERS = (f"{UNAVAILABLE}: the rocprofv3 output has no counter_collection record for this dispatch "
                "(a timeline only); collect with rocprofv3 --pmc <counters> or rocprof-compute")
 
 
@@ -175,33 +175,49 @@ def read(path: str | Path, definitions: str = "3.6") -> pd.DataFrame:
 
 
 def _process_rows(path: Path, proc: Process, definitions: str) -> pd.DataFrame:
-    disp = sorted(proc.buffer_records.kernel_dispatch, key=lambda d: (d.start_timestamp, d.dispatch_info.dispatch_id))
+    symbols = {k.kernel_id: k for k in proc.kernel_symbols}
+    names = {kid: (sym.formatted_kernel_name or sym.demangled_kernel_name or sym.kernel_name)
+             for kid, sym in symbols.items()}
+    per_dispatch: dict[int, dict[str, float]] | None = None
+    if proc.callback_records.counter_collection:
+        counter_names = {c.id.handle: c.name for c in proc.counters}
+        per_dispatch = defaultdict(lambda: defaultdict(float))
+        for rec in proc.callback_records.counter_collection:
+            values = per_dispatch[rec.dispatch_data.dispatch_info.dispatch_id]
+            for r in rec.records:  # one record per hardware instance: summed, like rocprof's X_sum counters
+                values[counter_names.get(r.counter_id.handle, f"counter {r.counter_id.handle}")] += r.value
+    return dispatch_rows(path, FORMAT, proc.buffer_records.kernel_dispatch, names,
+                         {a.id.handle: a for a in proc.agents}, per_dispatch, definitions,
+                         "buffer_records.kernel_dispatch", "the rocprofv3 counter records")
+
+
+def dispatch_rows(path: Path, fmt: str, dispatches: list[Dispatch], names: dict[int, str], agents: dict[int, Agent],
+                  per_dispatch: dict[int, dict[str, float]] | None, definitions: str, where: str,
+                  counters_where: str) -> pd.DataFrame:
+    """Canonical rows of rocprofv3 dispatches (JSON or CSV): names by kernel id, agents by handle, and
+    summed counter values by dispatch id (None: no counters were collected)."""
+    disp = sorted(dispatches, key=lambda d: (d.start_timestamp, d.dispatch_info.dispatch_id))
     n = len(disp)
     if n == 0:
         return pd.DataFrame()
-    symbols = {k.kernel_id: k for k in proc.kernel_symbols}
-    agents = {a.id.handle: a for a in proc.agents}
     named: dict[int, tuple[str, str]] = {}  # kernel_id -> (name, short name), each computed once
     for kid in {d.dispatch_info.kernel_id for d in disp}:
-        sym = symbols.get(kid)
-        name = ((sym.formatted_kernel_name or sym.demangled_kernel_name or sym.kernel_name) if sym else "") \
-            or f"kernel_id {kid}"
+        name = names.get(kid) or f"kernel_id {kid}"
         named[kid] = (name, short_name(name).removesuffix(".kd"))
-    names = [named[d.dispatch_info.kernel_id][0] for d in disp]
-    shorts = [named[d.dispatch_info.kernel_id][1] for d in disp]
     start = np.fromiter((d.start_timestamp for d in disp), dtype="int64", count=n)
     end = np.fromiter((d.end_timestamp for d in disp), dtype="int64", count=n)
     span = (end - start).astype(float)
     ok = span > 0
     agent_of = [agents.get(d.dispatch_info.agent_id.handle) for d in disp]
     cols: dict[str, Any] = {
-        "source_file": str(path), "format": FORMAT, "range_id": 0, "kernel_id": np.arange(n, dtype="int64"),
-        "kernel_name": names, "kernel_short_name": shorts,
+        "source_file": str(path), "format": fmt, "range_id": 0, "kernel_id": np.arange(n, dtype="int64"),
+        "kernel_name": [named[d.dispatch_info.kernel_id][0] for d in disp],
+        "kernel_short_name": [named[d.dispatch_info.kernel_id][1] for d in disp],
         "duration_s": np.where(ok, span * 1e-9, np.nan),
-        "duration_s_source": np.where(ok, "end_timestamp − start_timestamp of buffer_records.kernel_dispatch (ns)",
-                                      f"{UNAVAILABLE}: end_timestamp ≤ start_timestamp in its kernel_dispatch"),
+        "duration_s_source": np.where(ok, f"end − start timestamp of {where} (ns)",
+                                      f"{UNAVAILABLE}: end timestamp ≤ start timestamp in {where}"),
         "device_name": [_device(a) for a in agent_of],
-        "compute_capability": [a.name if a else None for a in agent_of],
+        "compute_capability": [a.name or None if a else None for a in agent_of],
         "sm_count": [a.cu_count or None if a else None for a in agent_of],
         "sm_boost_clock_hz": [a.max_engine_clk_fcompute * 1e6 if a and a.max_engine_clk_fcompute else None
                               for a in agent_of],
@@ -216,10 +232,10 @@ def _process_rows(path: Path, proc: Process, definitions: str) -> pd.DataFrame:
     }
     extra: dict[str, Any] = {
         "dispatch_id": [d.dispatch_info.dispatch_id for d in disp],
-        "agent_id": [a.logical_node_id if a else None for a in agent_of],
+        "agent_id": [a.logical_node_id if a else d.dispatch_info.agent_id.handle for a, d in zip(agent_of, disp)],
         "queue_id": [d.dispatch_info.queue_id.handle for d in disp],
     }
-    _counters(proc, disp, agent_of, definitions, cols, extra)
+    _counters(per_dispatch, disp, agent_of, definitions, cols, extra, counters_where)
     _peaks(agent_of, cols, extra)
     frame = kernels_from_columns(cols, n)
     for k, v in extra.items():
@@ -238,22 +254,15 @@ def _blocks(work_items: int, group: int) -> int | None:
     return -(-work_items // group) if group > 0 else None
 
 
-def _counters(proc: Process, disp: list[Dispatch], agent_of: list[Agent | None], definitions: str,
-              cols: dict[str, Any], extra: dict[str, Any]) -> None:
-    records = proc.callback_records.counter_collection
-    if not records:
+def _counters(per_dispatch: dict[int, dict[str, float]] | None, disp: list[Dispatch], agent_of: list[Agent | None],
+              definitions: str, cols: dict[str, Any], extra: dict[str, Any], where: str) -> None:
+    if not per_dispatch:
         for q in ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes"):
             cols[source_column(q)] = NO_COUNTERS
         extra["lds_bytes_source"] = NO_COUNTERS
         return
-    names = {c.id.handle: c.name for c in proc.counters}
-    per_dispatch: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for rec in records:
-        values = per_dispatch[rec.dispatch_data.dispatch_info.dispatch_id]
-        for r in rec.records:  # one record per hardware instance: summed, like rocprof's X_sum counters
-            values[names.get(r.counter_id.handle, f"counter {r.counter_id.handle}")] += r.value
     wide = pd.DataFrame([dict(per_dispatch.get(d.dispatch_info.dispatch_id, {})) for d in disp])
-    ctr = rocprof_compute.Counters(wide, "the rocprofv3 counter records",
+    ctr = rocprof_compute.Counters(wide, where,
                                    "collect with rocprofv3 --pmc <the counters named in docs/amd.md>")
     arch = next((a.name for a in agent_of if a), "")
     wave = next((a.wave_front_size for a in agent_of if a and a.wave_front_size), 64)
@@ -264,11 +273,11 @@ def _counters(proc: Process, disp: list[Dispatch], agent_of: list[Agent | None],
     if not counted.all():  # dispatches without a counter record: unavailable, not 0
         for q in ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes",
                   "lds_bytes"):
-            where = extra if q == "lds_bytes" else cols
-            where[q] = np.where(counted, where[q], np.nan)
-            src = where[source_column(q)]
-            where[source_column(q)] = [s if c else NO_COUNTERS for s, c in
-                                       zip(src if isinstance(src, list) else [src] * len(disp), counted)]
+            target = extra if q == "lds_bytes" else cols
+            target[q] = np.where(counted, target[q], np.nan)
+            src = target[source_column(q)]
+            target[source_column(q)] = [s if c else NO_COUNTERS for s, c in
+                                        zip(src if isinstance(src, list) else [src] * len(disp), counted)]
 
 
 def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, Any]) -> None:
