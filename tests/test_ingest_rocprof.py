@@ -268,3 +268,33 @@ def test_peaks_option_selects_measured_or_model():
     # vcopy at HBM: the same bytes and time against two roofs, in their ratio
     ratio = measured["pct_of_roof"].iloc[0] / model["pct_of_roof"].iloc[0]
     assert ratio == pytest.approx(1638.4 / float(bench["HBMBw"]), rel=1e-6)
+
+
+V3CSV = OWN / "rocprof" / "v3csv"
+
+
+def test_rocprofv3_csv_set_equals_the_json_of_the_same_run():
+    """The hand-made CSV set holds the same two dispatches and counters as the hand-made JSON."""
+    import roofline
+
+    csv_rows = roofline.read(V3CSV / "4242_kernel_trace.csv")
+    json_rows = roofline.read(HAND_JSON)
+    assert set(csv_rows["format"]) == {"rocprofv3-csv"}
+    for col in ("kernel_name", "duration_s", "flop_fp32", "flop_tensor", "tensor_path", "l2_bytes", "l1_bytes",
+                "dram_bytes", "grid_x", "grid_y", "block_x", "device_name", "sm_count", "dispatch_id",
+                "peak_flop_per_s_tensor", "peak_l1_bytes_per_s"):
+        assert csv_rows[col].astype(str).tolist() == json_rows[col].astype(str).tolist(), col
+    assert csv_rows["flop_fp32"].iloc[1] == 64 * (100 + 2 * 1000 + 50)
+    prov = csv_rows.attrs["roofline.provenance"][0]
+    assert prov["memory_copies"] == 1 and prov["counters"] == "4242_counter_collection.csv"
+
+
+def test_rocprofv3_csv_companions_are_not_inputs_and_counters_alone_are():
+    import roofline
+    from roofline.ingest.registry import expand, sniff
+
+    assert expand([V3CSV]) == [V3CSV / "4242_kernel_trace.csv"]
+    assert sniff(V3CSV / "4242_counter_collection.csv") == "rocprofv3-csv"
+    alone = roofline.read(V3CSV / "4242_counter_collection.csv")
+    assert alone["kernel_name"].tolist() == ["gemm(float*, float*, float*)"]
+    assert alone["l1_bytes"].iloc[0] == 64 * 8000 and alone["duration_s"].iloc[0] == pytest.approx(1e-5)

@@ -19,7 +19,8 @@ from roofline.errors import (
     UnknownFormatError,
     UnsupportedFormatError,
 )
-from roofline.ingest import ncu_csv, ncu_rep, rocprof_compute, rocprofv3, torch_trace, xplane, xprof_trace
+from roofline.ingest import (ncu_csv, ncu_rep, rocprof_compute, rocprofv3, rocprofv3_csv, torch_trace, xplane,
+                             xprof_trace)
 from roofline.ingest.common import describe_content, head
 
 
@@ -49,6 +50,8 @@ FORMATS: dict[str, Format] = {
                "(+ timestamps.csv, roofline.csv); docs/amd.md", (), rocprof_compute.read),
         Format("rocprofv3", "rocprofv3 --output-format json (.json, .json.gz: kernel dispatches, agents, counters)",
                (), rocprofv3.read),
+        Format("rocprofv3-csv", "rocprofv3 --output-format csv: *kernel_trace.csv (+ its counter_collection.csv, "
+               "agent_info.csv), or a counter_collection.csv", (), rocprofv3_csv.read),
     )
 }
 
@@ -83,6 +86,8 @@ def sniff(path: str | Path) -> str:
         found = "ncu-csv"
     elif rocprof_compute.looks_like_pmc_perf(data):
         found = "rocprof-compute"
+    elif rocprofv3_csv.looks_like(data):
+        found = "rocprofv3-csv"
     elif data[:2] == b"\x1f\x8b":
         try:
             with gzip.open(path, "rb") as fh:
@@ -136,7 +141,8 @@ def expand(paths: Iterable[str | Path]) -> list[Path]:
             workloads = [d for d in (p, *p.rglob("*")) if rocprof_compute.is_workload(d)]
             out.extend(sorted(workloads + [f for f in p.rglob("*") if f.is_file()
                                            and f.name.lower().endswith(PROFILE_SUFFIXES)
-                                           and not any(w in f.parents for w in workloads)]))
+                                           and not any(w in f.parents for w in workloads)
+                                           and not rocprofv3_csv.is_companion(f)]))
         else:
             out.append(p)
     return out

@@ -188,7 +188,7 @@ def _process_rows(path: Path, proc: Process, definitions: str) -> pd.DataFrame:
                 values[counter_names.get(r.counter_id.handle, f"counter {r.counter_id.handle}")] += r.value
     return dispatch_rows(path, FORMAT, proc.buffer_records.kernel_dispatch, names,
                          {a.id.handle: a for a in proc.agents}, per_dispatch, definitions,
-                         "buffer_records.kernel_dispatch", "the rocprofv3 counter records")
+                         "buffer_records.kernel_dispatch", "callback_records.counter_collection (rocprofv3 JSON)")
 
 
 def dispatch_rows(path: Path, fmt: str, dispatches: list[Dispatch], names: dict[int, str], agents: dict[int, Agent],
