@@ -251,13 +251,12 @@ def read(path: str | Path, definitions: str = "3.6", roofline_device: int = 0) -
     line = derive_counters(ctr, arch, int(_num(info.get("wave_size")) or 64), _num(info.get("lds_banks_per_cu")),
                            definitions, cols, extra)
 
-    names = pmc["Kernel_Name"].astype(str)
+    names = [kernel_name(s) for s in pmc["Kernel_Name"].astype(str)]
     cols.update({
         "source_file": str(path), "format": FORMAT, "range_id": 0,
         "kernel_id": np.arange(n, dtype="int64"),
-        "kernel_name": names.tolist(),
-        "kernel_short_name": [short_name(re.sub(r"\s*(\[clone \.kd\]|\(\.kd\))$", "", s)).removesuffix(".kd")
-                              for s in names],
+        "kernel_name": names,
+        "kernel_short_name": [short_name(s) for s in names],
         "device_name": info.get("gpu_model") or None,
         "compute_capability": arch,
         "sm_count": int(_num(info.get("cu_per_gpu")) or 0) or None,
@@ -310,6 +309,12 @@ def derive_counters(ctr: Counters, arch: str, wave: int, lds_banks: float | None
         cols[col], cols[source_column(col)] = d.evaluate(ctr)
     extra["lds_bytes"], extra["lds_bytes_source"] = _lds(lds_banks).evaluate(ctr)
     return line
+
+
+def kernel_name(raw: str) -> str:
+    """The kernel's signature without the code-object descriptor suffix that rocprof releases write
+    differently (`` [clone .kd]``, `` (.kd)``, ``.kd``), so one kernel has one name across releases."""
+    return re.sub(r"(\s*\[clone \.kd\]|\s*\(\.kd\)|\.kd)$", "", raw.strip())
 
 
 def _num(v: Any) -> float | None:

@@ -202,8 +202,8 @@ def dispatch_rows(path: Path, fmt: str, dispatches: list[Dispatch], names: dict[
         return pd.DataFrame()
     named: dict[int, tuple[str, str]] = {}  # kernel_id -> (name, short name), each computed once
     for kid in {d.dispatch_info.kernel_id for d in disp}:
-        name = names.get(kid) or f"kernel_id {kid}"
-        named[kid] = (name, short_name(name).removesuffix(".kd"))
+        name = rocprof_compute.kernel_name(names.get(kid) or f"kernel_id {kid}")
+        named[kid] = (name, short_name(name))
     start = np.fromiter((d.start_timestamp for d in disp), dtype="int64", count=n)
     end = np.fromiter((d.end_timestamp for d in disp), dtype="int64", count=n)
     span = (end - start).astype(float)
