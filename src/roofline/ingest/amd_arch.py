@@ -51,7 +51,8 @@ def family(arch: str) -> str | None:
     return None
 
 
-def _num(v: Any) -> float | None:
+def number(v: Any) -> float | None:
+    """A positive finite number from a sysinfo/CSV field, else None (a missing or damaged figure)."""
     try:
         f = float(v)
     except (TypeError, ValueError):
@@ -75,15 +76,15 @@ def model_peaks(info: dict[str, Any]) -> dict[str, tuple[float, str]]:
     out: dict[str, tuple[float, str]] = {}
     arch = str(info.get("gpu_arch", ""))
     fam = family(arch)
-    cus, sclk_mhz = _num(info.get("cu_per_gpu")), _num(info.get("max_sclk"))
-    hbm = _num(info.get("hbm_bw"))
+    cus, sclk_mhz = number(info.get("cu_per_gpu")), number(info.get("max_sclk"))
+    hbm = number(info.get("hbm_bw"))
     if hbm:
         out["peak_dram_bytes_per_s"] = (hbm * 1e9, f"model: sysinfo.csv hbm_bw {hbm:g} GB/s (theoretical)")
     if not (cus and sclk_mhz):
         return out
     clk = sclk_mhz * 1e6
     where = f"{int(cus)} CUs × max_sclk {sclk_mhz:g} MHz (sysinfo.csv)"
-    banks = _num(info.get("lds_banks_per_cu"))
+    banks = number(info.get("lds_banks_per_cu"))
     if banks:
         out["peak_lds_bytes_per_s"] = (cus * clk * 4 * banks, f"model: 4 B × {banks:g} LDS banks × {where} "
                                                               "(rocprof-compute's LDS peak)")
@@ -91,7 +92,7 @@ def model_peaks(info: dict[str, Any]) -> dict[str, tuple[float, str]]:
         return out
     l1 = L1_BYTES_PER_CLK_PER_CU[fam]
     out["peak_l1_bytes_per_s"] = (cus * clk * l1, f"model: {l1} B/clk/CU vL1D × {where} (rocprof-compute's vL1D peak)")
-    chans = _num(info.get("total_l2_chan"))
+    chans = number(info.get("total_l2_chan"))
     if chans:
         out["peak_l2_bytes_per_s"] = (chans * clk * L2_BYTES_PER_CLK_PER_CHANNEL,
                                       f"model: {L2_BYTES_PER_CLK_PER_CHANNEL} B/clk × {int(chans)} L2 channels × "

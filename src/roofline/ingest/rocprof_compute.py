@@ -30,6 +30,7 @@ import pandas as pd
 
 from roofline.errors import CorruptReportError, FormatMismatchError, InputNotFoundError, NoKernelsError
 from roofline.ingest import amd_arch
+from roofline.ingest.amd_arch import number as _number
 from roofline.ingest.common import check_exists, provenance_record
 from roofline.ingest.ncu_csv import short_name
 from roofline.schema import UNAVAILABLE, conform_kernels, kernels_from_columns, set_provenance, source_column
@@ -178,7 +179,8 @@ def line_bytes(arch: str, definitions: str) -> tuple[int, str]:
 # -- reading -----------------------------------------------------------------------------------
 
 
-def _csv(path: Path, **kw: Any) -> pd.DataFrame:
+def read_csv(path: Path, **kw: Any) -> pd.DataFrame:
+    """A CSV of a profiler output; unreadable text is a typed error naming the file."""
     check_exists(path)
     try:
         return pd.read_csv(path, **kw)
@@ -187,7 +189,7 @@ def _csv(path: Path, **kw: Any) -> pd.DataFrame:
 
 
 def read_sysinfo(folder: Path) -> dict[str, Any]:
-    frame = _csv(folder / SYSINFO, dtype=str, keep_default_na=False)
+    frame = read_csv(folder / SYSINFO, dtype=str, keep_default_na=False)
     if frame.empty:
         raise CorruptReportError(folder / SYSINFO, "has a header but no row")
     return {str(k).strip(): str(v).strip() for k, v in frame.iloc[0].items()}
@@ -234,7 +236,7 @@ def read(path: str | Path, definitions: str = "3.6", roofline_device: int = 0) -
     path = Path(path)
     check_exists(path)
     folder = _workload_dir(path)
-    pmc = _csv(folder / PMC, dtype=str, keep_default_na=False)
+    pmc = read_csv(folder / PMC, dtype=str, keep_default_na=False)
     if pmc.empty:
         raise NoKernelsError(folder / PMC, "has a header but no dispatch")
     for need in ("Kernel_Name", "Start_Timestamp", "End_Timestamp"):
@@ -248,8 +250,8 @@ def read(path: str | Path, definitions: str = "3.6", roofline_device: int = 0) -
     extra: dict[str, Any] = {}
 
     cols["duration_s"], cols["duration_s_source"] = _durations(folder, pmc)
-    line = derive_counters(ctr, arch, int(_num(info.get("wave_size")) or 64), _num(info.get("lds_banks_per_cu")),
-                           definitions, cols, extra)
+    wave = int(_number(info.get("wave_size")) or 64)
+    line = derive_counters(ctr, arch, wave, _number(info.get("lds_banks_per_cu")), definitions, cols, extra)
 
     names = [kernel_name(s) for s in pmc["Kernel_Name"].astype(str)]
     cols.update({
@@ -259,11 +261,11 @@ def read(path: str | Path, definitions: str = "3.6", roofline_device: int = 0) -
         "kernel_short_name": [short_name(s) for s in names],
         "device_name": info.get("gpu_model") or None,
         "compute_capability": arch,
-        "sm_count": int(_num(info.get("cu_per_gpu")) or 0) or None,
+        "sm_count": int(_number(info.get("cu_per_gpu")) or 0) or None,
         "metric_set": "rocprof-compute",
-        "sm_clock_hz": (_num(info.get("cur_sclk")) or math.nan) * 1e6,
-        "sm_boost_clock_hz": (_num(info.get("max_sclk")) or math.nan) * 1e6,
-        "dram_clock_hz": (_num(info.get("cur_mclk")) or math.nan) * 1e6,
+        "sm_clock_hz": (_number(info.get("cur_sclk")) or math.nan) * 1e6,
+        "sm_boost_clock_hz": (_number(info.get("max_sclk")) or math.nan) * 1e6,
+        "dram_clock_hz": (_number(info.get("cur_mclk")) or math.nan) * 1e6,
         "replay_ok": True,
     })
     _launch(pmc, cols)
@@ -271,7 +273,7 @@ def read(path: str | Path, definitions: str = "3.6", roofline_device: int = 0) -
         if "Dispatch_ID" in pmc else pd.array([pd.NA] * n, dtype="Int64")
     extra["agent_id"] = pd.to_numeric(pmc["GPU_ID"], errors="coerce").astype("Int64").to_numpy() \
         if "GPU_ID" in pmc else pd.array([pd.NA] * n, dtype="Int64")
-    extra["xcd_count"] = int(_num(info.get("num_xcd")) or 1)
+    extra["xcd_count"] = int(_number(info.get("num_xcd")) or 1)
 
     peaks, peak_meta = workload_peaks(folder, info, roofline_device)
     for col, (value, source) in peaks.items():
@@ -317,14 +319,6 @@ def kernel_name(raw: str) -> str:
     return re.sub(r"(\s*\[clone \.kd\]|\s*\(\.kd\)|\.kd)$", "", raw.strip())
 
 
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
-
-
 def _durations(folder: Path, pmc: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
     """End − Start of each dispatch: pmc_perf.csv's own timestamps (what rocprof-compute divides by),
     cross-checked against timestamps.csv where it has the same dispatches."""
@@ -333,7 +327,7 @@ def _durations(folder: Path, pmc: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
     source = [w or "End_Timestamp − Start_Timestamp of pmc_perf.csv (ns)" for w in why]
     ts_path = folder / TIMESTAMPS
     if ts_path.is_file():
-        ts = _csv(ts_path, dtype=str, keep_default_na=False)
+        ts = read_csv(ts_path, dtype=str, keep_default_na=False)
         if len(ts) == len(pmc) and {"Start_Timestamp", "End_Timestamp"} <= set(ts.columns):
             s2, e2, _ = _timestamps(ts, TIMESTAMPS)
             same = (s2 == start) & (e2 == end)
@@ -415,7 +409,7 @@ def measured_roofs(path: str | Path, device: int = 0) -> dict[str, tuple[float, 
     its GPU_ID maps to, so ``device`` picks it (rocprof-compute's own default is 0).
     """
     path = Path(path)
-    frame = _csv(path)
+    frame = read_csv(path)
     if "device" not in frame.columns:
         raise FormatMismatchError(path, "has no 'device' column: not a rocprof-compute roofline.csv")
     rows = frame[pd.to_numeric(frame["device"], errors="coerce") == device]
@@ -427,16 +421,16 @@ def measured_roofs(path: str | Path, device: int = 0) -> dict[str, tuple[float, 
     for name, col in ROOFLINE_COLUMNS.items():
         if name not in frame.columns:
             continue
-        value = _num(row[name])
-        if value is None or value <= 0:
+        value = _number(row[name])
+        if value is None:  # (number() is positive or None)
             continue
         # (its writer spells some spread columns differently: hbmBwHigh, MFMAFI8OpsLow)
         lo = next((lower[k] for k in (f"{name}low".lower(), f"{name}low".lower().replace("mfmai8", "mfmafi8"))
                    if k in lower), None)
         hi = next((lower[k] for k in (f"{name}high".lower(), f"{name}high".lower().replace("mfmai8", "mfmafi8"))
                    if k in lower), None)
-        out[col] = (value * 1e9, _num(row[lo]) * 1e9 if lo is not None and _num(row[lo]) else None,
-                    _num(row[hi]) * 1e9 if hi is not None and _num(row[hi]) else None, name)
+        low, high = (_number(row[c]) if c is not None else None for c in (lo, hi))
+        out[col] = (value * 1e9, low * 1e9 if low else None, high * 1e9 if high else None, name)
     return out
 
 
@@ -510,7 +504,7 @@ def peaks_from(value: str | Path, device: int = 0) -> Any:
     else:
         info = read_sysinfo(p.parent)
         device_name = f"{info.get('gpu_model', '?')} model ({p})"
-        clk = (_num(info.get("max_sclk")) or 0) * 1e6 or None
+        clk = (_number(info.get("max_sclk")) or 0) * 1e6 or None
         for col, (v, src) in amd_arch.model_peaks(info).items():
             key = _PEAKS_KEYS.get(col)
             if key:

@@ -21,9 +21,10 @@ from typing import Any
 
 import pandas as pd
 
-from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError
+from roofline.errors import FormatMismatchError, NoKernelsError
 from roofline.ingest import rocprofv3 as v3
 from roofline.ingest.common import check_exists, provenance_record
+from roofline.ingest.rocprof_compute import read_csv
 from roofline.schema import conform_kernels, set_provenance
 
 FORMAT = "rocprofv3-csv"
@@ -61,11 +62,7 @@ def is_companion(path: Path) -> bool:
 
 
 def _csv(path: Path) -> pd.DataFrame:
-    check_exists(path)
-    try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
-        raise CorruptReportError(path, f"not a readable CSV ({exc})") from None
+    return read_csv(path, dtype=str, keep_default_na=False)
 
 
 def _int(v: Any, default: int = 0) -> int:
