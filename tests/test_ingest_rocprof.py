@@ -298,3 +298,17 @@ def test_rocprofv3_csv_companions_are_not_inputs_and_counters_alone_are():
     alone = roofline.read(V3CSV / "4242_counter_collection.csv")
     assert alone["kernel_name"].tolist() == ["gemm(float*, float*, float*)"]
     assert alone["l1_bytes"].iloc[0] == 64 * 8000 and alone["duration_s"].iloc[0] == pytest.approx(1e-5)
+
+
+def test_workload_long_metrics_frame_keeps_every_counter():
+    import roofline
+
+    folder = shared(MI300X)
+    long = roofline.read_metrics(folder)
+    rows = _rows(folder / "pmc_perf.csv")
+    assert len(long) == len(rows) * len(rows[0])
+    inst = long["instance"].astype(object).fillna("")
+    one = long[((long["kernel_id"] == 1) & (long["metric"] == "TCC_EA0_RDREQ")).to_numpy(bool) & (inst == "5").to_numpy()]
+    assert one["value"].tolist() == [float(rows[1]["TCC_EA0_RDREQ[5]"])]
+    summed = long[((long["kernel_id"] == 0) & (long["metric"] == "TCC_HIT_sum")).to_numpy(bool)]["value"].tolist()
+    assert summed == [float(rows[0]["TCC_HIT_sum"])]

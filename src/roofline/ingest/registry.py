@@ -47,7 +47,7 @@ FORMATS: dict[str, Format] = {
         Format("xprof-trace", "XProf trace-viewer / perfetto JSON of an xplane (.trace.json.gz; timing only)",
                xprof_trace.SUFFIXES, xprof_trace.read),
         Format("rocprof-compute", "rocprof-compute (Omniperf) workload folder: pmc_perf.csv + sysinfo.csv "
-               "(+ timestamps.csv, roofline.csv); docs/amd.md", (), rocprof_compute.read),
+               "(+ timestamps.csv, roofline.csv); docs/amd.md", (), rocprof_compute.read, rocprof_compute.read_metrics),
         Format("rocprofv3", "rocprofv3 --output-format json (.json, .json.gz: kernel dispatches, agents, counters)",
                (), rocprofv3.read),
         Format("rocprofv3-csv", "rocprofv3 --output-format csv: *kernel_trace.csv (+ its counter_collection.csv, "

@@ -33,7 +33,8 @@ from roofline.ingest import amd_arch
 from roofline.ingest.amd_arch import number as _number
 from roofline.ingest.common import check_exists, provenance_record
 from roofline.ingest.ncu_csv import short_name
-from roofline.schema import UNAVAILABLE, conform_kernels, kernels_from_columns, set_provenance, source_column
+from roofline.schema import (UNAVAILABLE, conform_kernels, conform_metrics, kernels_from_columns, set_provenance,
+                             source_column)
 
 FORMAT = "rocprof-compute"
 PMC, SYSINFO, TIMESTAMPS, DISPATCH_INFO, ROOFLINE = (
@@ -389,6 +390,21 @@ def _has_no_type(arch: str, t: str) -> bool:
     return not arch.startswith("gfx950")  # F6/F4 MFMA: CDNA4 only
 
 
+def read_metrics(path: str | Path) -> pd.DataFrame:
+    """Every counter of every dispatch in ``pmc_perf.csv`` (long frame); ``X[n]`` is metric X, instance n."""
+    path = Path(path)
+    folder = _workload_dir(path) if path.is_dir() or (path.parent / SYSINFO).is_file() else path.parent
+    pmc = read_csv(folder / PMC, dtype=str, keep_default_na=False)
+    long = pmc.reset_index(names="kernel_id").melt(id_vars="kernel_id", var_name="column", value_name="value_text")
+    parts = long["column"].str.extract(r"^(?P<metric>.+?)(?:\[(?P<instance>\d+)\])?$")
+    frame = pd.DataFrame({"source_file": str(path), "range_id": 0, "kernel_id": long["kernel_id"],
+                          "metric": parts["metric"], "instance": parts["instance"],
+                          "value": pd.to_numeric(long["value_text"], errors="coerce"),
+                          "value_text": long["value_text"], "unit": pd.NA})
+    meta = provenance_record(path, FORMAT, tool="rocprof-compute")
+    return set_provenance(conform_metrics(frame), [meta])
+
+
 # -- peaks -------------------------------------------------------------------------------------
 
 #: roofline.csv column -> canonical peak column (bandwidth in GB/s, compute in GFLOP/s or GOP/s)
@@ -515,6 +531,6 @@ def peaks_from(value: str | Path, device: int = 0) -> Any:
     return Peaks(device_name, compute, bandwidth)
 
 
-__all__ = ["read", "is_workload", "is_peaks_file", "peaks_from", "looks_like_pmc_perf", "measured_roofs",
-           "workload_peaks", "line_bytes", "derive_counters", "Counters",
-           "FORMAT", "MFMA_TYPES", "EXTRA_COLUMNS"]
+__all__ = ["read", "read_metrics", "is_workload", "is_peaks_file", "peaks_from", "looks_like_pmc_perf",
+           "measured_roofs", "workload_peaks", "line_bytes", "derive_counters", "Counters", "FORMAT", "MFMA_TYPES",
+           "EXTRA_COLUMNS"]
