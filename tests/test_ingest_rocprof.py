@@ -308,7 +308,8 @@ def test_workload_long_metrics_frame_keeps_every_counter():
     rows = _rows(folder / "pmc_perf.csv")
     assert len(long) == len(rows) * len(rows[0])
     inst = long["instance"].astype(object).fillna("")
-    one = long[((long["kernel_id"] == 1) & (long["metric"] == "TCC_EA0_RDREQ")).to_numpy(bool) & (inst == "5").to_numpy()]
+    pick = ((long["kernel_id"] == 1) & (long["metric"] == "TCC_EA0_RDREQ")).to_numpy(bool) & (inst == "5").to_numpy()
+    one = long[pick]
     assert one["value"].tolist() == [float(rows[1]["TCC_EA0_RDREQ[5]"])]
     summed = long[((long["kernel_id"] == 0) & (long["metric"] == "TCC_HIT_sum")).to_numpy(bool)]["value"].tolist()
     assert summed == [float(rows[0]["TCC_HIT_sum"])]
