@@ -313,3 +313,23 @@ def test_workload_long_metrics_frame_keeps_every_counter():
     assert one["value"].tolist() == [float(rows[1]["TCC_EA0_RDREQ[5]"])]
     summed = long[((long["kernel_id"] == 0) & (long["metric"] == "TCC_HIT_sum")).to_numpy(bool)]["value"].tolist()
     assert summed == [float(rows[0]["TCC_HIT_sum"])]
+
+
+def test_damaged_amd_inputs_are_typed_errors_naming_the_file(tmp_path):
+    import shutil
+
+    import roofline
+    from roofline.errors import RooflineError
+
+    empty = tmp_path / "w"
+    empty.mkdir()
+    shutil.copyfile(shared(MI200) / "sysinfo.csv", empty / "sysinfo.csv")
+    (empty / "pmc_perf.csv").write_bytes(b"")
+    truncated = tmp_path / "cut.json.gz"
+    truncated.write_bytes(gzip.compress(HAND_JSON.read_bytes())[:200])
+    shape = tmp_path / "shape.json"
+    shape.write_text('{"rocprofiler-sdk-tool": {"agents": []}}')
+    for bad, named in ((empty, empty / "pmc_perf.csv"), (truncated, truncated), (shape, shape)):
+        with pytest.raises(RooflineError) as err:
+            roofline.read(bad)
+        assert str(named) in str(err.value)
