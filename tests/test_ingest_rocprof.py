@@ -333,3 +333,27 @@ def test_damaged_amd_inputs_are_typed_errors_naming_the_file(tmp_path):
         with pytest.raises(RooflineError) as err:
             roofline.read(bad)
         assert str(named) in str(err.value)
+
+
+def test_gzipped_pmc_perf_and_a_sysinfo_without_hbm_bw(tmp_path):
+    """rocprof-compute's own test workloads store pmc_perf.csv.gz, and newer sysinfo.csv has no hbm_bw
+    (max_mclk × 32 B × num_hbm_channels instead, which equals hbm_bw where a file has both)."""
+    import shutil
+
+    import roofline
+
+    src = shared(MI300X)
+    folder = tmp_path / "MI300X_A1"
+    folder.mkdir()
+    (folder / "pmc_perf.csv.gz").write_bytes(gzip.compress((src / "pmc_perf.csv").read_bytes()))
+    shutil.copyfile(src / "timestamps.csv", folder / "timestamps.csv")
+    info = _rows(src / "sysinfo.csv")[0]
+    del info["hbm_bw"]
+    with (folder / "sysinfo.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(info))
+        w.writeheader()
+        w.writerow(info)
+    new, old = roofline.read(folder), roofline.read(src)
+    assert new["dram_bytes"].tolist() == old["dram_bytes"].tolist() and len(new) == 3
+    assert new["peak_dram_bytes_per_s"].iloc[0] == pytest.approx(5324.8e9)  # 1300 MHz × 32 B × 128
+    assert "128 HBM channels" in new["peak_dram_bytes_per_s_source"].iloc[0]

@@ -35,6 +35,7 @@ SOURCES: dict[str, str] = {
 #: bytes per clock: vL1D per CU and L2 per channel, as rocprof-compute's speed-of-light panel takes them
 L1_BYTES_PER_CLK_PER_CU = {"CDNA2": 64, "CDNA3": 128, "CDNA4": 128}
 L2_BYTES_PER_CLK_PER_CHANNEL = 128
+HBM_BYTES_PER_CLK_PER_CHANNEL = 32  # = hbm_bw where sysinfo has both: 1600 MHz × 32 B × 32 ch = 1638.4 GB/s
 FP16_VALU_NOTE = "rocprof-compute's VALU peak (64 lanes × 2 FLOP per clock per CU; packed FP16 counted once)"
 
 _PATH_COLUMN = {"fp64": "peak_flop_per_s_fp64", "fp32": "peak_flop_per_s_fp32", "fp16": "peak_flop_per_s_fp16"}
@@ -78,8 +79,13 @@ def model_peaks(info: dict[str, Any]) -> dict[str, tuple[float, str]]:
     fam = family(arch)
     cus, sclk_mhz = number(info.get("cu_per_gpu")), number(info.get("max_sclk"))
     hbm = number(info.get("hbm_bw"))
+    mclk, channels = number(info.get("max_mclk")), number(info.get("num_hbm_channels"))
     if hbm:
         out["peak_dram_bytes_per_s"] = (hbm * 1e9, f"model: sysinfo.csv hbm_bw {hbm:g} GB/s (theoretical)")
+    elif mclk and channels:  # newer sysinfo.csv has no hbm_bw: rocprof-compute's own hbmBandwidth formula
+        out["peak_dram_bytes_per_s"] = (mclk * 1e6 * HBM_BYTES_PER_CLK_PER_CHANNEL * channels,
+                                        f"model: max_mclk {mclk:g} MHz × {HBM_BYTES_PER_CLK_PER_CHANNEL} B × "
+                                        f"{int(channels)} HBM channels (sysinfo.csv; rocprof-compute's hbmBandwidth)")
     if not (cus and sclk_mhz):
         return out
     clk = sclk_mhz * 1e6

@@ -57,7 +57,13 @@ EXTRA_COLUMNS = (*(c for _, c, _ in MFMA_TYPES), "lds_bytes", "lds_bytes_source"
 def is_workload(path: str | Path) -> bool:
     """A directory holding ``pmc_perf.csv`` and ``sysinfo.csv``: one rocprof-compute workload."""
     p = Path(path)
-    return p.is_dir() and (p / PMC).is_file() and (p / SYSINFO).is_file()
+    return p.is_dir() and pmc_path(p).is_file() and (p / SYSINFO).is_file()
+
+
+def pmc_path(folder: Path) -> Path:
+    """``pmc_perf.csv``, or the ``pmc_perf.csv.gz`` that rocprof-compute's own test workloads store."""
+    plain = folder / PMC
+    return plain if plain.is_file() or not (folder / f"{PMC}.gz").is_file() else folder / f"{PMC}.gz"
 
 
 def looks_like_pmc_perf(head: bytes) -> bool:
@@ -198,7 +204,7 @@ def read_sysinfo(folder: Path) -> dict[str, Any]:
 
 def _workload_dir(path: Path) -> Path:
     if path.is_dir():
-        if not (path / PMC).is_file():
+        if not pmc_path(path).is_file():
             raise FormatMismatchError(path, f"is a folder without {PMC}: not a rocprof-compute workload")
         if not (path / SYSINFO).is_file():
             raise FormatMismatchError(path, f"has {PMC} but no {SYSINFO}: the GPU (arch, CUs, clocks) is unknown")
@@ -237,12 +243,12 @@ def read(path: str | Path, definitions: str = "3.6", roofline_device: int = 0) -
     path = Path(path)
     check_exists(path)
     folder = _workload_dir(path)
-    pmc = read_csv(folder / PMC, dtype=str, keep_default_na=False)
+    pmc = read_csv(pmc_path(folder), dtype=str, keep_default_na=False)
     if pmc.empty:
-        raise NoKernelsError(folder / PMC, "has a header but no dispatch")
+        raise NoKernelsError(pmc_path(folder), "has a header but no dispatch")
     for need in ("Kernel_Name", "Start_Timestamp", "End_Timestamp"):
         if need not in pmc.columns:
-            raise FormatMismatchError(folder / PMC, f"has no {need} column: not a rocprof-compute pmc_perf.csv")
+            raise FormatMismatchError(pmc_path(folder), f"has no {need} column: not a rocprof-compute pmc_perf.csv")
     info = read_sysinfo(folder)
     arch = info.get("gpu_arch", "") or "unknown"
     n = len(pmc)
@@ -323,7 +329,7 @@ def kernel_name(raw: str) -> str:
 def _durations(folder: Path, pmc: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
     """End − Start of each dispatch: pmc_perf.csv's own timestamps (what rocprof-compute divides by),
     cross-checked against timestamps.csv where it has the same dispatches."""
-    start, end, why = _timestamps(pmc, PMC)
+    start, end, why = _timestamps(pmc, pmc_path(folder).name)
     span = np.where([w is None for w in why], (end - start).astype(float) * 1e-9, np.nan)
     source = [w or "End_Timestamp − Start_Timestamp of pmc_perf.csv (ns)" for w in why]
     ts_path = folder / TIMESTAMPS
@@ -394,7 +400,7 @@ def read_metrics(path: str | Path) -> pd.DataFrame:
     """Every counter of every dispatch in ``pmc_perf.csv`` (long frame); ``X[n]`` is metric X, instance n."""
     path = Path(path)
     folder = _workload_dir(path) if path.is_dir() or (path.parent / SYSINFO).is_file() else path.parent
-    pmc = read_csv(folder / PMC, dtype=str, keep_default_na=False)
+    pmc = read_csv(pmc_path(folder), dtype=str, keep_default_na=False)
     long = pmc.reset_index(names="kernel_id").melt(id_vars="kernel_id", var_name="column", value_name="value_text")
     parts = long["column"].str.extract(r"^(?P<metric>.+?)(?:\[(?P<instance>\d+)\])?$")
     frame = pd.DataFrame({"source_file": str(path), "range_id": 0, "kernel_id": long["kernel_id"],
