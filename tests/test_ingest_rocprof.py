@@ -357,3 +357,35 @@ def test_gzipped_pmc_perf_and_a_sysinfo_without_hbm_bw(tmp_path):
     assert new["dram_bytes"].tolist() == old["dram_bytes"].tolist() and len(new) == 3
     assert new["peak_dram_bytes_per_s"].iloc[0] == pytest.approx(5324.8e9)  # 1300 MHz × 32 B × 128
     assert "128 HBM channels" in new["peak_dram_bytes_per_s_source"].iloc[0]
+
+
+def test_per_pass_results_files_merge_like_pmc_perf(tmp_path):
+    """A workload with per-pass long files (results_pmc_perf_<n>.csv, no merged pmc_perf.csv), made here
+    from the MI200 pmc_perf.csv: two passes, GRBM_GUI_ACTIVE in both (the first pass's value is kept)."""
+    import shutil
+
+    import roofline
+
+    src = shared(MI200)
+    rows = _rows(src / "pmc_perf.csv")
+    ident = ["Dispatch_ID", "Kernel_Name", "GPU_ID", "Grid_Size", "Workgroup_Size", "Start_Timestamp",
+             "End_Timestamp"]
+    counters = [c for c in rows[0] if c not in ident and (c.startswith(("SQ_", "TCP_", "TCC_")))]
+    half = len(counters) // 2
+    folder = tmp_path / "MI200"
+    folder.mkdir()
+    for n, names in enumerate((counters[:half] + ["GRBM_GUI_ACTIVE"], counters[half:] + ["GRBM_GUI_ACTIVE"])):
+        with (folder / f"results_pmc_perf_{n}.csv").open("w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(ident + ["Counter_Name", "Counter_Value"])
+            for r in rows:
+                for c in names:
+                    value = float(r[c]) + (1000 if (n and c == "GRBM_GUI_ACTIVE") else 0)
+                    w.writerow([r[k] for k in ident] + [c, value])
+    shutil.copyfile(src / "sysinfo.csv", folder / "sysinfo.csv")
+    merged, direct = roofline.read(folder), roofline.read(src)
+    for col in ("duration_s", "dram_bytes", "l2_bytes", "l1_bytes", "flop_fp64", "kernel_name", "grid_x"):
+        assert merged[col].tolist() == direct[col].tolist(), col
+    long = roofline.read_metrics(folder)
+    grbm = long[(long["metric"] == "GRBM_GUI_ACTIVE").to_numpy(bool)]["value"].tolist()
+    assert grbm == [float(r["GRBM_GUI_ACTIVE"]) for r in rows]

@@ -1,5 +1,7 @@
 """Architecture model of AMD Instinct GPUs from a rocprof-compute ``sysinfo.csv``: CUs × per-CU rate × clock.
 
+Also the two readers every AMD module shares: a profiler CSV (typed errors) and ``sysinfo.csv``.
+
 Used where a workload has no measured ``roofline.csv`` roof (or for the roofs it lacks). The per-CU
 per-clock rates are the CDNA whitepapers' and data sheets' (the same rates the vetted spec table
 ``hardware/gpus.toml`` stores for MI250X and MI300X; a test checks they agree); cache and LDS
@@ -11,7 +13,15 @@ rates are the ones rocprof-compute's own speed-of-light panel uses. Kept here ra
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
+
+import pandas as pd
+
+from roofline.errors import CorruptReportError
+from roofline.ingest.common import check_exists
+
+SYSINFO = "sysinfo.csv"
 
 #: per-CU per-clock FLOPs (OPs for int8) by arch family; MFMA keys are the reader's tensor paths
 RATES: dict[str, dict[str, float]] = {
@@ -110,3 +120,19 @@ def model_peaks(info: dict[str, Any]) -> dict[str, tuple[float, str]]:
         col = _PATH_COLUMN.get(key, f"peak_flop_per_s_tensor:{key}")
         out[col] = (cus * clk * rate, src)
     return out
+
+
+def read_csv(path: Path, **kw: Any) -> pd.DataFrame:
+    """A CSV of a profiler output; unreadable text is a typed error naming the file."""
+    check_exists(path)
+    try:
+        return pd.read_csv(path, **kw)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+        raise CorruptReportError(path, f"not a readable CSV ({exc})") from None
+
+
+def read_sysinfo(folder: Path) -> dict[str, Any]:
+    frame = read_csv(folder / SYSINFO, dtype=str, keep_default_na=False)
+    if frame.empty:
+        raise CorruptReportError(folder / SYSINFO, "has a header but no row")
+    return {str(k).strip(): str(v).strip() for k, v in frame.iloc[0].items()}

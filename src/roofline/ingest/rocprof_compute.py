@@ -28,17 +28,17 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from roofline.errors import CorruptReportError, FormatMismatchError, InputNotFoundError, NoKernelsError
-from roofline.ingest import amd_arch
+from roofline.errors import FormatMismatchError, InputNotFoundError, NoKernelsError
+from roofline.ingest.amd_arch import SYSINFO, read_csv, read_sysinfo
 from roofline.ingest.amd_arch import number as _number
+from roofline.ingest.rocprof_peaks import is_peaks_file, measured_roofs, peaks_from, tensor_peak, workload_peaks
 from roofline.ingest.common import check_exists, provenance_record
 from roofline.ingest.ncu_csv import short_name
 from roofline.schema import (UNAVAILABLE, conform_kernels, conform_metrics, kernels_from_columns, set_provenance,
                              source_column)
 
 FORMAT = "rocprof-compute"
-PMC, SYSINFO, TIMESTAMPS, DISPATCH_INFO, ROOFLINE = (
-    "pmc_perf.csv", "sysinfo.csv", "timestamps.csv", "pmc_dispatch_info.csv", "roofline.csv")
+PMC, TIMESTAMPS = "pmc_perf.csv", "timestamps.csv"
 DEFINITIONS = ("3.6", "3.7")
 COLLECT = "collect with `rocprof-compute profile` (its default set, or --roof-only for the roofline counters)"
 
@@ -57,13 +57,55 @@ EXTRA_COLUMNS = (*(c for _, c, _ in MFMA_TYPES), "lds_bytes", "lds_bytes_source"
 def is_workload(path: str | Path) -> bool:
     """A directory holding ``pmc_perf.csv`` and ``sysinfo.csv``: one rocprof-compute workload."""
     p = Path(path)
-    return p.is_dir() and pmc_path(p).is_file() and (p / SYSINFO).is_file()
+    return p.is_dir() and (pmc_path(p).is_file() or bool(_pass_files(p))) and (p / SYSINFO).is_file()
 
 
 def pmc_path(folder: Path) -> Path:
     """``pmc_perf.csv``, or the ``pmc_perf.csv.gz`` that rocprof-compute's own test workloads store."""
     plain = folder / PMC
     return plain if plain.is_file() or not (folder / f"{PMC}.gz").is_file() else folder / f"{PMC}.gz"
+
+
+def _pass_files(folder: Path) -> list[Path]:
+    """Per-pass ``results_pmc_perf_<n>.csv`` (long form) of a workload not merged into pmc_perf.csv, by n."""
+    found = [(int(m.group(1)), f) for f in folder.glob("results_pmc_perf_*.csv")
+             if (m := re.fullmatch(r"results_pmc_perf_(\d+)\.csv", f.name))]
+    return [f for _, f in sorted(found)]
+
+
+_IDENTITY = ("Dispatch_ID", "Kernel_Name", "GPU_ID", "Grid_Size", "Workgroup_Size", "Start_Timestamp",
+             "End_Timestamp")
+
+
+def load_pmc(folder: Path) -> tuple[pd.DataFrame, str]:
+    """One row per dispatch, counters as columns (strings as written), and the file(s) it came from.
+
+    Without ``pmc_perf.csv``, the per-pass long files are merged as rocprof-compute's analyze does:
+    a counter's instance rows are summed within a pass, and a counter several passes collected is
+    taken from the first; names, sizes and timestamps of a dispatch come from the first pass."""
+    if pmc_path(folder).is_file() or not _pass_files(folder):
+        path = pmc_path(folder)
+        return read_csv(path, dtype=str, keep_default_na=False), path.name
+    passes = _pass_files(folder)
+    ident: pd.DataFrame | None = None
+    counters: dict[str, pd.Series] = {}
+    for f in passes:
+        long = read_csv(f, dtype=str, keep_default_na=False)
+        missing = [c for c in ("Dispatch_ID", "Counter_Name", "Counter_Value") if c not in long.columns]
+        if missing:
+            raise FormatMismatchError(f, f"lacks {', '.join(missing)}: not a rocprof-compute results_pmc_perf file")
+        long["Dispatch_ID"] = pd.to_numeric(long["Dispatch_ID"], errors="coerce")
+        if ident is None:
+            ident = long.drop_duplicates("Dispatch_ID").set_index("Dispatch_ID")[
+                [c for c in _IDENTITY if c in long.columns and c != "Dispatch_ID"]]
+        values = pd.to_numeric(long["Counter_Value"], errors="coerce")
+        wide = values.groupby([long["Dispatch_ID"], long["Counter_Name"]]).sum().unstack()
+        for name in wide.columns:
+            counters.setdefault(str(name), wide[name])
+    assert ident is not None
+    frame = pd.concat([ident, pd.DataFrame(counters).reindex(ident.index)], axis=1).reset_index()
+    frame["Dispatch_ID"] = frame["Dispatch_ID"].astype("Int64").astype(str)
+    return frame, f"{passes[0].name} … {passes[-1].name} ({len(passes)} passes)"
 
 
 def looks_like_pmc_perf(head: bytes) -> bool:
@@ -186,25 +228,9 @@ def line_bytes(arch: str, definitions: str) -> tuple[int, str]:
 # -- reading -----------------------------------------------------------------------------------
 
 
-def read_csv(path: Path, **kw: Any) -> pd.DataFrame:
-    """A CSV of a profiler output; unreadable text is a typed error naming the file."""
-    check_exists(path)
-    try:
-        return pd.read_csv(path, **kw)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
-        raise CorruptReportError(path, f"not a readable CSV ({exc})") from None
-
-
-def read_sysinfo(folder: Path) -> dict[str, Any]:
-    frame = read_csv(folder / SYSINFO, dtype=str, keep_default_na=False)
-    if frame.empty:
-        raise CorruptReportError(folder / SYSINFO, "has a header but no row")
-    return {str(k).strip(): str(v).strip() for k, v in frame.iloc[0].items()}
-
-
 def _workload_dir(path: Path) -> Path:
     if path.is_dir():
-        if not pmc_path(path).is_file():
+        if not pmc_path(path).is_file() and not _pass_files(path):
             raise FormatMismatchError(path, f"is a folder without {PMC}: not a rocprof-compute workload")
         if not (path / SYSINFO).is_file():
             raise FormatMismatchError(path, f"has {PMC} but no {SYSINFO}: the GPU (arch, CUs, clocks) is unknown")
@@ -243,20 +269,20 @@ def read(path: str | Path, definitions: str = "3.6", roofline_device: int = 0) -
     path = Path(path)
     check_exists(path)
     folder = _workload_dir(path)
-    pmc = read_csv(pmc_path(folder), dtype=str, keep_default_na=False)
+    pmc, pmc_name = load_pmc(folder)
     if pmc.empty:
-        raise NoKernelsError(pmc_path(folder), "has a header but no dispatch")
+        raise NoKernelsError(folder / pmc_name, "has a header but no dispatch")
     for need in ("Kernel_Name", "Start_Timestamp", "End_Timestamp"):
         if need not in pmc.columns:
-            raise FormatMismatchError(pmc_path(folder), f"has no {need} column: not a rocprof-compute pmc_perf.csv")
+            raise FormatMismatchError(folder / pmc_name, f"has no {need} column: not a rocprof-compute pmc_perf.csv")
     info = read_sysinfo(folder)
     arch = info.get("gpu_arch", "") or "unknown"
     n = len(pmc)
-    ctr = Counters(pmc.replace("", np.nan))
+    ctr = Counters(pmc.replace("", np.nan), pmc_name)
     cols: dict[str, Any] = {}
     extra: dict[str, Any] = {}
 
-    cols["duration_s"], cols["duration_s_source"] = _durations(folder, pmc)
+    cols["duration_s"], cols["duration_s_source"] = _durations(folder, pmc, pmc_name)
     wave = int(_number(info.get("wave_size")) or 64)
     line = derive_counters(ctr, arch, wave, _number(info.get("lds_banks_per_cu")), definitions, cols, extra)
 
@@ -290,7 +316,7 @@ def read(path: str | Path, definitions: str = "3.6", roofline_device: int = 0) -
             continue  # per data type; chosen below for each row's dominant MFMA type
         else:
             cols[col], cols[source_column(col)] = value, source
-    _tensor_peak(cols, peaks, n)
+    tensor_peak(cols, peaks, n)
 
     frame = kernels_from_columns({k: v for k, v in cols.items()}, n)
     for k, v in extra.items():
@@ -326,12 +352,12 @@ def kernel_name(raw: str) -> str:
     return re.sub(r"(\s*\[clone \.kd\]|\s*\(\.kd\)|\.kd)$", "", raw.strip())
 
 
-def _durations(folder: Path, pmc: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+def _durations(folder: Path, pmc: pd.DataFrame, where: str) -> tuple[np.ndarray, list[str]]:
     """End − Start of each dispatch: pmc_perf.csv's own timestamps (what rocprof-compute divides by),
     cross-checked against timestamps.csv where it has the same dispatches."""
-    start, end, why = _timestamps(pmc, pmc_path(folder).name)
+    start, end, why = _timestamps(pmc, where)
     span = np.where([w is None for w in why], (end - start).astype(float) * 1e-9, np.nan)
-    source = [w or "End_Timestamp − Start_Timestamp of pmc_perf.csv (ns)" for w in why]
+    source = [w or f"End_Timestamp − Start_Timestamp of {where} (ns)" for w in why]
     ts_path = folder / TIMESTAMPS
     if ts_path.is_file():
         ts = read_csv(ts_path, dtype=str, keep_default_na=False)
@@ -400,7 +426,7 @@ def read_metrics(path: str | Path) -> pd.DataFrame:
     """Every counter of every dispatch in ``pmc_perf.csv`` (long frame); ``X[n]`` is metric X, instance n."""
     path = Path(path)
     folder = _workload_dir(path) if path.is_dir() or (path.parent / SYSINFO).is_file() else path.parent
-    pmc = read_csv(pmc_path(folder), dtype=str, keep_default_na=False)
+    pmc, _ = load_pmc(folder)
     long = pmc.reset_index(names="kernel_id").melt(id_vars="kernel_id", var_name="column", value_name="value_text")
     parts = long["column"].str.extract(r"^(?P<metric>.+?)(?:\[(?P<instance>\d+)\])?$")
     frame = pd.DataFrame({"source_file": str(path), "range_id": 0, "kernel_id": long["kernel_id"],
@@ -409,132 +435,6 @@ def read_metrics(path: str | Path) -> pd.DataFrame:
                           "value_text": long["value_text"], "unit": pd.NA})
     meta = provenance_record(path, FORMAT, tool="rocprof-compute")
     return set_provenance(conform_metrics(frame), [meta])
-
-
-# -- peaks -------------------------------------------------------------------------------------
-
-#: roofline.csv column -> canonical peak column (bandwidth in GB/s, compute in GFLOP/s or GOP/s)
-ROOFLINE_COLUMNS: dict[str, str] = {
-    "HBMBw": "peak_dram_bytes_per_s", "L2Bw": "peak_l2_bytes_per_s", "L1Bw": "peak_l1_bytes_per_s",
-    "LDSBw": "peak_lds_bytes_per_s", "FP64Flops": "peak_flop_per_s_fp64", "FP32Flops": "peak_flop_per_s_fp32",
-    "FP16Flops": "peak_flop_per_s_fp16",
-    **{f"MFMA{t}{'Ops' if t == 'I8' else 'Flops'}": f"peak_flop_per_s_tensor:{p}"
-       for t, _, p in MFMA_TYPES if t != "F6F4"},
-    "MFMAF4Flops": "peak_flop_per_s_tensor:mfma_fp6_fp4",
-}
-
-
-def measured_roofs(path: str | Path, device: int = 0) -> dict[str, tuple[float, float | None, float | None, str]]:
-    """``roofline.csv`` as {canonical peak column: (value, low, high, its column)} in bytes/s and FLOP/s (OP/s).
-
-    rocprof-compute's microbenchmark writes one row per device; the workload does not say which row
-    its GPU_ID maps to, so ``device`` picks it (rocprof-compute's own default is 0).
-    """
-    path = Path(path)
-    frame = read_csv(path)
-    if "device" not in frame.columns:
-        raise FormatMismatchError(path, "has no 'device' column: not a rocprof-compute roofline.csv")
-    rows = frame[pd.to_numeric(frame["device"], errors="coerce") == device]
-    if rows.empty:
-        raise FormatMismatchError(path, f"has no row for device {device} (devices: {frame['device'].tolist()})")
-    row = rows.iloc[0]
-    lower = {str(c).lower(): c for c in frame.columns}
-    out = {}
-    for name, col in ROOFLINE_COLUMNS.items():
-        if name not in frame.columns:
-            continue
-        value = _number(row[name])
-        if value is None:  # (number() is positive or None)
-            continue
-        # (its writer spells some spread columns differently: hbmBwHigh, MFMAFI8OpsLow)
-        lo = next((lower[k] for k in (f"{name}low".lower(), f"{name}low".lower().replace("mfmai8", "mfmafi8"))
-                   if k in lower), None)
-        hi = next((lower[k] for k in (f"{name}high".lower(), f"{name}high".lower().replace("mfmai8", "mfmafi8"))
-                   if k in lower), None)
-        low, high = (_number(row[c]) if c is not None else None for c in (lo, hi))
-        out[col] = (value * 1e9, low * 1e9 if low else None, high * 1e9 if high else None, name)
-    return out
-
-
-def workload_peaks(folder: Path, info: dict[str, Any], device: int = 0
-                   ) -> tuple[dict[str, tuple[float, str]], dict[str, Any]]:
-    """Every roof of the workload with its source: measured (roofline.csv) first, the arch model filling the rest."""
-    model = amd_arch.model_peaks(info)
-    peaks: dict[str, tuple[float, str]] = dict(model)
-    meta: dict[str, Any] = {"model": amd_arch.describe(info)}
-    rpath = folder / ROOFLINE
-    if rpath.is_file():
-        for col, (value, lo, hi, name) in measured_roofs(rpath, device).items():
-            spread = f", low {lo / 1e9:g} – high {hi / 1e9:g}" if lo and hi else ""
-            unit = "GB/s" if "bytes" in col else ("GOP/s" if name.endswith("Ops") else "GFLOP/s")
-            peaks[col] = (value, f"measured: roofline.csv device {device} {name} {value / 1e9:g} {unit}{spread} "
-                                 "(rocprof-compute empirical microbenchmark)")
-        meta["measured"] = f"{rpath.name} device {device}"
-    return peaks, meta
-
-
-def _tensor_peak(cols: dict[str, Any], peaks: dict[str, tuple[float, str]], n: int) -> None:
-    """Each row's tensor roof is its dominant MFMA type's; rows without MFMA work get the FP16 one
-    (the roof ncu draws by default for kernels without tensor work)."""
-    values, sources = np.full(n, np.nan), []
-    for j, path in enumerate(cols["tensor_path"]):
-        key = f"peak_flop_per_s_tensor:{path or 'mfma_fp16'}"
-        if key in peaks:
-            values[j], src = peaks[key]
-        else:
-            src = f"{UNAVAILABLE}: no measured or modelled roof for {path or 'mfma_fp16'} on this GPU"
-        sources.append(src)
-    cols["peak_flop_per_s_tensor"], cols["peak_flop_per_s_tensor_source"] = values, sources
-
-
-#: reader tensor paths -> the Peaks compute keys that analysis maps them to (hardware.specs.tensor_key)
-_PEAKS_KEYS = {"peak_flop_per_s_fp64": "fp64", "peak_flop_per_s_fp32": "fp32", "peak_flop_per_s_fp16": "fp16",
-               "peak_flop_per_s_tensor:mfma_fp16": "tensor_fp16", "peak_flop_per_s_tensor:mfma_bf16": "tensor_bf16",
-               "peak_flop_per_s_tensor:mfma_fp32": "tensor_fp32", "peak_flop_per_s_tensor:mfma_fp64": "tensor_fp64",
-               "peak_flop_per_s_tensor:mfma_fp8": "tensor_fp8", "peak_flop_per_s_tensor:mfma_int8": "tensor_int8",
-               "peak_flop_per_s_tensor:mfma_fp6_fp4": "tensor_fp4",
-               "peak_dram_bytes_per_s": "dram", "peak_l2_bytes_per_s": "l2", "peak_l1_bytes_per_s": "l1"}
-
-
-def is_peaks_file(value: str | Path) -> bool:
-    """A ``roofline.csv`` or ``sysinfo.csv`` (or a workload folder) given to ``--peaks``."""
-    p = Path(value)
-    return p.name in (ROOFLINE, SYSINFO) or is_workload(p)
-
-
-def peaks_from(value: str | Path, device: int = 0) -> Any:
-    """``--peaks`` from rocprof-compute files: a ``roofline.csv`` gives its measured roofs (labelled
-    ``measured``), a ``sysinfo.csv`` the architecture model (labelled ``spec``: computed from the
-    whitepapers' per-CU rates); a workload folder gives its roofline.csv if it has one, else its model."""
-    from roofline.hardware.peaks import Peak, Peaks
-
-    p = Path(value)
-    if p.is_dir():
-        p = p / ROOFLINE if (p / ROOFLINE).is_file() else p / SYSINFO
-    if not p.is_file():
-        raise InputNotFoundError(p)
-    compute: dict[str, Any] = {}
-    bandwidth: dict[str, Any] = {}
-    if p.name == ROOFLINE:
-        device_name = f"measured roofs ({p}, device {device})"
-        for col, (v, lo, hi, name) in measured_roofs(p, device).items():
-            key = _PEAKS_KEYS.get(col)
-            if key:
-                spread = f", low {lo / 1e9:g} – high {hi / 1e9:g}" if lo and hi else ""
-                pk = Peak(v, "measured", f"roofline.csv device {device} {name}{spread}", "measured")
-                (bandwidth if key in ("dram", "l2", "l1") else compute)[key] = pk
-    else:
-        info = read_sysinfo(p.parent)
-        device_name = f"{info.get('gpu_model', '?')} model ({p})"
-        clk = (_number(info.get("max_sclk")) or 0) * 1e6 or None
-        for col, (v, src) in amd_arch.model_peaks(info).items():
-            key = _PEAKS_KEYS.get(col)
-            if key:
-                basis = "as published" if key == "dram" else "boost"
-                pk = Peak(v, "spec", "architecture model: " + src.removeprefix("model: "), basis,
-                          None if key == "dram" else clk)
-                (bandwidth if key in ("dram", "l2", "l1") else compute)[key] = pk
-    return Peaks(device_name, compute, bandwidth)
 
 
 __all__ = ["read", "read_metrics", "is_workload", "is_peaks_file", "peaks_from", "looks_like_pmc_perf",

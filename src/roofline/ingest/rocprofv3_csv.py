@@ -24,7 +24,7 @@ import pandas as pd
 from roofline.errors import FormatMismatchError, NoKernelsError
 from roofline.ingest import rocprofv3 as v3
 from roofline.ingest.common import check_exists, provenance_record
-from roofline.ingest.rocprof_compute import read_csv
+from roofline.ingest.amd_arch import read_csv
 from roofline.schema import conform_kernels, set_provenance
 
 FORMAT = "rocprofv3-csv"
