@@ -389,3 +389,19 @@ def test_per_pass_results_files_merge_like_pmc_perf(tmp_path):
     long = roofline.read_metrics(folder)
     grbm = long[(long["metric"] == "GRBM_GUI_ACTIVE").to_numpy(bool)]["value"].tolist()
     assert grbm == [float(r["GRBM_GUI_ACTIVE"]) for r in rows]
+
+
+@pytest.mark.parametrize("arch,cus,mhz,key,published", [
+    ("gfx908", 120, 1502, "fp64", 11.5e12), ("gfx908", 120, 1502, "peak_flop_per_s_tensor:mfma_fp16", 184.6e12),
+    ("gfx908", 120, 1502, "peak_flop_per_s_tensor:mfma_bf16", 92.3e12),       # MI100 data sheet
+    ("gfx90a", 104, 1700, "fp64", 22.6e12), ("gfx90a", 104, 1700, "peak_flop_per_s_tensor:mfma_fp64", 45.3e12),
+    ("gfx90a", 104, 1700, "peak_flop_per_s_tensor:mfma_fp16", 181.0e12),      # MI210 data sheet
+    ("gfx950", 256, 2400, "peak_flop_per_s_tensor:mfma_fp16", 2.5e15),
+    ("gfx950", 256, 2400, "peak_flop_per_s_tensor:mfma_fp6_fp4", 10.1e15),    # MI355X data sheet
+])
+def test_architecture_model_reproduces_published_figures(arch, cus, mhz, key, published):
+    from roofline.ingest.amd_arch import model_peaks
+
+    peaks = model_peaks({"gpu_arch": arch, "cu_per_gpu": cus, "max_sclk": mhz})
+    col = key if key.startswith("peak_") else f"peak_flop_per_s_{key}"
+    assert peaks[col][0] == pytest.approx(published, rel=0.01)

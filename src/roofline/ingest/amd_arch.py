@@ -25,6 +25,8 @@ SYSINFO = "sysinfo.csv"
 
 #: per-CU per-clock FLOPs (OPs for int8) by arch family; MFMA keys are the reader's tensor paths
 RATES: dict[str, dict[str, float]] = {
+    "CDNA1": {"fp64": 64, "fp32": 128, "fp16": 128,
+              "mfma_fp32": 256, "mfma_fp16": 1024, "mfma_bf16": 512, "mfma_int8": 1024},
     "CDNA2": {"fp64": 128, "fp32": 128, "fp16": 128,
               "mfma_fp64": 256, "mfma_fp32": 256, "mfma_fp16": 1024, "mfma_bf16": 1024, "mfma_int8": 1024},
     "CDNA3": {"fp64": 128, "fp32": 256, "fp16": 128,
@@ -35,6 +37,8 @@ RATES: dict[str, dict[str, float]] = {
               "mfma_fp6_fp4": 16384, "mfma_int8": 8192},
 }
 SOURCES: dict[str, str] = {
+    "CDNA1": "AMD CDNA white paper / Instinct MI100 data sheet (11.5 TF FP64 vector = 120 CUs × 64 × 1.502 GHz, "
+             "184.6 TF FP16 matrix = 120 × 1024 × 1.502 GHz, 92.3 TF BF16 matrix = 120 × 512 × 1.502 GHz)",
     "CDNA2": "AMD CDNA 2 white paper / Instinct MI200 data sheets (MI250X: 47.9 TF FP64 vector = 220 CUs × 128 × "
              "1.7 GHz, 383 TF FP16 matrix = 220 × 1024 × 1.7 GHz)",
     "CDNA3": "AMD CDNA 3 white paper / Instinct MI300X data sheet (81.7 TF FP64 vector = 304 CUs × 128 × 2.1 GHz, "
@@ -43,7 +47,7 @@ SOURCES: dict[str, str] = {
              "2.5 PF FP16 matrix = 256 × 4096 × 2.4 GHz)",
 }
 #: bytes per clock: vL1D per CU and L2 per channel, as rocprof-compute's speed-of-light panel takes them
-L1_BYTES_PER_CLK_PER_CU = {"CDNA2": 64, "CDNA3": 128, "CDNA4": 128}
+L1_BYTES_PER_CLK_PER_CU = {"CDNA1": 64, "CDNA2": 64, "CDNA3": 128, "CDNA4": 128}
 L2_BYTES_PER_CLK_PER_CHANNEL = 128
 HBM_BYTES_PER_CLK_PER_CHANNEL = 32  # = hbm_bw where sysinfo has both: 1600 MHz × 32 B × 32 ch = 1638.4 GB/s
 FP16_VALU_NOTE = "rocprof-compute's VALU peak (64 lanes × 2 FLOP per clock per CU; packed FP16 counted once)"
@@ -53,6 +57,8 @@ _PATH_COLUMN = {"fp64": "peak_flop_per_s_fp64", "fp32": "peak_flop_per_s_fp32", 
 
 def family(arch: str) -> str | None:
     a = (arch or "").lower().split(":")[0]
+    if a.startswith("gfx908"):
+        return "CDNA1"
     if a.startswith("gfx90a"):
         return "CDNA2"
     if a in ("gfx940", "gfx941", "gfx942"):
