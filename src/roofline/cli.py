@@ -55,7 +55,8 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
 @click.option(
     "--peaks", "peaks_opt", default="counters", show_default=True, metavar="SOURCE",
     help="Where the roofs come from: 'counters' (the report's own, spec table where missing), 'spec' "
-    "(the spec table), a GPU name from `roofline devices`, or a peaks file (.toml).",
+    "(the spec table), a GPU name from `roofline devices`, or a peaks file (.toml; AMD: rocprof-compute's "
+    "roofline.csv for its measured roofs, sysinfo.csv for the architecture model).",
 )
 @click.option("--clock", type=click.Choice(["profiled", "boost", "both"]), default="profiled", show_default=True,
               help="Clock basis of compute and L1 roofs: as profiled, rescaled to the boost clock, or both views.")
@@ -407,6 +408,10 @@ def _peaks_option(value: str) -> object:
 
     if value in ("counters", "spec"):
         return value
+    from roofline.ingest import rocprof_compute
+
+    if rocprof_compute.is_peaks_file(value):  # AMD: measured roofline.csv, or the sysinfo.csv arch model
+        return rocprof_compute.peaks_from(value)
     if value.lower().endswith(".toml") or Path(value).exists():
         return Peaks.from_toml(value)
     return require(value).name
@@ -596,7 +601,7 @@ def formats() -> None:
 
     for f in FORMATS.values():
         status = "read" if f.read is not None else "recognised (no reader yet)"
-        click.echo(f"{f.name:12s} {status:27s} {f.description}")
+        click.echo(f"{f.name:15s} {status:27s} {f.description}")
 
 
 def _register_llm() -> None:

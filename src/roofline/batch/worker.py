@@ -49,10 +49,15 @@ def content_sha256(path: Path) -> tuple[str, int]:
         raise OSError(errno.EINVAL, "not a regular file (a folder, FIFO, socket or device)")
     h = hashlib.sha256()
     size = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-            size += len(chunk)
+    # a folder input (a rocprof-compute workload) is its files: names and contents, in name order
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        if f is not path:
+            h.update(str(f.relative_to(path)).encode() + b"\0")
+        with open(f, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+                size += len(chunk)
     return h.hexdigest(), size
 
 

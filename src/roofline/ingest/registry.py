@@ -24,7 +24,8 @@ from roofline.errors import (
     UnknownFormatError,
     UnsupportedFormatError,
 )
-from roofline.ingest import ncu_csv, ncu_rep, nsys, torch_trace, xplane, xprof_trace
+from roofline.ingest import (ncu_csv, ncu_rep, nsys, rocprof_compute, rocprofv3, rocprofv3_csv, torch_trace, xplane,
+                             xprof_trace)
 from roofline.ingest.common import describe_content, head
 
 
@@ -54,6 +55,12 @@ FORMATS: dict[str, Format] = {
                nsys.SUFFIXES, nsys.read),
         Format("nsys-rep", "Nsight Systems report (.nsys-rep, .qdrep; exported with `nsys` on PATH)",
                nsys.REP_SUFFIXES, nsys.read),
+        Format("rocprof-compute", "rocprof-compute (Omniperf) workload folder: pmc_perf.csv + sysinfo.csv "
+               "(+ timestamps.csv, roofline.csv); docs/amd.md", (), rocprof_compute.read, rocprof_compute.read_metrics),
+        Format("rocprofv3", "rocprofv3 --output-format json (.json, .json.gz: kernel dispatches, agents, counters)",
+               (), rocprofv3.read),
+        Format("rocprofv3-csv", "rocprofv3 --output-format csv: *kernel_trace.csv (+ its counter_collection.csv, "
+               "agent_info.csv), or a counter_collection.csv", (), rocprofv3_csv.read),
     )
 }
 
@@ -74,6 +81,8 @@ def sniff(path: str | Path) -> str:
     if not path.exists():
         raise InputNotFoundError(path)
     if path.is_dir():
+        if rocprof_compute.is_workload(path):  # a rocprof-compute workload is one input: a folder
+            return "rocprof-compute"
         raise UnknownFormatError(path, "is a directory; pass the profile files (or use read() on the folder)")
     data = head(path, 64 * 1024)  # also rejects empty files and Git LFS pointers
     named = _name_says(path)
@@ -89,12 +98,16 @@ def sniff(path: str | Path) -> str:
         found = "xplane"  # protobuf has no magic: the name decides, the reader checks the content
     elif ncu_csv.HEADER_MARK in ncu_csv.decode_text(data):
         found = "ncu-csv"
+    elif rocprof_compute.looks_like_pmc_perf(data):
+        found = "rocprof-compute"
+    elif rocprofv3_csv.looks_like(data):
+        found = "rocprofv3-csv"
     elif data[:2] == b"\x1f\x8b":
         inner = _gunzip_head(path)  # a damaged stream sniffs as a trace; its reader names the damage
         if inner.lstrip()[:1] in (b"{", b"["):
-            found = "xprof-trace" if xprof_trace.looks_like(inner) else "torch-trace"
+            found = _json_kind(inner)
     elif data.lstrip()[:1] in (b"{", b"["):
-        found = "xprof-trace" if xprof_trace.looks_like(data) else "torch-trace"
+        found = _json_kind(data)
     elif path.name.lower().endswith(".ncu-repz"):
         found = "ncu-rep"  # compressed report: no documented magic, ncu_report decides
 
@@ -113,6 +126,12 @@ def sniff(path: str | Path) -> str:
     return found
 
 
+def _json_kind(data: bytes) -> str:
+    if rocprofv3.looks_like(data):
+        return "rocprofv3"
+    return "xprof-trace" if xprof_trace.looks_like(data) else "torch-trace"
+
+
 def _gunzip_head(path: Path, n: int = 64 * 1024) -> bytes:
     out = b""
     try:
@@ -128,12 +147,18 @@ def _gunzip_head(path: Path, n: int = 64 * 1024) -> bytes:
 def expand(paths: Iterable[str | Path]) -> list[Path]:
     """Paths with folders replaced by the profile files inside them (sorted, recursive), each real
     file once: symlinked folders are followed, but a folder is never entered twice (a symlink loop
-    neither multiplies a file nor hangs)."""
+    neither multiplies a file nor hangs). A rocprof-compute workload folder (pmc_perf.csv +
+    sysinfo.csv) stands for itself."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            out.extend(f for f in walk_files(p) if f.name.lower().endswith(PROFILE_SUFFIXES))
+            files = walk_files(p)
+            # a rocprof-compute workload folder is one input; the CSVs inside it are not profiles of their own
+            workloads = [d for d in sorted({p, *(f.parent for f in files)}) if rocprof_compute.is_workload(d)]
+            out.extend(sorted(workloads + [f for f in files if f.name.lower().endswith(PROFILE_SUFFIXES)
+                                           and not any(w in f.parents for w in workloads)
+                                           and not rocprofv3_csv.is_companion(f)]))
         else:
             out.append(p)
     return unique_real(out)

@@ -1,0 +1,314 @@
+"""rocprofv3 ``--output-format json``: one canonical row per kernel dispatch.
+
+The file is ``{"rocprofiler-sdk-tool": [process, ...]}``; each process holds ``agents`` (CPUs and
+GPUs: name ``gfx950``, product name, CU count, max engine clock), ``kernel_symbols`` (names by
+``kernel_id``), ``buffer_records.kernel_dispatch`` (one record per dispatch: start/end ns, agent,
+queue, grid and workgroup sizes), ``counters`` (id → name) and, when counters were collected,
+``callback_records.counter_collection`` (per dispatch: ``records`` of ``{counter_id, value}``, one
+per hardware instance; summed per counter, as rocprof's ``_sum`` counters are).
+
+Decoded with msgspec into typed structs that name only the fields read: the agents' cache tables,
+the string tables and every API-trace record are skipped without building Python objects, which
+keeps a 37 MB (43,915-dispatch) file at a fraction of a generic parse's memory.
+
+Counters go through the rocprof-compute definitions (``rocprof_compute.derive_counters``); without
+counters, FLOPs and bytes are unavailable with that reason. Peaks: the architecture model of each
+GPU agent (``amd_arch``: CUs × per-CU rate × max engine clock); rocprofv3 records no HBM bandwidth,
+so the HBM roof is unavailable unless given with ``--peaks``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError
+from roofline.ingest import amd_arch, rocprof_compute
+from roofline.ingest.common import check_exists, json_bytes, provenance_record
+from roofline.ingest.ncu_csv import short_name
+from roofline.schema import UNAVAILABLE, conform_kernels, kernels_from_columns, set_provenance, source_column
+
+FORMAT = "rocprofv3"
+TOP_KEY = b'"rocprofiler-sdk-tool"'
+NO_COUNTERS = (f"{UNAVAILABLE}: the rocprofv3 output has no counter_collection record for this dispatch "
+               "(a timeline only); collect with rocprofv3 --pmc <counters> or rocprof-compute")
+
+
+def looks_like(head: bytes) -> bool:
+    return TOP_KEY in head[:4096]
+
+
+class Handle(msgspec.Struct):
+    handle: int = 0
+
+
+class Dim3(msgspec.Struct):
+    x: int = 1
+    y: int = 1
+    z: int = 1
+
+
+class Agent(msgspec.Struct):
+    id: Handle = msgspec.field(default_factory=Handle)
+    type: int = 0  # 1 CPU, 2 GPU
+    name: str = ""
+    product_name: str = ""
+    cu_count: int = 0
+    num_xcc: int = 0
+    wave_front_size: int = 0
+    max_engine_clk_fcompute: int = 0  # MHz
+    node_id: int = -1
+    logical_node_id: int = -1
+
+
+class KernelSymbol(msgspec.Struct):
+    kernel_id: int = 0
+    kernel_name: str = ""
+    formatted_kernel_name: str = ""
+    demangled_kernel_name: str = ""
+
+
+class DispatchInfo(msgspec.Struct):
+    agent_id: Handle = msgspec.field(default_factory=Handle)
+    queue_id: Handle = msgspec.field(default_factory=Handle)
+    kernel_id: int = 0
+    dispatch_id: int = 0
+    workgroup_size: Dim3 = msgspec.field(default_factory=Dim3)
+    grid_size: Dim3 = msgspec.field(default_factory=Dim3)
+
+
+class Correlation(msgspec.Struct):
+    internal: int = 0
+    external: int = 0
+
+
+class Dispatch(msgspec.Struct):
+    start_timestamp: int = 0
+    end_timestamp: int = 0
+    thread_id: int = 0
+    correlation_id: Correlation = msgspec.field(default_factory=Correlation)
+    dispatch_info: DispatchInfo = msgspec.field(default_factory=DispatchInfo)
+    stream_id: Handle = msgspec.field(default_factory=Handle)
+
+
+class CounterRecord(msgspec.Struct):
+    counter_id: Handle = msgspec.field(default_factory=Handle)
+    value: float = math.nan
+
+
+class DispatchData(msgspec.Struct):
+    dispatch_info: DispatchInfo = msgspec.field(default_factory=DispatchInfo)
+
+
+class CounterCollection(msgspec.Struct):
+    dispatch_data: DispatchData = msgspec.field(default_factory=DispatchData)
+    records: list[CounterRecord] = []
+
+
+class CounterInfo(msgspec.Struct):
+    id: Handle = msgspec.field(default_factory=Handle)
+    name: str = ""
+
+
+class BufferRecords(msgspec.Struct):
+    kernel_dispatch: list[Dispatch] = []
+    memory_copy: list[msgspec.Raw] = []
+
+
+class CallbackRecords(msgspec.Struct):
+    counter_collection: list[CounterCollection] = []
+
+
+class Metadata(msgspec.Struct):
+    pid: int = 0
+    command: list[str] = []
+
+
+class Process(msgspec.Struct):
+    metadata: Metadata = msgspec.field(default_factory=Metadata)
+    agents: list[Agent] = []
+    counters: list[CounterInfo] = []
+    kernel_symbols: list[KernelSymbol] = []
+    buffer_records: BufferRecords = msgspec.field(default_factory=BufferRecords)
+    callback_records: CallbackRecords = msgspec.field(default_factory=CallbackRecords)
+
+
+class Tool(msgspec.Struct, rename={"processes": "rocprofiler-sdk-tool"}):
+    processes: list[Process]
+
+
+def _decode(path: Path) -> Tool:
+    raw = json_bytes(path)
+    try:
+        return msgspec.json.decode(raw, type=Tool)
+    except msgspec.ValidationError as exc:
+        if not looks_like(raw[:4096]):
+            raise FormatMismatchError(path, "is JSON but not a rocprofv3 JSON (no 'rocprofiler-sdk-tool' list)") \
+                from None
+        raise CorruptReportError(path, f"rocprofv3 JSON does not have the expected shape ({exc})") from None
+    except msgspec.DecodeError as exc:
+        raise CorruptReportError(path, f"not valid JSON ({exc})") from None
+
+
+def read(path: str | Path, definitions: str = "3.6") -> pd.DataFrame:
+    path = Path(path)
+    check_exists(path)
+    tool = _decode(path)
+    frames = [_process_rows(path, proc, definitions) for proc in tool.processes]
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        raise NoKernelsError(path, "no kernel_dispatch record (was rocprofv3 run with --kernel-trace?)")
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    frame["kernel_id"] = np.arange(len(frame), dtype="int64")
+    frame = conform_kernels(frame)
+    meta = provenance_record(path, FORMAT, tool="rocprofv3 (rocprofiler-sdk)", reader=f"msgspec {msgspec.__version__}",
+                             command_line=" ".join(tool.processes[0].metadata.command) or None,
+                             processes=len(tool.processes), dispatches=len(frame), definitions=definitions,
+                             memory_copies=sum(len(p.buffer_records.memory_copy) for p in tool.processes))
+    return set_provenance(frame, [meta])
+
+
+def _process_rows(path: Path, proc: Process, definitions: str) -> pd.DataFrame:
+    symbols = {k.kernel_id: k for k in proc.kernel_symbols}
+    names = {kid: (sym.formatted_kernel_name or sym.demangled_kernel_name or sym.kernel_name)
+             for kid, sym in symbols.items()}
+    per_dispatch: dict[int, dict[str, float]] | None = None
+    if proc.callback_records.counter_collection:
+        counter_names = {c.id.handle: c.name for c in proc.counters}
+        per_dispatch = defaultdict(lambda: defaultdict(float))
+        for rec in proc.callback_records.counter_collection:
+            values = per_dispatch[rec.dispatch_data.dispatch_info.dispatch_id]
+            for r in rec.records:  # one record per hardware instance: summed, like rocprof's X_sum counters
+                values[counter_names.get(r.counter_id.handle, f"counter {r.counter_id.handle}")] += r.value
+    return dispatch_rows(path, FORMAT, proc.buffer_records.kernel_dispatch, names,
+                         {a.id.handle: a for a in proc.agents}, per_dispatch, definitions,
+                         "buffer_records.kernel_dispatch", "callback_records.counter_collection (rocprofv3 JSON)")
+
+
+def dispatch_rows(path: Path, fmt: str, dispatches: list[Dispatch], names: dict[int, str], agents: dict[int, Agent],
+                  per_dispatch: dict[int, dict[str, float]] | None, definitions: str, where: str,
+                  counters_where: str) -> pd.DataFrame:
+    """Canonical rows of rocprofv3 dispatches (JSON or CSV): names by kernel id, agents by handle, and
+    summed counter values by dispatch id (None: no counters were collected)."""
+    disp = sorted(dispatches, key=lambda d: (d.start_timestamp, d.dispatch_info.dispatch_id))
+    n = len(disp)
+    if n == 0:
+        return pd.DataFrame()
+    named: dict[int, tuple[str, str]] = {}  # kernel_id -> (name, short name), each computed once
+    for kid in {d.dispatch_info.kernel_id for d in disp}:
+        name = rocprof_compute.kernel_name(names.get(kid) or f"kernel_id {kid}")
+        named[kid] = (name, short_name(name))
+    start = np.fromiter((d.start_timestamp for d in disp), dtype="int64", count=n)
+    end = np.fromiter((d.end_timestamp for d in disp), dtype="int64", count=n)
+    span = (end - start).astype(float)
+    ok = span > 0
+    agent_of = [agents.get(d.dispatch_info.agent_id.handle) for d in disp]
+    cols: dict[str, Any] = {
+        "source_file": str(path), "format": fmt, "range_id": 0, "kernel_id": np.arange(n, dtype="int64"),
+        "kernel_name": [named[d.dispatch_info.kernel_id][0] for d in disp],
+        "kernel_short_name": [named[d.dispatch_info.kernel_id][1] for d in disp],
+        "duration_s": np.where(ok, span * 1e-9, np.nan),
+        "duration_s_source": np.where(ok, f"end − start timestamp of {where} (ns)",
+                                      f"{UNAVAILABLE}: end timestamp ≤ start timestamp in {where}"),
+        "device_name": [_device(a) for a in agent_of],
+        "compute_capability": [a.name or None if a else None for a in agent_of],
+        "sm_count": [a.cu_count or None if a else None for a in agent_of],
+        "sm_boost_clock_hz": [a.max_engine_clk_fcompute * 1e6 if a and a.max_engine_clk_fcompute else None
+                              for a in agent_of],
+        "metric_set": "rocprofv3",
+        "grid_x": [_blocks(d.dispatch_info.grid_size.x, d.dispatch_info.workgroup_size.x) for d in disp],
+        "grid_y": [_blocks(d.dispatch_info.grid_size.y, d.dispatch_info.workgroup_size.y) for d in disp],
+        "grid_z": [_blocks(d.dispatch_info.grid_size.z, d.dispatch_info.workgroup_size.z) for d in disp],
+        "block_x": [d.dispatch_info.workgroup_size.x for d in disp],
+        "block_y": [d.dispatch_info.workgroup_size.y for d in disp],
+        "block_z": [d.dispatch_info.workgroup_size.z for d in disp],
+        "replay_ok": True,
+    }
+    extra: dict[str, Any] = {
+        "dispatch_id": [d.dispatch_info.dispatch_id for d in disp],
+        "agent_id": [a.logical_node_id if a else d.dispatch_info.agent_id.handle for a, d in zip(agent_of, disp)],
+        "queue_id": [d.dispatch_info.queue_id.handle for d in disp],
+    }
+    _counters(per_dispatch, disp, agent_of, definitions, cols, extra, counters_where)
+    _peaks(agent_of, cols, extra)
+    frame = kernels_from_columns(cols, n)
+    for k, v in extra.items():
+        frame[k] = pd.array(v, dtype="Int64") if k in ("dispatch_id", "agent_id", "queue_id") else v
+    return frame
+
+
+def _device(a: Agent | None) -> str | None:
+    if a is None:
+        return None
+    return a.product_name.removeprefix("AMD Instinct ").strip() or a.name or None
+
+
+def _blocks(work_items: int, group: int) -> int | None:
+    """HSA grid sizes count work-items; the schema's grid counts workgroups (CUDA's blocks)."""
+    return -(-work_items // group) if group > 0 else None
+
+
+def _counters(per_dispatch: dict[int, dict[str, float]] | None, disp: list[Dispatch], agent_of: list[Agent | None],
+              definitions: str, cols: dict[str, Any], extra: dict[str, Any], where: str) -> None:
+    if not per_dispatch:
+        for q in ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes"):
+            cols[source_column(q)] = NO_COUNTERS
+        extra["lds_bytes_source"] = NO_COUNTERS
+        return
+    wide = pd.DataFrame([dict(per_dispatch.get(d.dispatch_info.dispatch_id, {})) for d in disp])
+    ctr = rocprof_compute.Counters(wide, where,
+                                   "collect with rocprofv3 --pmc <the counters named in docs/amd.md>")
+    arch = next((a.name for a in agent_of if a), "")
+    wave = next((a.wave_front_size for a in agent_of if a and a.wave_front_size), 64)
+    # LDS banks per CU: rocprofv3 does not record it; CDNA GPUs have 32 (rocprof-compute sysinfo)
+    banks = 32.0 if amd_arch.family(arch) else None
+    rocprof_compute.derive_counters(ctr, arch, wave, banks, definitions, cols, extra)
+    counted = np.array([d.dispatch_info.dispatch_id in per_dispatch for d in disp])
+    if not counted.all():  # dispatches without a counter record: unavailable, not 0
+        for q in ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes",
+                  "lds_bytes"):
+            target = extra if q == "lds_bytes" else cols
+            target[q] = np.where(counted, target[q], np.nan)
+            src = target[source_column(q)]
+            target[source_column(q)] = [s if c else NO_COUNTERS for s, c in
+                                        zip(src if isinstance(src, list) else [src] * len(disp), counted)]
+
+
+def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Architecture-model roofs per GPU agent (CUs × rate × max engine clock); no HBM figure in rocprofv3."""
+    n = len(agent_of)
+    paths = cols.get("tensor_path") or [None] * n
+    wanted = ("peak_flop_per_s_fp64", "peak_flop_per_s_fp32", "peak_flop_per_s_fp16", "peak_l2_bytes_per_s",
+              "peak_l1_bytes_per_s", "peak_dram_bytes_per_s", "peak_flop_per_s_tensor")
+    values = {c: np.full(n, np.nan) for c in wanted}
+    sources = {c: np.empty(n, dtype=object) for c in wanted}
+    groups: dict[tuple[int, str | None], list[int]] = defaultdict(list)  # (agent, MFMA path) -> rows
+    for j, a in enumerate(agent_of):
+        groups[(a.id.handle if a else -1, paths[j])].append(j)
+    agents = {a.id.handle: a for a in agent_of if a}
+    models = {h: amd_arch.model_peaks({"gpu_arch": a.name, "gpu_model": a.product_name, "cu_per_gpu": a.cu_count,
+                                       "max_sclk": a.max_engine_clk_fcompute}) for h, a in agents.items()}
+    for (handle, path), rows in groups.items():
+        model = models.get(handle, {})
+        name = agents[handle].name if handle in agents else "?"
+        for c in wanted:
+            key = f"peak_flop_per_s_tensor:{path or 'mfma_fp16'}" if c == "peak_flop_per_s_tensor" else c
+            if key in model:
+                value, src = model[key]
+                values[c][rows] = value
+                src = src.replace("(sysinfo.csv)", "(rocprofv3 agent)")
+            elif c == "peak_dram_bytes_per_s":
+                src = f"{UNAVAILABLE}: rocprofv3 records no HBM bandwidth; give it with --peaks FILE.toml"
+            elif c == "peak_l2_bytes_per_s":
+                src = f"{UNAVAILABLE}: rocprofv3 records no L2 channel count; give it with --peaks FILE.toml"
+            else:
+                src = f"{UNAVAILABLE}: no architecture model for agent {name}"
+            sources[c][rows] = src
+    for c in wanted:
+        cols[c], cols[source_column(c)] = values[c], sources[c]
