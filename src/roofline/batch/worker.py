@@ -45,12 +45,14 @@ def file_id(path: Path, run: str) -> str:
 
 
 def content_sha256(path: Path) -> tuple[str, int]:
-    if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the worker forever
-        raise OSError(errno.EINVAL, "not a regular file (a folder, FIFO, socket or device)")
+    mode = os.stat(path).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # a FIFO would block the worker forever
+        raise OSError(errno.EINVAL, "not a regular file or folder (a FIFO, socket or device)")
     h = hashlib.sha256()
     size = 0
     # a folder input (a rocprof-compute workload) is its files: names and contents, in name order
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    # (is_file: regular files only, so a FIFO inside a folder is never opened)
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if stat.S_ISDIR(mode) else [path]
     for f in files:
         if f is not path:
             h.update(str(f.relative_to(path)).encode() + b"\0")

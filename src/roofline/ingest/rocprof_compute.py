@@ -267,7 +267,8 @@ def _timestamps(frame: pd.DataFrame, where: str) -> tuple[np.ndarray, np.ndarray
 def read(path: str | Path, definitions: str = "3.6", roofline_device: int = 0) -> pd.DataFrame:
     """The canonical kernels frame of a workload folder (or its ``pmc_perf.csv``)."""
     path = Path(path)
-    check_exists(path)
+    if not path.is_dir():  # a workload is a folder; check_exists vets files (FIFOs, empty, unreadable)
+        check_exists(path)
     folder = _workload_dir(path)
     pmc, pmc_name = load_pmc(folder)
     if pmc.empty:
