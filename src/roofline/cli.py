@@ -30,7 +30,11 @@ def _err(msg: str) -> None:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="roofline")
 def cli() -> None:
-    """Hierarchical roofline analysis of GPU profiles (Nsight Compute reports and CSV exports)."""
+    """Hierarchical roofline analysis of GPU profiles: Nsight Compute reports and CSV exports, PyTorch
+    profiler traces, XLA xplane.pb and XProf trace-viewer JSON (`roofline formats`).
+
+    New here? `roofline demo` runs it on the bundled sample profiles.
+    """
 
 
 def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[str, ...]:
@@ -72,7 +76,7 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
 @click.option("--by", type=click.Choice(["kernel", "nvtx", "program"]), default=None,
               help="Aggregate to one roofline point per kernel name, NVTX range or program (input file).")
 @click.option("--latency-threshold", type=click.FloatRange(0, 100), default=20.0, show_default=True,
-              help="Under this %% of every roof a kernel is called latency-limited.")
+              help="Under this % of every roof a kernel is called latency-limited.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
               help="Also write the interactive HTML report (and the PNG chart beside it).")
 def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
@@ -187,7 +191,7 @@ def _write_html(result: pd.DataFrame, path: Path, levels: tuple[str, ...], clock
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Kernels in the terminal summary and the report's top table.")
 @click.option("--latency-threshold", type=click.FloatRange(0, 100), default=20.0, show_default=True,
-              help="Under this %% of every roof a kernel is called latency-limited.")
+              help="Under this % of every roof a kernel is called latency-limited.")
 def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str, ...], peaks_opt: str, clock: str,
            device: str | None, top: int, latency_threshold: float) -> None:
     """Write the roofline chart (PNG, SVG on request) and the interactive HTML report of profiles,
@@ -495,6 +499,29 @@ def formats() -> None:
     for f in FORMATS.values():
         status = "read" if f.read is not None else "recognised (no reader yet)"
         click.echo(f"{f.name:12s} {status:27s} {f.description}")
+
+
+@cli.command("samples")
+def samples_cmd() -> None:
+    """List the sample profiles bundled with roofline (origin and licences: samples/README.md)."""
+    from roofline import samples
+
+    for s in samples.SAMPLES.values():
+        click.echo(f"{s.name:20s} {s.format:12s} {s.device:24s} {s.what}")
+        click.echo(f"{'':20s} {samples.path(s.name)}")
+
+
+@cli.command()
+@click.option("--out", "-o", "out_dir", type=click.Path(path_type=Path), default=Path("roofline-demo"),
+              show_default=True, help="Folder for roofline*.png and report.html.")
+@click.pass_context
+def demo(ctx: click.Context, out_dir: Path) -> None:
+    """Run `roofline report` on the bundled samples: a table here, the charts and the HTML report in OUT."""
+    from roofline import samples
+    from roofline.hardware.peaks import LEVELS
+
+    ctx.invoke(report, paths=tuple(samples.paths()), out_dir=out_dir, svg=False, levels=tuple(LEVELS),
+               peaks_opt="counters", clock="profiled", device=None, top=20, latency_threshold=20.0)
 
 
 def _register_llm() -> None:
