@@ -20,6 +20,7 @@ from roofline import __version__
 from roofline.errors import RooflineError
 
 EXIT_INPUT_ERRORS = 1
+EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
 
@@ -47,6 +48,19 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
     return levels
 
 
+PRECISIONS = ("fp64", "fp32", "fp16", "tensor", "mixed", "none")
+
+
+def _precision_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A misspelt precision is a usage error (exit 2), not a filter that silently keeps nothing."""
+    if value is None:
+        return None
+    v = value.strip().lower()
+    if v in PRECISIONS or (v.startswith("tensor:") and len(v) > len("tensor:")):
+        return v
+    raise click.BadParameter(f"choose from {', '.join(PRECISIONS)} or tensor:<path> (e.g. tensor:bf16); got {value!r}")
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "-o", type=click.Path(path_type=Path), help="Write the full table to .parquet or .csv.")
@@ -70,7 +84,8 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
 )
 @click.option("--name", "name_rx", default=None, metavar="REGEX", help="Only kernels whose name matches.")
 @click.option("--bound", default=None, metavar="KIND", help="Only kernels with this bound: compute, memory, latency.")
-@click.option("--precision", default=None, metavar="P", help="Only kernels whose work is P: fp64, fp32, fp16, tensor, mixed.")
+@click.option("--precision", default=None, metavar="P", callback=_precision_option,
+              help="Only kernels whose work is P: fp64, fp32, fp16, tensor, mixed, none, or a tensor path (tensor:bf16).")
 @click.option("--nvtx", default=None, metavar="REGEX", help="Only kernels in NVTX ranges that match.")
 @click.option("--top", type=click.IntRange(min=1), default=None, help="Only the N longest (default: all, longest first).")
 @click.option("--by", type=click.Choice(["kernel", "nvtx", "program"]), default=None,
@@ -257,6 +272,7 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
         analysed.append(result)
     base = analysed[0]
     violations: list[str] = []
+    unchecked: list[str] = []  # rules the gate could not evaluate: they fail it too
     frames = []
     for path, cand in zip(profiles[1:], analysed[1:]):
         diff = cmp.compare(base, cand, levels, mapping)
@@ -280,6 +296,7 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
             target = html_path if len(profiles) == 2 else html_path.with_name(f"{html_path.stem}-{len(frames)}{html_path.suffix}")
             compare_html.write(diff, base, cand, target, f"{profiles[0]} → {path}", summary)
         violations += cmp.gate(diff, rules)
+        unchecked += cmp.unevaluated(diff, rules)
         frames.append(diff)
     everything = pd.concat(frames, ignore_index=True)
     if out is not None:
@@ -290,8 +307,11 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
         _print(everything, fmt, levels, None)
     for v in violations:
         _err(f"regression: {v}")
-    if violations:
-        _err(f"--fail-on {fail_on!r}: {len(violations)} violation(s)")
+    for v in unchecked:
+        _err(f"cannot evaluate: {v}")
+    if violations or unchecked:
+        _err(f"--fail-on {fail_on!r}: {len(violations)} violation(s)"
+             + (f", {len(unchecked)} rule check(s) that could not be evaluated" if unchecked else ""))
         sys.exit(EXIT_GATE)
 
 
@@ -489,6 +509,10 @@ def batch(inputs: tuple[str, ...], out: Path, workers: int | None, scheduler: st
     if summary.failed:
         _err(f"{summary.failed} input(s) failed: see roofline.open_dataset({str(out)!r}, 'errors')")
         sys.exit(EXIT_INPUT_ERRORS)
+    if summary.unmatched_patterns:  # a typo in a pattern must not pass as an empty, successful batch
+        _err(f"{len(summary.unmatched_patterns)} input pattern(s) matched no files"
+             + ("; nothing to do" if summary.inputs == 0 else ""))
+        sys.exit(EXIT_INPUT_ERRORS)
 
 
 @cli.command()
@@ -546,8 +570,11 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except RooflineError as exc:
+        from roofline.hardware.specs import UnknownDeviceError
+
         _err(str(exc))
-        sys.exit(EXIT_INPUT_ERRORS)
+        # a GPU name comes from an option (--peaks, --device, --gpu): a usage error, like a bad choice
+        sys.exit(EXIT_USAGE if isinstance(exc, UnknownDeviceError) else EXIT_INPUT_ERRORS)
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - the last line of defence for users
