@@ -7,7 +7,6 @@ analysed and written); 2 usage error (click); 3 internal error (a bug: please re
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -65,8 +64,8 @@ def _precision_option(_ctx: click.Context, _param: click.Parameter, value: str |
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "-o", type=click.Path(path_type=Path), help="Write the full table to .parquet or .csv.")
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
-    help="What to print on stdout: a table for people, JSON or CSV records for scripts.",
+    "--format", "fmt", type=click.Choice(["table", "json", "ndjson", "csv"]), default="table", show_default=True,
+    help="What to print on stdout: a table for people; JSON (an array), NDJSON or CSV records for scripts.",
 )
 @click.option("--levels", default="dram,l2,l1", show_default=True, callback=_levels,
               help="Memory levels of the hierarchical roofline, comma-separated.")
@@ -87,7 +86,9 @@ def _precision_option(_ctx: click.Context, _param: click.Parameter, value: str |
 @click.option("--precision", default=None, metavar="P", callback=_precision_option,
               help="Only kernels whose work is P: fp64, fp32, fp16, tensor, mixed, none, or a tensor path (tensor:bf16).")
 @click.option("--nvtx", default=None, metavar="REGEX", help="Only kernels in NVTX ranges that match.")
-@click.option("--top", type=click.IntRange(min=1), default=None, help="Only the N longest (default: all, longest first).")
+@click.option("--top", type=click.IntRange(min=1), default=None,
+              help="Only the N longest (default: all in --out/json/csv; the table shows the 20 longest).")
+@click.option("--all", "all_rows", is_flag=True, help="Print every row in the table (default: the 20 longest).")
 @click.option("--by", type=click.Choice(["kernel", "nvtx", "program"]), default=None,
               help="Aggregate to one roofline point per kernel name, NVTX range or program (input file).")
 @click.option("--latency-threshold", type=click.FloatRange(0, 100), default=20.0, show_default=True,
@@ -96,7 +97,7 @@ def _precision_option(_ctx: click.Context, _param: click.Parameter, value: str |
               help="Also write the interactive HTML report (and the PNG chart beside it).")
 def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
             clock: str, device: str | None, name_rx: str | None, bound: str | None, precision: str | None,
-            nvtx: str | None, top: int | None, by: str | None, latency_threshold: float,
+            nvtx: str | None, top: int | None, all_rows: bool, by: str | None, latency_threshold: float,
             html_path: Path | None) -> None:
     """Hierarchical roofline of profiles: per kernel and memory level the intensity, attainable and
     achieved FLOP/s, the binding roof, the % of it reached and the time at the roof.
@@ -114,7 +115,9 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         kernels_view = select(result, bound=bound, precision=precision)
         if by:
             result = aggregate(result, by=by, levels=levels, latency_threshold_pct=latency_threshold)
-        result = select(result, bound=bound, precision=precision, top=top)
+        result = select(result, bound=bound, precision=precision)
+        n_rows = len(result)  # before --top: the table's footer says how many were left out
+        result = result.head(top) if top else result
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if html_path is not None:
@@ -127,7 +130,10 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         except (RooflineError, OSError) as exc:
             _err(f"cannot write {out}: {exc}")
             sys.exit(EXIT_INPUT_ERRORS)
-    _print(result, fmt, levels, by)
+    from roofline.report.table import DEFAULT_TOP
+
+    _print(result, fmt, levels, by, limit=None if (top or all_rows) else DEFAULT_TOP, total=n_rows,
+           latency_threshold=latency_threshold)
     if failures:
         _err(f"{failures} of {n_files} input(s) failed")
         sys.exit(EXIT_INPUT_ERRORS)
@@ -220,7 +226,7 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
     except OSError as exc:
         _err(f"cannot write the report to {out_dir}: {exc}")
         sys.exit(EXIT_INPUT_ERRORS)
-    _print(select(result, top=top), "table", levels, None)
+    _print(select(result, top=top), "table", levels, None, total=len(result), latency_threshold=latency_threshold)
     for path in written:
         click.echo(f"wrote {path}")
     if failures:
@@ -234,7 +240,7 @@ EXIT_GATE = 4
 @cli.command("compare")
 @click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "-o", type=click.Path(path_type=Path), help="Write every pair to .parquet or .csv.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "ndjson", "csv"]), default="table", show_default=True)
 @click.option("--levels", default="dram,l2,l1", show_default=True, callback=_levels, help="Memory levels compared.")
 @click.option("--peaks", "peaks_opt", default="counters", show_default=True, metavar="SOURCE",
               help="'counters', 'spec', a GPU name, or a peaks file (.toml), for every profile.")
@@ -425,23 +431,46 @@ def devices(fmt: str) -> None:
         click.echo("  " + ", ".join(f"{r.figure} {r.dense_tflop_per_s:g}" for r in figs.itertuples()) + " (dense T/s)")
 
 
-def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | None) -> None:
+def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | None, limit: int | None = None,
+           total: int | None = None, latency_threshold: float = 20.0) -> None:
+    """``limit``: rows of the table shown (the rest counted in its footer); JSON and CSV get every row."""
     if fmt == "table":
         from roofline.report.table import format_table
 
         if not result.empty:
             devices = ", ".join(sorted(set(result["device_name"].dropna().astype(str)))) or "unknown device"
-            what = f"{len(result)} {by or 'kernel'} row(s)"
+            what = f"{total if total is not None else len(result):,} {by or 'kernel'} row(s)"
             click.echo(f"{what} on {devices}; hierarchical roofline over {', '.join(lv.upper() for lv in levels)}; "
                        "longest first")
-        click.echo(format_table(result, levels=levels, by=by))
-    elif fmt == "json":
-        records = [
-            {k: _jsonable(v) for k, v in rec.items()} for rec in result.to_dict("records")
-        ]
-        click.echo(json.dumps(records, indent=1))
+        click.echo(format_table(result, levels=levels, by=by, limit=limit, total=total,
+                                latency_threshold=latency_threshold))
+    elif fmt in ("json", "ndjson"):
+        _stream_json(result, ndjson=fmt == "ndjson")
     else:
         click.echo(result.to_csv(index=False), nl=False)
+
+
+def _stream_json(result: pd.DataFrame, ndjson: bool, chunk: int = 2000) -> None:
+    """Records written a chunk at a time (orjson), so a 20k-row trace never holds all of its text at
+    once: a JSON array with one record per line, or NDJSON (one record per line, no brackets)."""
+    import orjson
+
+    out = click.get_binary_stream("stdout")
+    first = True
+    if not ndjson:
+        out.write(b"[")
+    for start in range(0, len(result), chunk):
+        part = result.iloc[start:start + chunk]
+        for rec in part.to_dict("records"):
+            line = orjson.dumps({k: _jsonable(v) for k, v in rec.items()})
+            if ndjson:
+                out.write(line + b"\n")
+            else:
+                out.write((b"\n" if first else b",\n") + line)
+            first = False
+    if not ndjson:
+        out.write(b"\n]\n")
+    out.flush()
 
 
 def _jsonable(v: object) -> object:
