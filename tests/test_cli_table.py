@@ -24,7 +24,7 @@ def test_top_rows_and_a_footer_saying_how_many_were_left_out():
     frame = _many(45)
     text = format_table(frame, limit=20)
     assert "20 of 45 rows, longest first; --top N or --all for more" in text
-    body = text.split("\n20 of 45")[0].splitlines()
+    body = text.split("\nshown: 20 of 45")[0].splitlines()
     assert len(body) == 1 + 20 and body[1].split()[1] == "k0"  # header + 20 rows, in frame order
     assert "of 45 rows" not in format_table(frame)  # everything shown: no footer
     big = format_table(_many(3), limit=2, total=20_540)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import shutil
+import sys
 import textwrap
 import zlib
 from pathlib import PurePath
@@ -190,8 +191,9 @@ def format_table(frame: pd.DataFrame, levels: tuple[str, ...] = ("dram", "l2", "
             shown[h] = [_si(float(v) if v is not None and not pd.isna(v) else math.nan, u) for v in s]
     lines = [shown.to_string(index=False)]
     if len(rows) < n_total:
-        lines.append(f"{len(rows):,} of {n_total:,} rows, longest first; --top N or --all for more")
-    width = max(60, min(shutil.get_terminal_size((120, 24)).columns, 160))
+        lines.append(f"shown: {len(rows):,} of {n_total:,} rows, longest first; --top N or --all for more")
+    # wrapped to a terminal; one line per note when piped, so that grep finds a whole reason
+    width = max(60, shutil.get_terminal_size((120, 24)).columns) if sys.stdout.isatty() else 1 << 30
     if footnotes:
         lines.append("notes:")
         for text, n in footnotes.items():
