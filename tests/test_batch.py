@@ -26,6 +26,9 @@ from roofline.batch.dataset import MANIFEST
 from conftest import SHARED, shared
 from test_errors_cli import _cli
 
+# one worker runs this module: its datasets are module fixtures built once (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("batch")
+
 
 def _every_fixture() -> list[Path]:
     shared("ncu")  # fails in CI when the fixtures are missing

@@ -7,6 +7,7 @@ import fnmatch
 import hashlib
 import re
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,7 @@ from roofline.errors import RooflineError
 from conftest import REPO
 from test_errors_cli import _cli
 
-HERE = REPO / "src" / "roofline" / "samples"
+HERE = Path(samples.__file__).parent  # the installed package's folder (src/ in a checkout)
 
 
 def _origin_table() -> dict[str, str]:
