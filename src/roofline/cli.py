@@ -455,22 +455,24 @@ def _stream_json(result: pd.DataFrame, ndjson: bool, chunk: int = 2000) -> None:
     once: a JSON array with one record per line, or NDJSON (one record per line, no brackets)."""
     import orjson
 
-    out = click.get_binary_stream("stdout")
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)  # bytes straight out; a text-only stream gets text
+    write = buffer.write if buffer is not None else (lambda b: sys.stdout.write(b.decode()))
     first = True
     if not ndjson:
-        out.write(b"[")
+        write(b"[")
     for start in range(0, len(result), chunk):
         part = result.iloc[start:start + chunk]
         for rec in part.to_dict("records"):
             line = orjson.dumps({k: _jsonable(v) for k, v in rec.items()})
             if ndjson:
-                out.write(line + b"\n")
+                write(line + b"\n")
             else:
-                out.write((b"\n" if first else b",\n") + line)
+                write((b"\n" if first else b",\n") + line)
             first = False
     if not ndjson:
-        out.write(b"\n]\n")
-    out.flush()
+        write(b"\n]\n")
+    (buffer or sys.stdout).flush()
 
 
 def _jsonable(v: object) -> object:
