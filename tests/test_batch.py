@@ -50,14 +50,14 @@ def _corrupt(folder: Path) -> list[Path]:
     return [folder / n for n in files]
 
 
-def _copies(sources: list[Path], folder: Path, times: int) -> list[Path]:
+def _copies(sources: list[Path], folder: Path, times: int, start: int = 0) -> list[Path]:
     """`times` copies of each source under different names, spread over run folders."""
     out = []
-    for i in range(times):
+    for i in range(start, start + times):
         run = folder / f"run{i % 3}"
         run.mkdir(parents=True, exist_ok=True)
-        for src in sources:
-            dst = run / f"copy{i}_{src.name}"
+        for j, src in enumerate(sources):
+            dst = run / f"copy{i}_{j:03d}_{src.name}"  # j: fixtures in different folders share names (pmc_perf.csv)
             shutil.copyfile(src, dst)
             out.append(dst)
     return out
@@ -83,9 +83,12 @@ def _assert_same_dataset(a: Path, b: Path) -> None:
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> list[Path]:
-    """Every fixture twice under different names, plus corrupt files and a missing path."""
+    """Every fixture, the small ones (< 1 MB) twice under different names, plus corrupt files and a
+    missing path. (The large traces once: a second copy only made the serial and Dask runs longer.)"""
     folder = tmp_path_factory.mktemp("inputs")
-    files = _copies(_every_fixture(), folder, 2) + _corrupt(folder / "bad")
+    every = _every_fixture()
+    small = [p for p in every if p.stat().st_size < 1 << 20]
+    files = _copies(every, folder, 1) + _copies(small, folder, 1, start=1) + _corrupt(folder / "bad")
     return files + [folder / "bad" / "missing.ncu-rep"]
 
 
