@@ -226,7 +226,8 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
     except OSError as exc:
         _err(f"cannot write the report to {out_dir}: {exc}")
         sys.exit(EXIT_INPUT_ERRORS)
-    _print(select(result, top=top), "table", levels, None, total=len(result), latency_threshold=latency_threshold)
+    _print(select(result, top=top), "table", levels, None, total=len(result), latency_threshold=latency_threshold,
+           more="--top N")
     for path in written:
         click.echo(f"wrote {path}")
     if failures:
@@ -432,7 +433,7 @@ def devices(fmt: str) -> None:
 
 
 def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | None, limit: int | None = None,
-           total: int | None = None, latency_threshold: float = 20.0) -> None:
+           total: int | None = None, latency_threshold: float = 20.0, more: str = "--top N or --all") -> None:
     """``limit``: rows of the table shown (the rest counted in its footer); JSON and CSV get every row."""
     if fmt == "table":
         from roofline.report.table import format_table
@@ -443,7 +444,7 @@ def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | No
             click.echo(f"{what} on {devices}; hierarchical roofline over {', '.join(lv.upper() for lv in levels)}; "
                        "longest first")
         click.echo(format_table(result, levels=levels, by=by, limit=limit, total=total,
-                                latency_threshold=latency_threshold))
+                                latency_threshold=latency_threshold, more=more))
     elif fmt in ("json", "ndjson"):
         _stream_json(result, ndjson=fmt == "ndjson")
     else:

@@ -152,7 +152,7 @@ def split_note(note: str) -> list[str]:
 
 def format_table(frame: pd.DataFrame, levels: tuple[str, ...] = ("dram", "l2", "l1"), by: str | None = None,
                  max_name: int = 40, limit: int | None = None, total: int | None = None,
-                 latency_threshold: float = 20.0) -> str:
+                 latency_threshold: float = 20.0, more: str = "--top N or --all") -> str:
     """The table, then a footer (rows left out), numbered notes and a legend. Rows in frame order.
 
     ``limit`` shows only the first rows (the frame is sorted longest first); ``total`` is the number
@@ -191,7 +191,7 @@ def format_table(frame: pd.DataFrame, levels: tuple[str, ...] = ("dram", "l2", "
             shown[h] = [_si(float(v) if v is not None and not pd.isna(v) else math.nan, u) for v in s]
     lines = [shown.to_string(index=False)]
     if len(rows) < n_total:
-        lines.append(f"shown: {len(rows):,} of {n_total:,} rows, longest first; --top N or --all for more")
+        lines.append(f"shown: {len(rows):,} of {n_total:,} rows, longest first; {more} for more")
     # wrapped to a terminal; one line per note when piped, so that grep finds a whole reason
     width = max(60, shutil.get_terminal_size((120, 24)).columns) if sys.stdout.isatty() else 1 << 30
     if footnotes:
