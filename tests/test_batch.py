@@ -1,7 +1,8 @@
 """roofline batch: every input accounted for once, resumable after SIGKILL, local == Dask cluster.
 
-Real processes throughout: a forkserver process pool, a real `dask.distributed.LocalCluster`
-with two worker processes, and a real SIGKILL of the whole batch process group.
+Real components throughout: a forkserver process pool, a real `dask.distributed.LocalCluster`
+(scheduler and two workers talking TCP; the workers are threads of this process, which saves two
+Python start-ups and changes nothing the batch sees), and a real SIGKILL of the whole batch process group.
 """
 
 from __future__ import annotations
@@ -176,7 +177,8 @@ def test_sigkill_midway_then_rerun_gives_the_uninterrupted_dataset(inputs, tmp_p
 def test_a_dask_cluster_gives_the_serial_dataset(inputs, local, tmp_path):
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
+                      dashboard_address=None) as cluster:
         res = _cli("batch", *inputs, "-o", tmp_path / "dask", "--scheduler", cluster.scheduler_address)
     assert res.returncode == 1, res.stderr  # the corrupt inputs
     assert f"dask {cluster.scheduler_address}" in res.stdout
@@ -184,9 +186,13 @@ def test_a_dask_cluster_gives_the_serial_dataset(inputs, local, tmp_path):
 
 
 def test_datasets_feed_report_and_compare(tmp_path):
-    ds = tmp_path / "ds"
-    run_batch([shared("ncu")], ds, workers=1)
-    res = _cli("compare", ds, shared("ncu"), "--fail-on", "time>0%,new,vanished")
+    ds, folder = tmp_path / "ds", tmp_path / "profiles"
+    folder.mkdir()
+    for name in ("sm86_a10g_gemm-variants_roofline.ncu-rep", "sm80_a100_mistic-selfjoin-fp64_full.ncu-rep",
+                 "sm75_rtx2060s_strategy-kernel-10launches_basic.ncu-rep"):  # three small reports, two devices
+        shutil.copyfile(shared(f"ncu/{name}"), folder / name)
+    run_batch([folder], ds, workers=1)
+    res = _cli("compare", ds, folder, "--fail-on", "time>0%,new,vanished")
     assert res.returncode == 0, res.stderr
     assert "0 new, 0 vanished" in res.stdout
     rep = _cli("report", ds, "-o", tmp_path / "rep")
