@@ -78,6 +78,11 @@ def test_template_instantiations_are_told_apart():
     rows = analysed([kernel_row(kernel_id=i, kernel_short_name="gemm", kernel_name=n)
                      for i, n in enumerate(frame["kernel_name"][:2])])
     assert "gemm<64,8>" in format_table(rows) and "gemm<128,8>" in format_table(rows)
+    # --by kernel: one row per full name, printed in full
+    from roofline.analysis.aggregate import aggregate
+
+    text = format_table(aggregate(rows, by="kernel"), by="kernel")
+    assert "void gemm<(int)64, (int)8>(float *)" in text and "void gemm<(int)128, (int)8>(float *)" in text
 
 
 def test_cli_table_default_top_all_and_streamed_records():
