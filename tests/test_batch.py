@@ -1,7 +1,8 @@
 """roofline batch: every input accounted for once, resumable after SIGKILL, local == Dask cluster.
 
-Real processes throughout: a forkserver process pool, a real `dask.distributed.LocalCluster`
-with two worker processes, and a real SIGKILL of the whole batch process group.
+Real components throughout: a forkserver process pool, a real `dask.distributed.LocalCluster`
+(scheduler and two workers talking TCP; the workers are threads of this process, which saves two
+Python start-ups and changes nothing the batch sees), and a real SIGKILL of the whole batch process group.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from roofline.batch.dataset import MANIFEST
 from conftest import SHARED, shared
 from test_errors_cli import _cli
 
+# one worker runs this module: its datasets are module fixtures built once (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("batch")
+
 
 def _every_fixture() -> list[Path]:
     shared("ncu")  # fails in CI when the fixtures are missing
@@ -47,15 +51,14 @@ def _corrupt(folder: Path) -> list[Path]:
     return [folder / n for n in files]
 
 
-def _copies(sources: list[Path], folder: Path, times: int) -> list[Path]:
+def _copies(sources: list[Path], folder: Path, times: int, start: int = 0) -> list[Path]:
     """`times` copies of each source under different names, spread over run folders."""
     out = []
-    for i in range(times):
+    for i in range(start, start + times):
         run = folder / f"run{i % 3}"
         run.mkdir(parents=True, exist_ok=True)
-        for src in sources:
-            # the parent folder keeps same-named files apart (rocprof workloads all hold pmc_perf.csv)
-            dst = run / f"copy{i}_{src.parent.name}_{src.name}"
+        for j, src in enumerate(sources):
+            dst = run / f"copy{i}_{j:03d}_{src.name}"  # j: fixtures in different folders share names (pmc_perf.csv)
             shutil.copyfile(src, dst)
             out.append(dst)
     return out
@@ -81,9 +84,12 @@ def _assert_same_dataset(a: Path, b: Path) -> None:
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> list[Path]:
-    """Every fixture twice under different names, plus corrupt files and a missing path."""
+    """Every fixture, the small ones (< 1 MB) twice under different names, plus corrupt files and a
+    missing path. (The large traces once: a second copy only made the serial and Dask runs longer.)"""
     folder = tmp_path_factory.mktemp("inputs")
-    files = _copies(_every_fixture(), folder, 2) + _corrupt(folder / "bad")
+    every = _every_fixture()
+    small = [p for p in every if p.stat().st_size < 1 << 20]
+    files = _copies(every, folder, 1) + _copies(small, folder, 1, start=1) + _corrupt(folder / "bad")
     return files + [folder / "bad" / "missing.ncu-rep"]
 
 
@@ -171,7 +177,8 @@ def test_sigkill_midway_then_rerun_gives_the_uninterrupted_dataset(inputs, tmp_p
 def test_a_dask_cluster_gives_the_serial_dataset(inputs, local, tmp_path):
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
+                      dashboard_address=None) as cluster:
         res = _cli("batch", *inputs, "-o", tmp_path / "dask", "--scheduler", cluster.scheduler_address)
     assert res.returncode == 1, res.stderr  # the corrupt inputs
     assert f"dask {cluster.scheduler_address}" in res.stdout
@@ -179,9 +186,13 @@ def test_a_dask_cluster_gives_the_serial_dataset(inputs, local, tmp_path):
 
 
 def test_datasets_feed_report_and_compare(tmp_path):
-    ds = tmp_path / "ds"
-    run_batch([shared("ncu")], ds, workers=1)
-    res = _cli("compare", ds, shared("ncu"), "--fail-on", "time>0%,new,vanished")
+    ds, folder = tmp_path / "ds", tmp_path / "profiles"
+    folder.mkdir()
+    for name in ("sm86_a10g_gemm-variants_roofline.ncu-rep", "sm80_a100_mistic-selfjoin-fp64_full.ncu-rep",
+                 "sm75_rtx2060s_strategy-kernel-10launches_basic.ncu-rep"):  # three small reports, two devices
+        shutil.copyfile(shared(f"ncu/{name}"), folder / name)
+    run_batch([folder], ds, workers=1)
+    res = _cli("compare", ds, folder, "--fail-on", "time>0%,new,vanished")
     assert res.returncode == 0, res.stderr
     assert "0 new, 0 vanished" in res.stdout
     rep = _cli("report", ds, "-o", tmp_path / "rep")

@@ -24,7 +24,7 @@ def test_levels_table_and_top_n():
 def test_unknown_gpu_and_bad_peaks_file_are_one_line_errors(tmp_path):
     for args in (("--peaks", "H900"), ("--device", "H900")):
         p = _cli("analyze", shared(T4), *args)
-        assert p.returncode == 1 and "Traceback" not in p.stderr
+        assert p.returncode == 2 and "Traceback" not in p.stderr  # a GPU name in an option: a usage error
         assert len(p.stderr.strip().splitlines()) == 1
         assert "unknown GPU 'H900'" in p.stderr and "H100 SXM" in p.stderr
     bad = tmp_path / "peaks.toml"

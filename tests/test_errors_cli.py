@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import subprocess
 import sys
 
@@ -42,11 +41,27 @@ def _bad_inputs(tmp_path):
 
 
 def _cli(*args, env_extra=None):
-    env = dict(os.environ)
-    env.pop("ROOFLINE_DEBUG", None)
-    env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "roofline.cli", *map(str, args)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    """The real entry point (``roofline.cli.main``: parsing, exit codes, one-line errors) run in this
+    process with its own stdout/stderr, as a CompletedProcess. A Python start-up per call (pandas,
+    pyarrow, ...) cost more than most of these tests; `python -m roofline` and the batch's SIGKILL
+    test still run real subprocesses."""
+    from click.testing import CliRunner
+
+    from roofline.cli import main
+
+    argv = ["roofline", *map(str, args)]
+    rc = 0
+    saved = sys.argv
+    with CliRunner().isolation(env={"ROOFLINE_DEBUG": None, **(env_extra or {})}) as (out, err, _):
+        sys.argv = argv
+        try:
+            main()
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            sys.argv = saved
+        stdout, stderr = out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace")
+    return subprocess.CompletedProcess(argv, rc, stdout, stderr)
 
 
 def test_each_bad_input_raises_its_typed_error_naming_the_file(tmp_path):

@@ -18,6 +18,7 @@ A10G = "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"
 
 
 def test_fixture_list_not_empty():
+    shared("ncu")  # skips locally (fails in CI) without the shared fixtures
     assert len(REPORTS) >= 16
 
 

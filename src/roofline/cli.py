@@ -7,7 +7,6 @@ analysed and written); 2 usage error (click); 3 internal error (a bug: please re
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -20,6 +19,7 @@ from roofline import __version__
 from roofline.errors import RooflineError, path_text
 
 EXIT_INPUT_ERRORS = 1
+EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
 
@@ -30,7 +30,11 @@ def _err(msg: str) -> None:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="roofline")
 def cli() -> None:
-    """Hierarchical roofline analysis of GPU profiles (Nsight Compute reports and CSV exports)."""
+    """Hierarchical roofline analysis of GPU profiles: Nsight Compute reports and CSV exports, PyTorch
+    profiler traces, XLA xplane.pb and XProf trace-viewer JSON (`roofline formats`).
+
+    New here? `roofline demo` runs it on the bundled sample profiles.
+    """
 
 
 def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[str, ...]:
@@ -43,12 +47,25 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
     return levels
 
 
+PRECISIONS = ("fp64", "fp32", "fp16", "tensor", "mixed", "none")
+
+
+def _precision_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A misspelt precision is a usage error (exit 2), not a filter that silently keeps nothing."""
+    if value is None:
+        return None
+    v = value.strip().lower()
+    if v in PRECISIONS or (v.startswith("tensor:") and len(v) > len("tensor:")):
+        return v
+    raise click.BadParameter(f"choose from {', '.join(PRECISIONS)} or tensor:<path> (e.g. tensor:bf16); got {value!r}")
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
 @click.option("--out", "-o", type=click.Path(path_type=Path), help="Write the full table to .parquet or .csv.")
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
-    help="What to print on stdout: a table for people, JSON or CSV records for scripts.",
+    "--format", "fmt", type=click.Choice(["table", "json", "ndjson", "csv"]), default="table", show_default=True,
+    help="What to print on stdout: a table for people; JSON (an array), NDJSON or CSV records for scripts.",
 )
 @click.option("--levels", default="dram,l2,l1", show_default=True, callback=_levels,
               help="Memory levels of the hierarchical roofline, comma-separated.")
@@ -67,14 +84,17 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
 )
 @click.option("--name", "name_rx", default=None, metavar="REGEX", help="Only kernels whose name matches.")
 @click.option("--bound", default=None, metavar="KIND", help="Only kernels with this bound: compute, memory, latency.")
-@click.option("--precision", default=None, metavar="P", help="Only kernels whose work is P: fp64, fp32, fp16, tensor, mixed.")
+@click.option("--precision", default=None, metavar="P", callback=_precision_option,
+              help="Only kernels whose work is P: fp64, fp32, fp16, tensor, mixed, none, or a tensor path (tensor:bf16).")
 @click.option("--nvtx", default=None, metavar="REGEX", help="Only kernels in NVTX ranges that match.")
-@click.option("--top", type=click.IntRange(min=1), default=None, help="Only the N longest (default: all, longest first).")
+@click.option("--top", type=click.IntRange(min=1), default=None,
+              help="Only the N longest (default: all in --out/json/csv; the table shows the 20 longest).")
+@click.option("--all", "all_rows", is_flag=True, help="Print every row in the table (default: the 20 longest).")
 @click.option("--by", type=click.Choice(["kernel", "nvtx", "program", "process", "rank", "step"]), default=None,
               help="Aggregate to one roofline point per kernel name, NVTX range, program (input file), process "
               "(nsys), rank (Kineto) or training step (ProfilerStep#N or an NVTX 'step N' range).")
 @click.option("--latency-threshold", type=click.FloatRange(0, 100), default=20.0, show_default=True,
-              help="Under this %% of every roof a kernel is called latency-limited.")
+              help="Under this % of every roof a kernel is called latency-limited.")
 @click.option("--counters", "counters", multiple=True, type=click.Path(path_type=Path), metavar="REPORT",
               help="ncu reports or CSV exports whose per-launch counters are carried onto every launch of the "
               "timeline PATHS (nsys export, Kineto trace, sparse ncu report); repeatable. See docs/nsys.md.")
@@ -88,7 +108,7 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
 @click.option("--strict", is_flag=True, help="Exit 1 when some device has no roofs (default: a warning).")
 def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
             clock: str, device: str | None, name_rx: str | None, bound: str | None, precision: str | None,
-            nvtx: str | None, top: int | None, by: str | None, latency_threshold: float,
+            nvtx: str | None, top: int | None, all_rows: bool, by: str | None, latency_threshold: float,
             html_path: Path | None, captures: tuple[Path, ...] = (), counters: tuple[Path, ...] = (),
             device_map: tuple[str, ...] = (), strict: bool = False) -> None:
     """Hierarchical roofline of profiles: per kernel and memory level the intensity, attainable and
@@ -112,7 +132,9 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         kernels_view = select(result, bound=bound, precision=precision)
         if by:
             result = aggregate(result, by=by, levels=levels, latency_threshold_pct=latency_threshold)
-        result = select(result, bound=bound, precision=precision, top=top)
+        result = select(result, bound=bound, precision=precision)
+        n_rows = len(result)  # before --top: the table's footer says how many were left out
+        result = result.head(top) if top else result
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if html_path is not None:
@@ -125,7 +147,10 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         except (RooflineError, OSError) as exc:
             _err(f"cannot write {out}: {exc}")
             sys.exit(EXIT_INPUT_ERRORS)
-    _print(result, fmt, levels, by)
+    from roofline.report.table import DEFAULT_TOP
+
+    _print(result, fmt, levels, by, limit=None if (top or all_rows) else DEFAULT_TOP, total=n_rows,
+           latency_threshold=latency_threshold)
     if failures:
         _err(f"{failures} of {n_files} input(s) failed")
         sys.exit(EXIT_INPUT_ERRORS)
@@ -236,7 +261,7 @@ def _write_html(result: pd.DataFrame, path: Path, levels: tuple[str, ...], clock
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Kernels in the terminal summary and the report's top table.")
 @click.option("--latency-threshold", type=click.FloatRange(0, 100), default=20.0, show_default=True,
-              help="Under this %% of every roof a kernel is called latency-limited.")
+              help="Under this % of every roof a kernel is called latency-limited.")
 @click.option("--device-map", "device_map", multiple=True, metavar="NAME=KNOWN",
               help="Take the roofs of a device the profile names NAME from the table entry KNOWN (repeatable).")
 @click.option("--strict", is_flag=True, help="Exit 1 when some device has no roofs (default: a warning).")
@@ -255,7 +280,8 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
     except OSError as exc:
         _err(f"cannot write the report to {out_dir}: {exc}")
         sys.exit(EXIT_INPUT_ERRORS)
-    _print(select(result, top=top), "table", levels, None)
+    _print(select(result, top=top), "table", levels, None, total=len(result), latency_threshold=latency_threshold,
+           more="--top N")
     for path in written:
         click.echo(f"wrote {path}")
     if failures:
@@ -269,7 +295,7 @@ EXIT_GATE = 4
 @cli.command("compare")
 @click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
 @click.option("--out", "-o", type=click.Path(path_type=Path), help="Write every pair to .parquet or .csv.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "ndjson", "csv"]), default="table", show_default=True)
 @click.option("--levels", default="dram,l2,l1", show_default=True, callback=_levels, help="Memory levels compared.")
 @click.option("--peaks", "peaks_opt", default="counters", show_default=True, metavar="SOURCE",
               help="'counters', 'spec', a GPU name, or a peaks file (.toml), for every profile.")
@@ -307,6 +333,7 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
         analysed.append(result)
     base = analysed[0]
     violations: list[str] = []
+    unchecked: list[str] = []  # rules the gate could not evaluate: they fail it too
     frames = []
     for path, cand in zip(profiles[1:], analysed[1:]):
         diff = cmp.compare(base, cand, levels, mapping)
@@ -334,6 +361,7 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
                 _err(f"cannot write {path_text(target)}: {exc.strerror or exc}")
                 sys.exit(EXIT_INPUT_ERRORS)
         violations += cmp.gate(diff, rules)
+        unchecked += cmp.unevaluated(diff, rules)
         frames.append(diff)
     everything = pd.concat(frames, ignore_index=True)
     if out is not None:
@@ -348,8 +376,11 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
         _print(everything, fmt, levels, None)
     for v in violations:
         _err(f"regression: {v}")
-    if violations:
-        _err(f"--fail-on {fail_on!r}: {len(violations)} violation(s)")
+    for v in unchecked:
+        _err(f"cannot evaluate: {v}")
+    if violations or unchecked:
+        _err(f"--fail-on {fail_on!r}: {len(violations)} violation(s)"
+             + (f", {len(unchecked)} rule check(s) that could not be evaluated" if unchecked else ""))
         sys.exit(EXIT_GATE)
 
 
@@ -500,41 +531,30 @@ def devices(fmt: str, explain: str | None = None, cc: str | None = None, sms: in
                    + f" (dense T/s){model}")
 
 
-def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | None) -> None:
+def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | None, limit: int | None = None,
+           total: int | None = None, latency_threshold: float = 20.0, more: str = "--top N or --all") -> None:
+    """``limit``: rows of the table shown (the rest counted in its footer); JSON and CSV get every row."""
     if fmt == "table":
         from roofline.report.table import format_table
 
         if not result.empty:
             devices = ", ".join(sorted(set(result["device_name"].dropna().astype(str)))) or "unknown device"
-            what = f"{len(result)} {by or 'kernel'} row(s)"
+            what = f"{total if total is not None else len(result):,} {by or 'kernel'} row(s)"
             click.echo(f"{what} on {devices}; hierarchical roofline over {', '.join(lv.upper() for lv in levels)}; "
                        "longest first")
-        click.echo(format_table(result, levels=levels, by=by))
+        click.echo(format_table(result, levels=levels, by=by, limit=limit, total=total,
+                                latency_threshold=latency_threshold, more=more))
         for prov in result.attrs.get("roofline.provenance", []) if by is None else []:  # traces: what is not priced
             missing = prov.get("unmodelled_ops") if isinstance(prov, dict) else None
             if missing:
                 click.echo(f"{prov.get('source_file', '')}: GPU time without FLOPs or bytes: " + ", ".join(
                     f"{m['op']} {100 * m['gpu_time_share']:.1f}%" for m in missing[:6]))
-    elif fmt == "json":
-        records = [
-            {k: _jsonable(v) for k, v in rec.items()} for rec in result.to_dict("records")
-        ]
-        click.echo(json.dumps(records, indent=1))
+    elif fmt in ("json", "ndjson"):
+        from roofline.report.records import stream_json
+
+        stream_json(result, ndjson=fmt == "ndjson")
     else:
         click.echo(result.to_csv(index=False), nl=False)
-
-
-def _jsonable(v: object) -> object:
-    if v is None or v is pd.NA:
-        return None
-    if isinstance(v, float):
-        if math.isnan(v):
-            return None
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-    if hasattr(v, "item"):
-        return v.item()  # numpy scalars
-    return v
 
 
 @cli.command()
@@ -592,6 +612,10 @@ def batch(inputs: tuple[str, ...], out: Path, workers: int | None, scheduler: st
         _err(f"{summary.failed + summary.skipped_failed} input(s) failed{earlier}: see "
              f"roofline.open_dataset({path_text(out)!r}, 'errors')")
         sys.exit(EXIT_INPUT_ERRORS)
+    if summary.unmatched_patterns:  # a typo in a pattern must not pass as an empty, successful batch
+        _err(f"{len(summary.unmatched_patterns)} input pattern(s) matched no files"
+             + ("; nothing to do" if summary.inputs == 0 else ""))
+        sys.exit(EXIT_INPUT_ERRORS)
 
 
 @cli.command()
@@ -602,6 +626,29 @@ def formats() -> None:
     for f in FORMATS.values():
         status = "read" if f.read is not None else "recognised (no reader yet)"
         click.echo(f"{f.name:15s} {status:27s} {f.description}")
+
+
+@cli.command("samples")
+def samples_cmd() -> None:
+    """List the sample profiles bundled with roofline (origin and licences: samples/README.md)."""
+    from roofline import samples
+
+    for s in samples.SAMPLES.values():
+        click.echo(f"{s.name:20s} {s.format:12s} {s.device:24s} {s.what}")
+        click.echo(f"{'':20s} {samples.path(s.name)}")
+
+
+@cli.command()
+@click.option("--out", "-o", "out_dir", type=click.Path(path_type=Path), default=Path("roofline-demo"),
+              show_default=True, help="Folder for roofline*.png and report.html.")
+@click.pass_context
+def demo(ctx: click.Context, out_dir: Path) -> None:
+    """Run `roofline report` on the bundled samples: a table here, the charts and the HTML report in OUT."""
+    from roofline import samples
+    from roofline.hardware.peaks import LEVELS
+
+    ctx.invoke(report, paths=tuple(samples.paths()), out_dir=out_dir, svg=False, levels=tuple(LEVELS),
+               peaks_opt="counters", clock="profiled", device=None, top=20, latency_threshold=20.0)
 
 
 def _register_llm() -> None:
@@ -626,8 +673,11 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except RooflineError as exc:
+        from roofline.hardware.specs import UnknownDeviceError
+
         _err(str(exc))
-        sys.exit(EXIT_INPUT_ERRORS)
+        # a GPU name comes from an option (--peaks, --device, --gpu): a usage error, like a bad choice
+        sys.exit(EXIT_USAGE if isinstance(exc, UnknownDeviceError) else EXIT_INPUT_ERRORS)
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - the last line of defence for users

@@ -220,6 +220,42 @@ def gate(diff: pd.DataFrame, rules: Sequence[Rule]) -> list[str]:
     return out
 
 
+def unevaluated(diff: pd.DataFrame, rules: Sequence[Rule]) -> list[str]:
+    """Rules the gate could not check, one line each: a CI gate must not pass on numbers it never saw.
+
+    A numeric rule cannot be evaluated when no matched kernel has its change (nothing matched, or the
+    quantity is unavailable everywhere), or when a kernel has the quantity on one side only (the
+    candidate lost a counter the baseline had, or the reverse). Kernels without it on both sides are
+    left out of the rule, as they are of the table.
+    """
+    out = []
+    matched = diff[diff["match"].isin(["name+nvtx+order", "name+order"])]
+    for r in rules:
+        if r.metric in ("bound", "vanished", "new"):
+            continue
+        if r.metric == "total_time":
+            if np.isnan(program_change(diff)["time_change_pct"]):
+                out.append(f"{r.text}: the baseline has no kernel time, so no whole-program change")
+            continue
+        col = _METRICS[r.metric]
+        if matched.empty:
+            out.append(f"{r.text}: no kernel matched between the profiles (pair renamed kernels with --map FILE)")
+            continue
+        change = pd.to_numeric(matched[col], errors="coerce") if col in matched else pd.Series(np.nan, index=matched.index)
+        if change.notna().sum() == 0:
+            out.append(f"{r.text}: {col} is unavailable for every matched kernel")
+            continue
+        q = col.removesuffix("_change_pct").removesuffix("_change_pts")
+        if f"{q}_base" in matched and f"{q}_cand" in matched:
+            b = pd.to_numeric(matched[f"{q}_base"], errors="coerce").notna()
+            c = pd.to_numeric(matched[f"{q}_cand"], errors="coerce").notna()
+            lost = matched.loc[(b != c).to_numpy(), "kernel"].astype(str).tolist()
+            if lost:
+                shown = ", ".join(lost[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
+                out.append(f"{r.text}: {q} known in one profile only for {len(lost)} kernel(s): {shown}")
+    return out
+
+
 def _crosses(v: float, r: Rule) -> bool:
     if v is None or np.isnan(v) or r.threshold is None:
         return False

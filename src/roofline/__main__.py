@@ -1,0 +1,6 @@
+"""``python -m roofline``: the same command line as the ``roofline`` script."""
+
+from roofline.cli import main
+
+if __name__ == "__main__":
+    main()

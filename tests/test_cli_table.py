@@ -1,0 +1,102 @@
+"""The terminal table: top rows with a footer, numbered notes with the reasons, a legend, file/device
+columns, kernel names told apart; JSON and NDJSON records for scripts."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from roofline import samples
+from roofline.report.table import display_names, format_table, split_note
+
+from conftest import analysed, kernel_row
+from test_errors_cli import _cli
+
+
+def _many(n: int) -> pd.DataFrame:
+    return analysed([kernel_row(kernel_id=i, kernel_name=f"k{i}", kernel_short_name=f"k{i}", duration_s=1e-3 * (n - i))
+                     for i in range(n)])
+
+
+def test_top_rows_and_a_footer_saying_how_many_were_left_out():
+    frame = _many(45)
+    text = format_table(frame, limit=20)
+    assert "20 of 45 rows, longest first; --top N or --all for more" in text
+    body = text.split("\nshown: 20 of 45")[0].splitlines()
+    assert len(body) == 1 + 20 and body[1].split()[1] == "k0"  # header + 20 rows, in frame order
+    assert "of 45 rows" not in format_table(frame)  # everything shown: no footer
+    big = format_table(_many(3), limit=2, total=20_540)
+    assert "2 of 20,540 rows" in big
+
+
+def test_notes_carry_the_reasons_and_the_legend_the_markers():
+    rows = [kernel_row(kernel_id=0, l2_bytes=np.nan, l2_bytes_source="unavailable: no counter; collect with ncu --set full"),
+            kernel_row(kernel_id=1, flop_fp32=1e12, duration_s=1e-3)]  # 1 PFLOP/s: above the 20 TFLOP/s fp32 roof
+    frame = analysed(rows)
+    assert bool(frame.loc[frame["kernel_id"] == 1, "over_roof"].item())
+    text = format_table(frame)
+    assert "notes:" in text and "L2 level absent: no L2 bytes (unavailable: no counter; collect with ncu --set full)" in text
+    assert "above the compute roof: likely a wrong peak" in text
+    assert "! above a roof (cause in the notes)" in text and "n/a unavailable" in text
+    table = text.split("notes:")[0]
+    assert " ! " in table or table.rstrip().endswith("!") or "!  " in table
+
+
+def test_a_note_splits_only_where_a_new_reason_starts():
+    note = ("no FLOPs: unavailable: a GPU xplane holds no FLOPs or bytes; install the extra roofline[xla]; "
+            "DRAM level absent: no DRAM bytes (unavailable: x; y); under 20% of every roof: latency- or occupancy-limited")
+    assert split_note(note) == [
+        "no FLOPs: unavailable: a GPU xplane holds no FLOPs or bytes; install the extra roofline[xla]",
+        "DRAM level absent: no DRAM bytes (unavailable: x; y)",
+        "under 20% of every roof: latency- or occupancy-limited",
+    ]
+
+
+def test_file_and_device_columns_only_when_inputs_differ():
+    one = analysed([kernel_row(kernel_id=i, source_file="/a/x.ncu-rep") for i in range(2)])
+    header = format_table(one).splitlines()[0].split()
+    assert "file" not in header and "device" not in header
+    two = analysed([kernel_row(kernel_id=0, source_file="/a/x.ncu-rep", device_name="A"),
+                    kernel_row(kernel_id=0, source_file="/b/x.ncu-rep", device_name="B")])
+    text = format_table(two)
+    assert text.splitlines()[0].split()[:4] == ["id", "kernel", "file", "device"]
+    assert "a/x.ncu-rep" in text and "b/x.ncu-rep" in text  # same file name: the folder tells them apart
+
+
+def test_template_instantiations_are_told_apart():
+    long_args = ", ".join(f"(int){i}" for i in range(30))
+    frame = pd.DataFrame({
+        "kernel_short_name": ["gemm", "gemm", "copy", "big", "big"],
+        "kernel_name": ["void gemm<(int)64, (int)8>(float *)", "void gemm<(int)128, (int)8>(float *)", "copy(float *)",
+                        f"void big<{long_args}>(int)", f"void big<{long_args}, (int)99>(int)"],
+    })
+    names, hashed = display_names(frame, max_name=40)
+    assert names[:3] == ["gemm<64,8>", "gemm<128,8>", "copy"]
+    assert names[3].startswith("big#") and names[4].startswith("big#") and names[3] != names[4] and hashed
+    rows = analysed([kernel_row(kernel_id=i, kernel_short_name="gemm", kernel_name=n)
+                     for i, n in enumerate(frame["kernel_name"][:2])])
+    assert "gemm<64,8>" in format_table(rows) and "gemm<128,8>" in format_table(rows)
+    # --by kernel: one row per full name, printed in full
+    from roofline.analysis.aggregate import aggregate
+
+    text = format_table(aggregate(rows, by="kernel"), by="kernel")
+    assert "void gemm<(int)64, (int)8>(float *)" in text and "void gemm<(int)128, (int)8>(float *)" in text
+
+
+def test_cli_table_default_top_all_and_streamed_records():
+    trace = samples.path("h100-bert-small")  # 61 rows
+    p = _cli("analyze", trace)
+    assert p.returncode == 0, p.stderr
+    assert "20 of 61 rows, longest first; --top N or --all for more" in p.stdout and "legend:" in p.stdout
+    assert "notes:" in p.stdout and "a PyTorch trace has no cache counters" in p.stdout
+    everything = _cli("analyze", trace, "--all")
+    assert "of 61 rows" not in everything.stdout and len(everything.stdout.splitlines()) > 61
+    full = _cli("analyze", trace, "--by", "kernel", "--top", "2")
+    assert "2 of 10 rows" in full.stdout
+    nd = _cli("analyze", trace, "--format", "ndjson")
+    lines = nd.stdout.splitlines()
+    assert nd.returncode == 0 and len(lines) == 61 and all(json.loads(ln)["format"] == "torch-trace" for ln in lines)
+    arr = json.loads(_cli("analyze", trace, "--format", "json").stdout)
+    assert [r["kernel_id"] for r in arr] == [json.loads(ln)["kernel_id"] for ln in lines]
