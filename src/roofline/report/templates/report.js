@@ -20,12 +20,19 @@
   function start(D) {
     var M = D.meta, K = D.kernels, N = M.count, LEVELS = M.levels;
     var SYMBOLS = {dram: 'circle', l2: 'square', l1: 'triangle-up'};
-    var PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
     var ROOF_COLOURS = {fp64: '#6a3d9a', fp32: '#1f78b4', fp16: '#33a02c', tensor: '#e31a1c'};
+    // point colours carry a meaning, named in the legend: the bound, or the precision (then the same
+    // colour as that precision's flat roof)
+    var COLOURS = {
+      bound: {'compute-bound': '#d62728', 'memory-bound': '#1f77b4', 'latency-limited': '#8c8c8c', unavailable: '#e0a800'},
+      precision: {fp64: '#6a3d9a', fp32: '#1f78b4', fp16: '#33a02c', tensor: '#e31a1c', none: '#8c8c8c'}
+    };
+    var OTHER_COLOUR = '#e0a800';
     var DASH = {dram: 'solid', l2: 'dash', l1: 'dot'};
-    var PAGE = 50, JOIN_LIMIT = 2000, CHART_LIMIT = 20000;
-    var DISCRETE = PALETTE.map(function (c, j) { return [j / (PALETTE.length - 1), c]; });
-    var state = {filtered: [], page: 0, sortKey: 'time', sortDir: -1, levelsOn: {}};
+    // SVG markers up to SVG_LIMIT (no WebGL context to start: small reports draw at once), WebGL above
+    var CUT = {name: 160, note: 110};  // longer names and notes are cut in table cells (in full in the tooltip and details)
+    var PAGE = 50, JOIN_LIMIT = 2000, CHART_LIMIT = 20000, SVG_LIMIT = 3000;
+    var state = {filtered: [], page: 0, sortKey: 'time', sortDir: -1, levelsOn: {}, colour: 'bound', nameError: ''};
 
     function esc(s) {  // plotly renders a subset of HTML in labels: show names as text
       return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');  // plotly knows no &quot;
@@ -49,14 +56,29 @@
     // ---- filters -------------------------------------------------------------------------------
     function precisionBase(p) { return p.indexOf('tensor') === 0 ? 'tensor' : p; }
     function deviceRoofs() { return D.roofs[state.device] || []; }
+    var DEVICES = {};  // per device: kernels, kernels drawn, total and drawable time
+    function deviceStats() {
+      for (var i = 0; i < N; i++) {
+        var d = cat('device', i), s = DEVICES[d] || (DEVICES[d] = {n: 0, drawn: 0, time: 0, drawnTime: 0});
+        s.n++; s.time += K.time[i] || 0;
+        if (drawn(i)) { s.drawn++; s.drawnTime += K.time[i] || 0; }
+      }
+      // the device with the most drawable time comes first, so the page opens on something to see
+      return Object.keys(DEVICES).sort(function (a, b) {
+        return (DEVICES[b].drawnTime - DEVICES[a].drawnTime) || (DEVICES[b].drawn - DEVICES[a].drawn) || (DEVICES[b].time - DEVICES[a].time);
+      });
+    }
+    function deviceName(d) { return d || 'unknown device'; }
     function setupFilters() {
-      var dv = document.getElementById('f-device'), time = {};
-      for (var i = 0; i < N; i++) { var d = cat('device', i); time[d] = (time[d] || 0) + (K.time[i] || 0); }
-      Object.keys(time).sort(function (a, b) { return time[b] - time[a]; }).forEach(function (d) {
-        dv.appendChild(el('option', d || 'unknown device')).value = d;
+      var dv = document.getElementById('f-device');
+      deviceStats().forEach(function (d) {
+        var s = DEVICES[d];
+        dv.appendChild(el('option', deviceName(d) + ' (' + (s.drawn ? s.drawn + ' of ' + s.n + ' kernel(s) drawable' : 'nothing drawable') + ')')).value = d;
       });
       state.device = dv.value || '';
-      dv.addEventListener('input', function () { state.device = dv.value; RANGE = null; applyFilters(); if (anyDrawn) drawPrograms(); });
+      dv.addEventListener('input', function () { state.device = dv.value; RANGE = null; drawPeaks(); applyFilters(); if (anyDrawn) drawPrograms(); });
+      var cb = document.getElementById('f-colour');
+      cb.addEventListener('input', function () { state.colour = cb.value; drawKernels(); });
       var b = document.getElementById('f-bound');
       (K.categories ? K.categories.bound : []).forEach(function (v) { b.appendChild(el('option', v)).value = v; });
       var p = document.getElementById('f-precision'), seen = {};
@@ -78,14 +100,22 @@
       });
     }
     function nameMatcher(q) {
+      state.nameError = '';
       if (!q) return null;
       var m = /^\/(.*)\/$/.exec(q);
-      if (m) { try { var rx = new RegExp(m[1], 'i'); return function (s) { return rx.test(s); }; } catch (e) { return function () { return false; }; } }
+      if (m) {
+        try { var rx = new RegExp(m[1], 'i'); return function (s) { return rx.test(s); }; } catch (e) {
+          state.nameError = 'invalid regular expression: ' + e.message + ' (no kernel matches)';
+          return function () { return false; };
+        }
+      }
       q = q.toLowerCase();
       return function (s) { return s.toLowerCase().indexOf(q) >= 0; };
     }
     function applyFilters() {
       var match = nameMatcher(document.getElementById('f-name').value.trim());
+      var err = document.getElementById('f-name-error');
+      err.textContent = state.nameError; err.hidden = !state.nameError;
       var bound = document.getElementById('f-bound').value, prec = document.getElementById('f-precision').value;
       var out = [];
       for (var i = 0; i < N; i++) {
@@ -97,8 +127,18 @@
       }
       state.filtered = out; state.page = 0;
       sortRows();
-      document.getElementById('f-count').textContent = out.length + ' of ' + N + ' kernel(s)';
-      drawKernels(); drawTable();
+      var dn = DEVICES[state.device] || {n: 0};
+      document.getElementById('f-count').textContent = out.length + ' of ' + dn.n + ' kernel(s) on this device'
+        + (N > dn.n ? ' (' + N + ' in the report)' : '');
+      drawNote(); drawKernels(); drawTable(); drawTop();
+    }
+    function drawNote() {
+      var s = DEVICES[state.device] || {n: 0, drawn: 0}, note = document.getElementById('device-note'), text = '';
+      if (!s.drawn) text = 'Nothing drawable on ' + deviceName(state.device) + ': none of its ' + s.n
+        + ' kernel(s) has both FLOPs and bytes (the report has no FLOP or memory counters for them). The tables list them.';
+      else if (s.drawn < s.n) text = (s.n - s.drawn) + ' of ' + s.n + ' kernel(s) on ' + deviceName(state.device)
+        + ' have no FLOPs or no bytes and are listed, not drawn.';
+      note.textContent = text; note.hidden = !text;
     }
 
     // ---- charts --------------------------------------------------------------------------------
@@ -146,59 +186,95 @@
       return {title: {text: esc(title), font: {size: 13}}, margin: {l: 70, r: 10, t: 40, b: 50}, hovermode: 'closest',
         xaxis: {type: 'log', range: R.x, exponentformat: 'SI', title: {text: 'arithmetic intensity (FLOP/byte)'}},
         yaxis: {type: 'log', range: R.y, exponentformat: 'SI', title: {text: 'performance (FLOP/s)'}},
-        legend: {font: {size: 10}}};
+        legend: {font: {size: 10}, itemclick: false, itemdoubleclick: false, groupclick: false}};
     }
     function chartRows() {
       // K is longest first, so the lowest indices are the longest kernels of the current filter
       var rows = state.filtered.slice().sort(function (a, b) { return a - b; });
       return rows.length > CHART_LIMIT ? rows.slice(0, CHART_LIMIT) : rows;
     }
+    function colourKey(i) {
+      if (state.colour === 'precision') { var p = cat('precision', i); return p ? precisionBase(p) : 'none'; }
+      return cat('bound', i) || 'unavailable';
+    }
+    function colourOf(key) { return COLOURS[state.colour][key] || OTHER_COLOUR; }
+    function legendKey(name, colour, symbol, group, title) {  // a legend entry that only explains a marker
+      return {type: 'scatter', mode: 'markers', x: [null], y: [null], name: esc(name), hoverinfo: 'skip', showlegend: true,
+        marker: {color: colour, symbol: symbol, size: 9}, legendgroup: group, legendgrouptitle: {text: title}, meta: 'key:' + group};
+    }
     function drawKernels() {
-      var traces = roofTraces(), rows = chartRows(), joins = {x: [], y: []};
+      var traces = roofTraces(), rows = chartRows(), joins = {x: [], y: []}, seen = {}, shapes = [], total = 0;
+      LEVELS.forEach(function (lv) {
+        if (!state.levelsOn[lv]) return;
+        for (var j = 0; j < rows.length; j++) if (K['int_' + lv][rows[j]] > 0 && K.achieved[rows[j]] > 0) total++;
+      });
+      var type = total > SVG_LIMIT ? 'scattergl' : 'scatter';
       LEVELS.forEach(function (lv) {
         if (!state.levelsOn[lv]) return;
         var xs = [], ys = [], cd = [], col = [], text = [], key = 'int_' + lv;
         for (var j = 0; j < rows.length; j++) {
           var i = rows[j], x = K[key][i], y = K.achieved[i];
           if (!(x > 0) || !(y > 0)) continue;
-          xs.push(x); ys.push(y); cd.push(i); col.push(i % PALETTE.length); text.push(esc(K.short[i]));
+          var ck = colourKey(i); seen[ck] = 1;
+          xs.push(x); ys.push(y); cd.push(i); col.push(colourOf(ck));
+          text.push(esc(K.short[i]) + '<br>' + esc(cat('bound', i)) + ', ' + esc(cat('precision', i) || 'no FLOPs'));
         }
-        traces.push({type: 'scattergl', mode: 'markers', name: 'kernels at ' + esc(M.level_labels[lv]), x: xs, y: ys,
-          customdata: cd, text: text, meta: 'level:' + lv,
-          marker: {symbol: SYMBOLS[lv], size: 8, color: col, cmin: 0, cmax: PALETTE.length - 1, colorscale: DISCRETE},
+        if (xs.length) shapes.push(lv);
+        traces.push({type: type, mode: 'markers', name: 'kernels at ' + esc(M.level_labels[lv]), x: xs, y: ys,
+          customdata: cd, text: text, meta: 'level:' + lv, showlegend: false,
+          marker: {symbol: SYMBOLS[lv], size: 8, color: col, opacity: 0.85, line: {width: 0}},
           hovertemplate: '%{text}<br>' + esc(M.level_labels[lv]) + ': %{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
       });
+      var order = Object.keys(COLOURS[state.colour]);
+      Object.keys(seen).sort(function (a, b) { return (order.indexOf(a) + 99) % 99 - (order.indexOf(b) + 99) % 99; }).forEach(function (k) {
+        traces.push(legendKey(k, colourOf(k), 'circle', 'colour', 'colour = ' + state.colour));
+      });
+      shapes.forEach(function (lv) {
+        traces.push(legendKey(M.level_labels[lv], '#555', SYMBOLS[lv], 'shape', 'shape = memory level'));
+      });
       var on = LEVELS.filter(function (lv) { return state.levelsOn[lv]; });
-      for (var j = 0; j < rows.length && j < JOIN_LIMIT && on.length > 1; j++) {
+      for (var j = 0; j < rows.length && j < JOIN_LIMIT && shapes.length > 1; j++) {
         var i = rows[j];
         if (!(K.achieved[i] > 0)) continue;
         on.forEach(function (lv) { var x = K['int_' + lv][i]; if (x > 0) { joins.x.push(x); joins.y.push(K.achieved[i]); } });
         joins.x.push(null); joins.y.push(null);
       }
-      if (joins.x.length) traces.push({type: 'scattergl', mode: 'lines', x: joins.x, y: joins.y, hoverinfo: 'skip',
+      if (joins.x.length) traces.push({type: type, mode: 'lines', x: joins.x, y: joins.y, hoverinfo: 'skip',
         line: {width: 0.6, color: 'rgba(80,80,80,0.35)'}, name: 'same kernel', meta: 'join'});
       var hidden = 0; for (var k = 0; k < state.filtered.length; k++) if (!drawn(state.filtered[k])) hidden++;
       if (hidden) traces.push({type: 'scatter', mode: 'markers', x: [null], y: [null], meta: 'undrawn',
         name: hidden + ' kernel(s) without FLOPs or bytes: not drawn', marker: {opacity: 0}});
-      Plotly.react('kernel-chart', traces, layout('kernels: one point per kernel and memory level'),
-        {responsive: true, displaylogo: false});
+      var capped = state.filtered.length > CHART_LIMIT;
+      if (capped) traces.push({type: 'scatter', mode: 'markers', x: [null], y: [null], meta: 'capped', marker: {opacity: 0},
+        name: 'the ' + CHART_LIMIT + ' longest of ' + state.filtered.length + ' kernels drawn; the tables hold all'});
+      var L = layout('kernels: one point per kernel and memory level');
+      if (!total) L.annotations = [{text: (DEVICES[state.device] || {}).drawn ? 'no drawable kernel passes the filters'
+        : 'nothing drawable on ' + esc(deviceName(state.device)), xref: 'paper', yref: 'paper', x: 0.5, y: 0.5,
+        showarrow: false, font: {size: 15, color: '#92400e'}}];
+      Plotly.react('kernel-chart', traces, L, {responsive: true, displaylogo: false});
     }
     function drawPrograms() {
       var traces = roofTraces();
       ['program', 'nvtx'].forEach(function (by) {
-        var gs = D.groups.filter(function (g) { return g.by === by && g.achieved > 0 && g.device === state.device; });
+        // kernels outside any NVTX range are the program's own point already
+        var gs = D.groups.filter(function (g) { return g.by === by && g.achieved > 0 && g.device === state.device
+          && !(by === 'nvtx' && (g.label === '(none)' || g.label === '')); });
         if (!gs.length) return;
-        LEVELS.forEach(function (lv) {
+        LEVELS.forEach(function (lv, li) {
           var pts = gs.filter(function (g) { return g['int_' + lv] > 0; });
-          traces.push({type: 'scatter', mode: 'markers+text', name: by + ' at ' + esc(M.level_labels[lv]),
+          // one label per program or range (at the first level drawn), not one per level
+          traces.push({type: 'scatter', mode: li ? 'markers' : 'markers+text', name: by + ' at ' + esc(M.level_labels[lv]),
             x: pts.map(function (g) { return g['int_' + lv]; }), y: pts.map(function (g) { return g.achieved; }),
-            text: pts.map(function (g) { return esc(g.label); }), textposition: 'top right', textfont: {size: 9},
-            marker: {symbol: SYMBOLS[lv], size: 11, color: by === 'program' ? '#111' : '#d95f02'},
+            text: pts.map(function (g) { return esc(g.label); }), textposition: by === 'program' ? 'top right' : 'bottom right',
+            textfont: {size: 9, color: by === 'program' ? '#111' : '#d95f02'},
+            marker: {symbol: SYMBOLS[lv], size: 11, color: by === 'program' ? '#111' : '#d95f02'}, meta: by + ':' + lv,
             hovertemplate: '%{text}<br>%{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
         });
       });
-      Plotly.newPlot('program-chart', traces, layout('programs and NVTX ranges (roofs of ' + esc(state.device || 'unknown device') + ')'),
-        {responsive: true, displaylogo: false});
+      var L = layout('programs and NVTX ranges (roofs of ' + esc(deviceName(state.device)) + ')');
+      if (traces.every(function (t) { return (t.meta || '').indexOf('roof:') === 0; })) L.annotations = [{text: 'nothing drawable on '
+        + esc(deviceName(state.device)), xref: 'paper', yref: 'paper', x: 0.5, y: 0.5, showarrow: false, font: {size: 15, color: '#92400e'}}];
+      Plotly.react('program-chart', traces, L, {responsive: true, displaylogo: false});
     }
 
     // ---- details, tables -----------------------------------------------------------------------
@@ -259,12 +335,17 @@
       rows.forEach(function (i) {
         var tr = el('tr'); tr.dataset.kernel = String(i);
         COLUMNS.forEach(function (c) {
-          var td = el('td', cell(c[1], i), c[1] === 'name' ? 'name' : (/^(time|flop|achieved|pct|rank|int_)/.test(c[1]) ? 'num' : ''));
+          var text = cell(c[1], i), td = el('td', text, (c[1] === 'name' || c[1] === 'note') ? c[1] : (/^(time|flop|achieved|pct|rank|int_)/.test(c[1]) ? 'num' : ''));
+          if (CUT[c[1]] && text.length > CUT[c[1]]) { td.textContent = text.slice(0, CUT[c[1]] - 1) + '…'; td.title = text; }
           tr.appendChild(td);
         });
         tr.addEventListener('click', function () { showDetails(i); });
         tbody.appendChild(tr);
       });
+    }
+    function drawTop() {  // the longest kernels that pass the filters (K is longest first)
+      var rows = state.filtered.slice().sort(function (a, b) { return a - b; }).slice(0, M.top);
+      fill(document.querySelector('#top-table tbody'), rows);
     }
     function drawTable() {
       var pages = Math.max(1, Math.ceil(state.filtered.length / PAGE));
@@ -273,8 +354,10 @@
       document.getElementById('page').textContent = 'page ' + (state.page + 1) + ' of ' + pages;
     }
     function drawPeaks() {
-      var tb = document.querySelector('#peaks-table tbody');
+      var tb = document.querySelector('#peaks-table tbody'), want = deviceName(state.device);
+      tb.textContent = '';
       D.peaks.forEach(function (p) {
+        if (p.device !== want) return;
         var tr = el('tr');
         [p.device, p.roof, si(p.value, p.kind === 'compute' ? 'FLOP/s' : 'B/s'), p.basis, p.source].forEach(function (v) { tr.appendChild(el('td', v)); });
         tb.appendChild(tr);
@@ -287,9 +370,6 @@
     mark('start'); setupFilters(); drawPeaks(); mark('filters+peaks');
     header(document.getElementById('stats-table'), true);
     header(document.getElementById('top-table'), false);
-    var top = []; for (var t = 0; t < N && t < M.top; t++) top.push(t);  // kernels arrive longest first
-    fill(document.querySelector('#top-table tbody'), top);
-    document.getElementById('unplotted').textContent = '';
     if (anyDrawn) { drawPrograms(); }
     mark('programs');
     applyFilters();
@@ -299,6 +379,6 @@
     gd.on('plotly_click', function (ev) { var p = ev.points[0]; if (p && p.customdata !== undefined) showDetails(p.customdata); });
     document.getElementById('prev').addEventListener('click', function () { if (state.page > 0) { state.page--; drawTable(); } });
     document.getElementById('next').addEventListener('click', function () { state.page++; drawTable(); });
-    window.rooflineReport = {state: state, kernels: K, marks: marks, applyFilters: applyFilters, showDetails: showDetails, ready: true};
+    window.rooflineReport = {state: state, kernels: K, devices: DEVICES, marks: marks, applyFilters: applyFilters, showDetails: showDetails, ready: true};
   }
 }());
