@@ -335,7 +335,7 @@
       rows.forEach(function (i) {
         var tr = el('tr'); tr.dataset.kernel = String(i);
         COLUMNS.forEach(function (c) {
-          var text = cell(c[1], i), td = el('td', text, (c[1] === 'name' || c[1] === 'note') ? c[1] : (/^(time|flop|achieved|pct|rank|int_)/.test(c[1]) ? 'num' : ''));
+          var text = cell(c[1], i), td = el('td', text, c[1] === 'name' ? 'name' : c[1] === 'note' ? 'notes' : (/^(time|flop|achieved|pct|rank|int_)/.test(c[1]) ? 'num' : ''));
           if (CUT[c[1]] && text.length > CUT[c[1]]) { td.textContent = text.slice(0, CUT[c[1]] - 1) + '…'; td.title = text; }
           tr.appendChild(td);
         });
