@@ -255,7 +255,7 @@
     }
     function drawPrograms() {
       var traces = roofTraces();
-      ['program', 'nvtx'].forEach(function (by) {
+      ['nvtx', 'program'].forEach(function (by) {  // programs last: on top of a range that spans the whole profile
         // kernels outside any NVTX range are the program's own point already
         var gs = D.groups.filter(function (g) { return g.by === by && g.achieved > 0 && g.device === state.device
           && !(by === 'nvtx' && (g.label === '(none)' || g.label === '')); });
@@ -267,7 +267,7 @@
             x: pts.map(function (g) { return g['int_' + lv]; }), y: pts.map(function (g) { return g.achieved; }),
             text: pts.map(function (g) { return esc(g.label); }), textposition: by === 'program' ? 'top right' : 'bottom right',
             textfont: {size: 9, color: by === 'program' ? '#111' : '#d95f02'},
-            marker: {symbol: SYMBOLS[lv], size: 11, color: by === 'program' ? '#111' : '#d95f02'}, meta: by + ':' + lv,
+            marker: {symbol: SYMBOLS[lv], size: by === 'program' ? 10 : 15, color: by === 'program' ? '#111' : '#d95f02'}, meta: by + ':' + lv,
             hovertemplate: '%{text}<br>%{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
         });
       });
