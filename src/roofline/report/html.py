@@ -2,9 +2,12 @@
 
 Page (``templates/report.html.j2``, behaviour in ``templates/report.js``): the device and its peaks
 with their sources; a program-level chart (each profile and each NVTX range as one point); a
-kernel-level hierarchical chart (WebGL scatter, one point per kernel and level) with hover details;
-filters by name, bound, precision and memory level; a sortable, paged statistics table; the top
-kernels by time.
+kernel-level hierarchical chart (one point per kernel and level, coloured by bound or precision with
+a legend saying which; SVG markers for small reports, WebGL above 3,000 points) with hover details;
+filters by device, name (substring or /regex/, an invalid one says so), bound, precision and memory
+level, which the charts and every table follow; a sortable, paged statistics table; the top kernels
+by time. A multi-device report opens on the device with the most drawable time, and a device with
+nothing drawable says so. plotly.js is a vendored partial bundle (``vendor/README.md``).
 
 Kernel names come from untrusted files. They travel only inside a JSON block whose ``<``, ``>``
 and ``&`` are escaped as ``\\u003c``/``\\u003e``/``\\u0026``, so nothing in them can close the

@@ -211,19 +211,23 @@
       var type = total > SVG_LIMIT ? 'scattergl' : 'scatter';
       LEVELS.forEach(function (lv) {
         if (!state.levelsOn[lv]) return;
-        var xs = [], ys = [], cd = [], col = [], text = [], key = 'int_' + lv;
+        // one trace per level and colour: a single colour per trace is much cheaper to draw in WebGL
+        // than a colour per point
+        var by = {}, key = 'int_' + lv;
         for (var j = 0; j < rows.length; j++) {
           var i = rows[j], x = K[key][i], y = K.achieved[i];
           if (!(x > 0) || !(y > 0)) continue;
-          var ck = colourKey(i); seen[ck] = 1;
-          xs.push(x); ys.push(y); cd.push(i); col.push(colourOf(ck));
-          text.push(esc(K.short[i]) + '<br>' + esc(cat('bound', i)) + ', ' + esc(cat('precision', i) || 'no FLOPs'));
+          var ck = colourKey(i), t = by[ck] || (by[ck] = {x: [], y: [], cd: [], text: []});
+          t.x.push(x); t.y.push(y); t.cd.push(i);
+          t.text.push(esc(K.short[i]) + '<br>' + esc(cat('bound', i)) + ', ' + esc(cat('precision', i) || 'no FLOPs'));
         }
-        if (xs.length) shapes.push(lv);
-        traces.push({type: type, mode: 'markers', name: 'kernels at ' + esc(M.level_labels[lv]), x: xs, y: ys,
-          customdata: cd, text: text, meta: 'level:' + lv, showlegend: false,
-          marker: {symbol: SYMBOLS[lv], size: 8, color: col, opacity: 0.85, line: {width: 0}},
-          hovertemplate: '%{text}<br>' + esc(M.level_labels[lv]) + ': %{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
+        Object.keys(by).forEach(function (ck) {
+          seen[ck] = 1; if (shapes.indexOf(lv) < 0) shapes.push(lv);
+          traces.push({type: type, mode: 'markers', name: esc(ck) + ' at ' + esc(M.level_labels[lv]), x: by[ck].x, y: by[ck].y,
+            customdata: by[ck].cd, text: by[ck].text, meta: 'level:' + lv, legendgroup: ck, showlegend: false,
+            marker: {symbol: SYMBOLS[lv], size: type === 'scatter' ? 8 : 6, color: colourOf(ck), line: {width: 0}},
+            hovertemplate: '%{text}<br>' + esc(M.level_labels[lv]) + ': %{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
+        });
       });
       var order = Object.keys(COLOURS[state.colour]);
       Object.keys(seen).sort(function (a, b) { return (order.indexOf(a) + 99) % 99 - (order.indexOf(b) + 99) % 99; }).forEach(function (k) {
@@ -233,7 +237,8 @@
         traces.push(legendKey(M.level_labels[lv], '#555', SYMBOLS[lv], 'shape', 'shape = memory level'));
       });
       var on = LEVELS.filter(function (lv) { return state.levelsOn[lv]; });
-      for (var j = 0; j < rows.length && j < JOIN_LIMIT && shapes.length > 1; j++) {
+      // lines joining a kernel's levels, for charts small enough to read them
+      for (var j = 0; j < rows.length && rows.length <= JOIN_LIMIT && shapes.length > 1; j++) {
         var i = rows[j];
         if (!(K.achieved[i] > 0)) continue;
         on.forEach(function (lv) { var x = K['int_' + lv][i]; if (x > 0) { joins.x.push(x); joins.y.push(K.achieved[i]); } });
