@@ -5,8 +5,12 @@
   var block = document.getElementById('roofline-data');
   function decode() {
     if (block.dataset.encoding !== 'gzip+base64') return Promise.resolve(JSON.parse(block.textContent));
-    var bin = atob(block.textContent), bytes = new Uint8Array(bin.length);
-    for (var b = 0; b < bin.length; b++) bytes[b] = bin.charCodeAt(b);
+    var bytes;
+    if (Uint8Array.fromBase64) bytes = Uint8Array.fromBase64(block.textContent.trim());  // native: ~10x the loop's speed
+    else {
+      var bin = atob(block.textContent); bytes = new Uint8Array(bin.length);
+      for (var b = 0; b < bin.length; b++) bytes[b] = bin.charCodeAt(b);
+    }
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
     return new Response(stream).text().then(JSON.parse);
   }
