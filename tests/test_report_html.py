@@ -55,18 +55,18 @@ def test_page_is_self_contained_and_names_cannot_break_out():
     data = _data(text)
     assert XSS in data["kernels"]["name"] and QUOTES in data["kernels"]["name"]  # the JSON keeps them exactly
     assert data["kernels"]["time"][0] == pytest.approx(9e-3)  # longest first
-    assert len(text.encode()) < 1.5e6  # the partial plotly bundle, not the 4.8 MB full one
+    assert len(text.encode()) < 1.2e6  # the partial plotly bundle, not the 4.8 MB full one
 
 
 def test_vendored_plotly_is_the_partial_bundle_with_its_licences():
     vendor = Path(html.__file__).parent / "vendor"
     js = html.plotly_js()
-    assert js.startswith("/* plotly.js v4.1.1 (MIT") and len(js) < 1.5e6
-    assert '"node_modules/plotly.js/lib/scattergl.js"' in js  # the WebGL trace for large reports
-    # traces the pages never draw are not in it (the full bundle has every one of these)
-    # (core borrows a few helpers from bar and pie, never their trace modules)
+    assert js.startswith("/* plotly.js v4.1.1 (MIT") and len(js) < 1.2e6
+    assert '"node_modules/plotly.js/src/traces/scatter/index.js"' in js
+    # traces the pages never draw are not in it (the full bundle has every one of these); core
+    # borrows a few helpers from bar and pie, never their trace modules
     for absent in ("traces/bar/index.js", "traces/pie/index.js", "traces/heatmap/", "traces/scatter3d/", "traces/splom/",
-                   "traces/parcoords/", "plots/map/map.js"):
+                   "traces/scattergl/", "traces/parcoords/", "plots/map/map.js", "node_modules/@plotly/regl"):
         assert absent not in js, absent
     assert "</script" not in js.lower() and "<!--" not in js  # safe to inline in a <script> element
     assert "MIT License" in (vendor / "LICENSE-plotly.js.txt").read_text()
@@ -230,17 +230,32 @@ def test_report_in_headless_chromium(tmp_path, open_page):
     assert problems == []
 
 
-def test_compressed_report_and_webgl_markers_in_chromium(tmp_path, open_page, monkeypatch):
-    # enough kernels for WebGL markers (over the page's SVG limit of 3,000 points), data gzip-compressed
+def test_large_chart_draws_on_a_canvas_in_chromium(tmp_path, open_page):
+    # over the page's SVG limit of 3,000 points: the points go on a 2D canvas; data gzip-compressed
     rows = [kernel_row(kernel_id=i, kernel_name=f"k{i}", duration_s=1e-6 * (1 + i % 97), flop_fp32=1e6 * (1 + i % 13))
             for i in range(1200)]
+    rows[7].update(kernel_name=XSS, kernel_short_name=XSS)
     path = html.write(analysed(rows), tmp_path / "big.html", compress=True)
     page, problems = open_page(path)
     assert _level_counts(page) == {"dram": 1200, "l2": 1200, "l1": 1200}
-    types = page.evaluate("document.getElementById('kernel-chart').data.filter(t => (t.meta || '').startsWith('level:'))"
-                          ".map(t => t.type)")
-    assert set(types) == {"scattergl"}
+    assert page.evaluate("window.rooflineReport.state.canvasPoints") == 3600
+    assert page.evaluate("document.getElementById('kernel-chart').data.filter(t => (t.meta || '').startsWith('level:'))"
+                         ".every(t => t.visible === false && t.canvas)")
     assert page.locator("#stats-table tbody tr").count() == 50 and page.locator("#top-table tbody tr").count() == 10
+    # hover over the XSS kernel's DRAM point: details and the tooltip show its name as text
+    page.locator("#kernel-chart").scroll_into_view_if_needed()
+    x, y, k = page.evaluate("""(name) => { const gd = document.getElementById('kernel-chart'), K = window.rooflineReport.kernels;
+        const k = K.name.indexOf(name), t = gd.data.find(t => t.meta === 'level:dram' && t.customdata.includes(k));
+        const i = t.customdata.indexOf(k), L = gd._fullLayout, r = document.getElementById('kernel-canvas').getBoundingClientRect();
+        return [r.left + L.xaxis.l2p(Math.log10(t.x[i])), r.top + L.yaxis.l2p(Math.log10(t.y[i])), k]; }""", XSS)
+    page.mouse.move(x, y)
+    page.wait_for_function(f"document.getElementById('details').dataset.kernel === '{k}'", timeout=10_000)
+    tip = page.locator(".canvas-tip")
+    assert tip.is_visible() and tip.inner_text().startswith(XSS)
+    assert page.locator("img[src='x']").count() == 0
+    # zooming redraws the canvas with the points inside the new ranges only
+    page.evaluate("Plotly.relayout('kernel-chart', {'xaxis.range': [-1, 0.5]})")
+    page.wait_for_function("window.rooflineReport.state.canvasPoints < 3600", timeout=10_000)
     assert problems == []
 
 

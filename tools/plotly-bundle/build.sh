@@ -12,7 +12,7 @@ npm install --loglevel=error --ignore-scripts --no-audit --no-fund "plotly.js@$V
 node build.js plotly-roofline.js
 npx terser plotly-roofline.js --compress --mangle -o plotly-roofline.min.js
 vendor="$OLDPWD/../../src/roofline/report/vendor"
-{ printf '/* plotly.js v%s (MIT, Copyright 2012-2026 Plotly, Inc.): core + scattergl, built by tools/plotly-bundle;\n' "$VERSION"
+{ printf '/* plotly.js v%s (MIT, Copyright 2012-2026 Plotly, Inc.): core (scatter), built by tools/plotly-bundle;\n' "$VERSION"
   printf '   licences of the bundled packages: bundled-packages.txt beside this file */\n'
   cat plotly-roofline.min.js; } > "$vendor/plotly-roofline.min.js"
 cp node_modules/plotly.js/LICENSE "$vendor/LICENSE-plotly.js.txt"

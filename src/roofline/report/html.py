@@ -3,7 +3,7 @@
 Page (``templates/report.html.j2``, behaviour in ``templates/report.js``): the device and its peaks
 with their sources; a program-level chart (each profile and each NVTX range as one point); a
 kernel-level hierarchical chart (one point per kernel and level, coloured by bound or precision with
-a legend saying which; SVG markers for small reports, WebGL above 3,000 points) with hover details;
+a legend saying which; SVG markers for small reports, a 2D canvas above 3,000 points) with hover details;
 filters by device, name (substring or /regex/, an invalid one says so), bound, precision and memory
 level, which the charts and every table follow; a sortable, paged statistics table; the top kernels
 by time. A multi-device report opens on the device with the most drawable time, and a device with
@@ -159,9 +159,9 @@ def _asset(name: str) -> str:
 
 
 def plotly_js() -> str:
-    """The vendored plotly.js bundle: core (scatter, annotations, legend, hover) and scattergl only.
+    """The vendored plotly.js bundle: core only (the scatter trace, annotations, legend, hover).
 
-    1.4 MB instead of the plotly package's full 4.8 MB bundle, which is most of the page's size and
+    1.1 MB instead of the plotly package's full 4.8 MB bundle, which is most of the page's size and
     of its start-up time (the browser parses all of it); origin and licences in ``vendor/README.md``.
     """
     return resources.files("roofline.report").joinpath("vendor", "plotly-roofline.min.js").read_text(encoding="utf-8")

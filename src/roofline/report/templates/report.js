@@ -33,7 +33,10 @@
     };
     var OTHER_COLOUR = '#e0a800';
     var DASH = {dram: 'solid', l2: 'dash', l1: 'dot'};
-    // SVG markers up to SVG_LIMIT (no WebGL context to start: small reports draw at once), WebGL above
+    // SVG markers up to SVG_LIMIT points; above it the points go on a 2D canvas laid over the plot
+    // area (drawn from the same traces, which plotly then keeps invisible). A canvas draws 50,000
+    // points in tens of milliseconds on the CPU, where plotly's WebGL traces cost seconds in a browser
+    // without a GPU (software WebGL: shader compiles, then every frame read back for compositing).
     var CUT = {name: 160, note: 110};  // longer names and notes are cut in table cells (in full in the tooltip and details)
     var PAGE = 50, JOIN_LIMIT = 2000, CHART_LIMIT = 20000, SVG_LIMIT = 3000;
     var state = {filtered: [], page: 0, sortKey: 'time', sortDir: -1, levelsOn: {}, colour: 'bound', nameError: ''};
@@ -146,6 +149,61 @@
     }
 
     // ---- charts --------------------------------------------------------------------------------
+    // ---- the canvas layer of large charts ---------------------------------------------------------
+    var CANVAS = null, GRID = {}, TIP = null, CELL = 12;
+    function drawCanvas() {
+      var gd = document.getElementById('kernel-chart'), L = gd._fullLayout;
+      var layers = (gd.data || []).filter(function (t) { return t.canvas; });
+      GRID = {}; state.canvasPoints = 0;
+      if (!layers.length || !L || !L.xaxis) { if (CANVAS) CANVAS.style.display = 'none'; return; }
+      var host = gd.querySelector('.svg-container'), under = host.querySelectorAll('.main-svg')[1];
+      if (!CANVAS) {
+        CANVAS = el('canvas'); CANVAS.id = 'kernel-canvas'; CANVAS.style.position = 'absolute'; CANVAS.style.pointerEvents = 'none';
+      }
+      if (CANVAS.parentNode !== host) host.insertBefore(CANVAS, under || null);  // under the legend and hover layers
+      var sz = L._size, xa = L.xaxis, ya = L.yaxis, dpr = window.devicePixelRatio || 1;
+      CANVAS.style.display = ''; CANVAS.style.left = sz.l + 'px'; CANVAS.style.top = sz.t + 'px';
+      CANVAS.style.width = sz.w + 'px'; CANVAS.style.height = sz.h + 'px';
+      CANVAS.width = Math.round(sz.w * dpr); CANVAS.height = Math.round(sz.h * dpr);
+      var ctx = CANVAS.getContext('2d'), r = 3;
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0); ctx.clearRect(0, 0, sz.w, sz.h); ctx.globalAlpha = 0.85;
+      layers.forEach(function (t) {
+        var sym = t.marker.symbol; ctx.fillStyle = t.marker.color; ctx.beginPath();
+        for (var j = 0; j < t.x.length; j++) {
+          var px = xa.l2p(Math.log10(t.x[j])), py = ya.l2p(Math.log10(t.y[j]));
+          if (!(px >= -r && py >= -r && px <= sz.w + r && py <= sz.h + r)) continue;
+          if (sym === 'square') ctx.rect(px - r, py - r, 2 * r, 2 * r);
+          else if (sym === 'triangle-up') { ctx.moveTo(px, py - r - 1); ctx.lineTo(px + r + 1, py + r); ctx.lineTo(px - r - 1, py + r); ctx.closePath(); }
+          else { ctx.moveTo(px + r, py); ctx.arc(px, py, r, 0, 2 * Math.PI); }
+          var key = Math.floor(px / CELL) + ':' + Math.floor(py / CELL);
+          (GRID[key] || (GRID[key] = [])).push({x: px, y: py, t: t, j: j});
+          state.canvasPoints++;
+        }
+        ctx.fill();
+      });
+    }
+    function nearest(x, y) {  // the canvas point within 8 px of (x, y), plot-area pixels
+      var best = null, bd = 64, cx = Math.floor(x / CELL), cy = Math.floor(y / CELL);
+      for (var gx = cx - 1; gx <= cx + 1; gx++) for (var gy = cy - 1; gy <= cy + 1; gy++) {
+        (GRID[gx + ':' + gy] || []).forEach(function (p) {
+          var d = (p.x - x) * (p.x - x) + (p.y - y) * (p.y - y); if (d < bd) { bd = d; best = p; }
+        });
+      }
+      return best;
+    }
+    function canvasHover(ev) {
+      if (!CANVAS || CANVAS.style.display === 'none') return;
+      var r = CANVAS.getBoundingClientRect(), p = nearest(ev.clientX - r.left, ev.clientY - r.top);
+      if (!TIP) { TIP = el('div', '', 'canvas-tip'); document.getElementById('kernel-chart').appendChild(TIP); }
+      if (!p) { TIP.hidden = true; return; }
+      var i = p.t.customdata[p.j], lv = p.t.meta.slice(6);
+      showDetails(i);
+      TIP.textContent = K.short[i] + '\n' + (cat('bound', i) || '') + ', ' + (cat('precision', i) || 'no FLOPs') + '\n'
+        + M.level_labels[lv] + ': ' + num(p.t.x[p.j]) + ' FLOP/B, ' + si(p.t.y[p.j], 'FLOP/s');
+      TIP.style.left = (CANVAS.offsetLeft + p.x + 10) + 'px'; TIP.style.top = (CANVAS.offsetTop + p.y + 10) + 'px';
+      TIP.hidden = false;
+    }
+
     var RANGE = null;
     function ranges() {
       if (RANGE) return RANGE;
@@ -212,7 +270,7 @@
         if (!state.levelsOn[lv]) return;
         for (var j = 0; j < rows.length; j++) if (K['int_' + lv][rows[j]] > 0 && K.achieved[rows[j]] > 0) total++;
       });
-      var type = total > SVG_LIMIT ? 'scattergl' : 'scatter';
+      var onCanvas = total > SVG_LIMIT;
       LEVELS.forEach(function (lv) {
         if (!state.levelsOn[lv]) return;
         // one trace per level and colour: a single colour per trace is much cheaper to draw in WebGL
@@ -223,13 +281,14 @@
           if (!(x > 0) || !(y > 0)) continue;
           var ck = colourKey(i), t = by[ck] || (by[ck] = {x: [], y: [], cd: [], text: []});
           t.x.push(x); t.y.push(y); t.cd.push(i);
-          t.text.push(esc(K.short[i]) + '<br>' + esc(cat('bound', i)) + ', ' + esc(cat('precision', i) || 'no FLOPs'));
+          if (!onCanvas) t.text.push(esc(K.short[i]) + '<br>' + esc(cat('bound', i)) + ', ' + esc(cat('precision', i) || 'no FLOPs'));
         }
         Object.keys(by).forEach(function (ck) {
           seen[ck] = 1; if (shapes.indexOf(lv) < 0) shapes.push(lv);
-          traces.push({type: type, mode: 'markers', name: esc(ck) + ' at ' + esc(M.level_labels[lv]), x: by[ck].x, y: by[ck].y,
+          traces.push({type: 'scatter', mode: 'markers', name: esc(ck) + ' at ' + esc(M.level_labels[lv]), x: by[ck].x, y: by[ck].y,
             customdata: by[ck].cd, text: by[ck].text, meta: 'level:' + lv, legendgroup: ck, showlegend: false,
-            marker: {symbol: SYMBOLS[lv], size: type === 'scatter' ? 8 : 6, color: colourOf(ck), line: {width: 0}},
+            visible: !onCanvas, canvas: onCanvas,
+            marker: {symbol: SYMBOLS[lv], size: onCanvas ? 6 : 8, color: colourOf(ck), line: {width: 0}},
             hovertemplate: '%{text}<br>' + esc(M.level_labels[lv]) + ': %{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
         });
       });
@@ -248,7 +307,7 @@
         on.forEach(function (lv) { var x = K['int_' + lv][i]; if (x > 0) { joins.x.push(x); joins.y.push(K.achieved[i]); } });
         joins.x.push(null); joins.y.push(null);
       }
-      if (joins.x.length) traces.push({type: type, mode: 'lines', x: joins.x, y: joins.y, hoverinfo: 'skip',
+      if (joins.x.length) traces.push({type: 'scatter', mode: 'lines', visible: !onCanvas, x: joins.x, y: joins.y, hoverinfo: 'skip',
         line: {width: 0.6, color: 'rgba(80,80,80,0.35)'}, name: 'same kernel', meta: 'join'});
       var hidden = 0; for (var k = 0; k < state.filtered.length; k++) if (!drawn(state.filtered[k])) hidden++;
       if (hidden) traces.push({type: 'scatter', mode: 'markers', x: [null], y: [null], meta: 'undrawn',
@@ -385,6 +444,10 @@
     mark('kernels');
     var gd = document.getElementById('kernel-chart');
     gd.on('plotly_hover', function (ev) { var p = ev.points[0]; if (p && p.customdata !== undefined) showDetails(p.customdata); });
+    gd.on('plotly_afterplot', drawCanvas);  // after every draw, zoom, pan and resize
+    gd.addEventListener('mousemove', canvasHover);
+    gd.addEventListener('mouseleave', function () { if (TIP) TIP.hidden = true; });
+    drawCanvas();  // the first draw came before the listener
     gd.on('plotly_click', function (ev) { var p = ev.points[0]; if (p && p.customdata !== undefined) showDetails(p.customdata); });
     document.getElementById('prev').addEventListener('click', function () { if (state.page > 0) { state.page--; drawTable(); } });
     document.getElementById('next').addEventListener('click', function () { state.page++; drawTable(); });
