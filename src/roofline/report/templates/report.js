@@ -322,7 +322,7 @@
       Plotly.react('kernel-chart', traces, L, {responsive: true, displaylogo: false});
     }
     function drawPrograms() {
-      var traces = roofTraces();
+      var traces = roofTraces(), R = ranges();
       ['nvtx', 'program'].forEach(function (by) {  // programs last: on top of a range that spans the whole profile
         // kernels outside any NVTX range are the program's own point already
         var gs = D.groups.filter(function (g) { return g.by === by && g.achieved > 0 && g.device === state.device
@@ -333,7 +333,10 @@
           // one label per program or range (at the first level drawn), not one per level
           traces.push({type: 'scatter', mode: li ? 'markers' : 'markers+text', name: by + ' at ' + esc(M.level_labels[lv]),
             x: pts.map(function (g) { return g['int_' + lv]; }), y: pts.map(function (g) { return g.achieved; }),
-            text: pts.map(function (g) { return esc(g.label); }), textposition: by === 'program' ? 'top right' : 'bottom right',
+            // labels point inwards, so a point near the right edge keeps its whole label
+            text: pts.map(function (g) { return esc(g.label); }), textposition: pts.map(function (g) {
+              return (by === 'program' ? 'top ' : 'bottom ') + (Math.log10(g['int_' + lv]) > (R.x[0] + R.x[1]) / 2 ? 'left' : 'right');
+            }),
             textfont: {size: 9, color: by === 'program' ? '#111' : '#d95f02'},
             marker: {symbol: SYMBOLS[lv], size: by === 'program' ? 10 : 15, color: by === 'program' ? '#111' : '#d95f02'}, meta: by + ':' + lv,
             hovertemplate: '%{text}<br>%{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
