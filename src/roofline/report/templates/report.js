@@ -150,13 +150,13 @@
 
     // ---- charts --------------------------------------------------------------------------------
     // ---- the canvas layer of large charts ---------------------------------------------------------
-    var CANVAS = null, GRID = {}, TIP = null, CELL = 12;
+    var CANVAS = null, GRID = {}, TIP = null, CELL = 12, LAYERS = [];
     function drawCanvas() {
       var gd = document.getElementById('kernel-chart'), L = gd._fullLayout;
-      var layers = (gd.data || []).filter(function (t) { return t.canvas; });
+      var layers = LAYERS;
+      var host = gd.querySelector('.svg-container'), under = host && host.querySelectorAll('.main-svg')[1];
       GRID = {}; state.canvasPoints = 0;
-      if (!layers.length || !L || !L.xaxis) { if (CANVAS) CANVAS.style.display = 'none'; return; }
-      var host = gd.querySelector('.svg-container'), under = host.querySelectorAll('.main-svg')[1];
+      if (!layers.length || !L || !L.xaxis || !host) { if (CANVAS) CANVAS.style.display = 'none'; return; }
       if (!CANVAS) {
         CANVAS = el('canvas'); CANVAS.id = 'kernel-canvas'; CANVAS.style.position = 'absolute'; CANVAS.style.pointerEvents = 'none';
       }
@@ -165,22 +165,41 @@
       CANVAS.style.display = ''; CANVAS.style.left = sz.l + 'px'; CANVAS.style.top = sz.t + 'px';
       CANVAS.style.width = sz.w + 'px'; CANVAS.style.height = sz.h + 'px';
       CANVAS.width = Math.round(sz.w * dpr); CANVAS.height = Math.round(sz.h * dpr);
-      var ctx = CANVAS.getContext('2d'), r = 3;
-      ctx.setTransform(dpr, 0, 0, dpr, 0, 0); ctx.clearRect(0, 0, sz.w, sz.h); ctx.globalAlpha = 0.85;
+      // willReadFrequently: a CPU canvas (the GPU-backed one goes through software GL without a GPU)
+      // the markers are stamped into the pixels directly: one canvas path of 20,000 arcs, or 54,000
+      // drawImage calls, took seconds; 54,000 stamps of ~40 pixels take milliseconds
+      var ctx = CANVAS.getContext('2d', {willReadFrequently: true}), r = 3, W = CANVAS.width, H = CANVAS.height;
+      var img = ctx.createImageData(W, H), px32 = new Uint32Array(img.data.buffer);
       layers.forEach(function (t) {
-        var sym = t.marker.symbol; ctx.fillStyle = t.marker.color; ctx.beginPath();
+        var mask = stamp(t.marker.symbol, Math.round(r * dpr)), col = rgba32(t.marker.color);
         for (var j = 0; j < t.x.length; j++) {
           var px = xa.l2p(Math.log10(t.x[j])), py = ya.l2p(Math.log10(t.y[j]));
           if (!(px >= -r && py >= -r && px <= sz.w + r && py <= sz.h + r)) continue;
-          if (sym === 'square') ctx.rect(px - r, py - r, 2 * r, 2 * r);
-          else if (sym === 'triangle-up') { ctx.moveTo(px, py - r - 1); ctx.lineTo(px + r + 1, py + r); ctx.lineTo(px - r - 1, py + r); ctx.closePath(); }
-          else { ctx.moveTo(px + r, py); ctx.arc(px, py, r, 0, 2 * Math.PI); }
+          var X = Math.round(px * dpr), Y = Math.round(py * dpr);
+          for (var m = 0; m < mask.length; m += 2) {
+            var x = X + mask[m], y = Y + mask[m + 1];
+            if (x >= 0 && y >= 0 && x < W && y < H) px32[y * W + x] = col;
+          }
           var key = Math.floor(px / CELL) + ':' + Math.floor(py / CELL);
           (GRID[key] || (GRID[key] = [])).push({x: px, y: py, t: t, j: j});
           state.canvasPoints++;
         }
-        ctx.fill();
       });
+      ctx.putImageData(img, 0, 0);
+    }
+    function stamp(symbol, R) {  // pixel offsets [dx, dy, ...] of a marker of radius R
+      var out = [];
+      for (var dy = -R - 1; dy <= R; dy++) for (var dx = -R - 1; dx <= R + 1; dx++) {
+        var inside = symbol === 'square' ? Math.abs(dx) <= R && Math.abs(dy) <= R
+          : symbol === 'triangle-up' ? Math.abs(dx) <= (dy + R + 1) * 0.58
+          : dx * dx + dy * dy <= R * R + R;
+        if (inside) out.push(dx, dy);
+      }
+      return out;
+    }
+    function rgba32(hex) {  // '#rrggbb' as one little-endian RGBA pixel, opaque
+      var v = parseInt(hex.slice(1), 16);
+      return ((255 << 24) | ((v & 255) << 16) | (v & 0xff00) | (v >> 16)) >>> 0;
     }
     function nearest(x, y) {  // the canvas point within 8 px of (x, y), plot-area pixels
       var best = null, bd = 64, cx = Math.floor(x / CELL), cy = Math.floor(y / CELL);
@@ -246,8 +265,10 @@
     function layout(title) {
       var R = ranges();
       return {title: {text: esc(title), font: {size: 13}}, margin: {l: 70, r: 10, t: 40, b: 50}, hovermode: 'closest',
-        xaxis: {type: 'log', range: R.x, exponentformat: 'SI', title: {text: 'arithmetic intensity (FLOP/byte)'}},
-        yaxis: {type: 'log', range: R.y, exponentformat: 'SI', title: {text: 'performance (FLOP/s)'}},
+        // a label per decade only: plotly's default also labels 2 and 5 between them, which clutters
+        // the axes and costs a text measurement (a forced layout) per label
+        xaxis: {type: 'log', range: R.x, dtick: 1, exponentformat: 'SI', title: {text: 'arithmetic intensity (FLOP/byte)'}},
+        yaxis: {type: 'log', range: R.y, dtick: 1, exponentformat: 'SI', title: {text: 'performance (FLOP/s)'}},
         legend: {font: {size: 10}, itemclick: false, itemdoubleclick: false, groupclick: false}};
     }
     function chartRows() {
@@ -265,7 +286,7 @@
         marker: {color: colour, symbol: symbol, size: 9}, legendgroup: group, legendgrouptitle: {text: title}, meta: 'key:' + group};
     }
     function drawKernels() {
-      var traces = roofTraces(), rows = chartRows(), joins = {x: [], y: []}, seen = {}, shapes = [], total = 0;
+      var traces = roofTraces(), rows = chartRows(), joins = {x: [], y: []}, seen = {}, shapes = [], total = 0, layers = [];
       LEVELS.forEach(function (lv) {
         if (!state.levelsOn[lv]) return;
         for (var j = 0; j < rows.length; j++) if (K['int_' + lv][rows[j]] > 0 && K.achieved[rows[j]] > 0) total++;
@@ -285,11 +306,13 @@
         }
         Object.keys(by).forEach(function (ck) {
           seen[ck] = 1; if (shapes.indexOf(lv) < 0) shapes.push(lv);
-          traces.push({type: 'scatter', mode: 'markers', name: esc(ck) + ' at ' + esc(M.level_labels[lv]), x: by[ck].x, y: by[ck].y,
+          var t = {type: 'scatter', mode: 'markers', name: esc(ck) + ' at ' + esc(M.level_labels[lv]), x: by[ck].x, y: by[ck].y,
             customdata: by[ck].cd, text: by[ck].text, meta: 'level:' + lv, legendgroup: ck, showlegend: false,
-            visible: !onCanvas, canvas: onCanvas,
-            marker: {symbol: SYMBOLS[lv], size: onCanvas ? 6 : 8, color: colourOf(ck), line: {width: 0}},
-            hovertemplate: '%{text}<br>' + esc(M.level_labels[lv]) + ': %{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
+            marker: {symbol: SYMBOLS[lv], size: 8, color: colourOf(ck), line: {width: 0}},
+            hovertemplate: '%{text}<br>' + esc(M.level_labels[lv]) + ': %{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'};
+          // canvas points stay out of plotly: 50,000 points held in its traces, even invisible ones,
+          // delayed the first frame by 2 s
+          if (onCanvas) layers.push(t); else traces.push(t);
         });
       });
       var order = Object.keys(COLOURS[state.colour]);
@@ -319,7 +342,12 @@
       if (!total) L.annotations = [{text: (DEVICES[state.device] || {}).drawn ? 'no drawable kernel passes the filters'
         : 'nothing drawable on ' + esc(deviceName(state.device)), xref: 'paper', yref: 'paper', x: 0.5, y: 0.5,
         showarrow: false, font: {size: 15, color: '#92400e'}}];
+      LAYERS = layers;
+      state.levelCounts = {};
+      LEVELS.forEach(function (lv) { state.levelCounts[lv] = 0; });
+      traces.concat(layers).forEach(function (t) { if ((t.meta || '').indexOf('level:') === 0) state.levelCounts[t.meta.slice(6)] += t.x.length; });
       Plotly.react('kernel-chart', traces, L, {responsive: true, displaylogo: false});
+      drawCanvas();
     }
     function drawPrograms() {
       var traces = roofTraces(), R = ranges();
@@ -450,10 +478,10 @@
     gd.on('plotly_afterplot', drawCanvas);  // after every draw, zoom, pan and resize
     gd.addEventListener('mousemove', canvasHover);
     gd.addEventListener('mouseleave', function () { if (TIP) TIP.hidden = true; });
-    drawCanvas();  // the first draw came before the listener
     gd.on('plotly_click', function (ev) { var p = ev.points[0]; if (p && p.customdata !== undefined) showDetails(p.customdata); });
     document.getElementById('prev').addEventListener('click', function () { if (state.page > 0) { state.page--; drawTable(); } });
     document.getElementById('next').addEventListener('click', function () { state.page++; drawTable(); });
-    window.rooflineReport = {state: state, kernels: K, devices: DEVICES, marks: marks, applyFilters: applyFilters, showDetails: showDetails, ready: true};
+    requestAnimationFrame(function () { mark('frame'); });  // the first frame after ready: when the page is seen
+    window.rooflineReport = {canvasLayers: function () { return LAYERS; }, state: state, kernels: K, devices: DEVICES, marks: marks, applyFilters: applyFilters, showDetails: showDetails, ready: true};
   }
 }());
