@@ -94,12 +94,43 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 READY = "window.rooflineReport && window.rooflineReport.ready"
 
 
-@pytest.fixture(scope="module")
-def browser():
+def _need_chromium() -> None:
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI"):
             pytest.fail(f"{CHROMIUM} missing: .ci/run installs Debian's chromium")
         pytest.skip(f"{CHROMIUM} not installed")
+
+
+def _watch(page) -> list[str]:
+    """Console errors, page errors and dialogs of a page, as they come."""
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    return problems
+
+
+def _browser():
+    """Playwright for a test that launches its own browser (tests/test_compare.py): ``with _browser() as p``."""
+    _need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    return sync_playwright()
+
+
+def _open(p, path: Path, ready: str = READY):
+    """(browser, page, problems) with ``path`` loaded and ready, in a browser of its own; close the browser."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    problems = _watch(page)
+    page.goto(path.as_uri())
+    page.wait_for_function(ready, timeout=60_000)
+    return browser, page, problems
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _need_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -118,10 +149,7 @@ def open_page(browser):
     def _open(path: Path, ready: str = READY):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         pages.append(page)
-        problems: list[str] = []
-        page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-        page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+        problems = _watch(page)
         page.goto(path.as_uri())
         page.wait_for_function(ready, timeout=60_000)
         return page, problems
