@@ -267,8 +267,10 @@
       return {title: {text: esc(title), font: {size: 13}}, margin: {l: 70, r: 10, t: 40, b: 50}, hovermode: 'closest',
         // a label per decade only: plotly's default also labels 2 and 5 between them, which clutters
         // the axes and costs a text measurement (a forced layout) per label
-        xaxis: {type: 'log', range: R.x, dtick: 1, exponentformat: 'SI', title: {text: 'arithmetic intensity (FLOP/byte)'}},
-        yaxis: {type: 'log', range: R.y, dtick: 1, exponentformat: 'SI', title: {text: 'performance (FLOP/s)'}},
+        xaxis: {type: 'log', range: R.x, dtick: 1, exponentformat: 'SI', minor: {showgrid: true, gridcolor: '#f3f3f3'},
+          title: {text: 'arithmetic intensity (FLOP/byte)'}},
+        yaxis: {type: 'log', range: R.y, dtick: 1, exponentformat: 'SI', minor: {showgrid: true, gridcolor: '#f3f3f3'},
+          title: {text: 'performance (FLOP/s)'}},
         legend: {font: {size: 10}, itemclick: false, itemdoubleclick: false, groupclick: false}};
     }
     function chartRows() {
