@@ -155,7 +155,7 @@
       var gd = document.getElementById('kernel-chart'), L = gd._fullLayout;
       var layers = LAYERS;
       var host = gd.querySelector('.svg-container'), under = host && host.querySelectorAll('.main-svg')[1];
-      GRID = {}; state.canvasPoints = 0;
+      GRID = {}; state.canvasPoints = 0; if (TIP) TIP.hidden = true;
       if (!layers.length || !L || !L.xaxis || !host) { if (CANVAS) CANVAS.style.display = 'none'; return; }
       if (!CANVAS) {
         CANVAS = el('canvas'); CANVAS.id = 'kernel-canvas'; CANVAS.style.position = 'absolute'; CANVAS.style.pointerEvents = 'none';
