@@ -1,7 +1,7 @@
 """The live-model API on CPU: measured peaks, and per-module FLOPs from torch's FlopCounterMode.
 
 FLOPs are checked against closed forms (2·rows·in·out for a matmul, 2·N·Cout·∏out·Cin/groups·∏kernel for a
-convolution), not only against FlopCounterMode itself. No timing assertions: times are only checked positive.
+convolution), not only against FlopCounterMode itself. The analyzer's times are only checked positive.
 """
 
 from __future__ import annotations
@@ -21,14 +21,6 @@ from roofline.live import ModulePoint, RooflineAnalyzer, measure_peaks  # noqa: 
 from roofline.live.peaks import _CACHE  # noqa: E402
 
 
-def _model():
-    return nn.Sequential(
-        nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.ReLU(),
-        nn.Conv2d(16, 32, 3, padding=2, dilation=2, groups=2), nn.Flatten(),
-        nn.Linear(32 * 16 * 16, 64, bias=True), nn.ReLU(), nn.Linear(64, 10),
-    )
-
-
 def test_measure_peaks_cpu_positive_repeatable_and_cached():
     _CACHE.clear()
     a = measure_peaks("cpu", matmul_size=512, copy_bytes=64 << 20, repeat=3)
@@ -42,7 +34,6 @@ def test_measure_peaks_cpu_positive_repeatable_and_cached():
     assert 0.5 < a.bandwidth["dram"].value / b.bandwidth["dram"].value < 2
     f64 = measure_peaks("cpu", torch.float64, matmul_size=256, copy_bytes=16 << 20, repeat=2)
     assert "fp64" in f64.compute
-
 
 
 def _peaks():
