@@ -1,8 +1,10 @@
 """The HTML report: self-contained, escapes untrusted names, and works in a real headless Chromium.
 
-The browser test drives Debian's /usr/bin/chromium through Playwright (no browser download). It
-skips locally when Chromium is missing and fails in CI, which installs it (.ci/run). The
-screenshot is kept in test-artifacts/ (git-ignored).
+The browser tests drive Debian's /usr/bin/chromium through Playwright (no browser download): one
+browser for the whole module, a fresh page per test. They skip locally when Chromium is missing
+and fail in CI, which installs it (.ci/run). Screenshots go to test-artifacts/ (git-ignored) and,
+when ROOFLINE_SCREENSHOTS names a folder (``ROOFLINE_SCREENSHOTS=docs/img``), there as well: that
+is how docs/img/report-demo.png and docs/img/report-multi-device.png are made.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import roofline
-from roofline.report import html
+from roofline.report import compare_html, html
 
 from conftest import REPO, analysed, kernel_row, shared
 
@@ -23,6 +26,10 @@ CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO / "test-artifacts"
 XSS = "<script>alert(1)</script>"
 QUOTES = "k\"'><img src=x onerror=alert(2)>&amp;"
+#: the profiles `roofline demo` shows (issue 18: one per format, permissive licences)
+DEMO = ("ncu/sm86_a10g_gemm-variants_roofline.ncu-rep", "ncu/sm80_a100_mistic-selfjoin-fp64_full.ncu-rep",
+        "traces/torch2.6_h100_bert-small_infer_flops-flag.pt.trace.json.gz", "traces/jax0.8_rocm_mi300x_gemm.xplane.pb")
+BOUND_COLOURS = {"compute-bound": "#d62728", "memory-bound": "#1f77b4", "latency-limited": "#8c8c8c"}
 
 
 def _rows():
@@ -48,6 +55,24 @@ def test_page_is_self_contained_and_names_cannot_break_out():
     data = _data(text)
     assert XSS in data["kernels"]["name"] and QUOTES in data["kernels"]["name"]  # the JSON keeps them exactly
     assert data["kernels"]["time"][0] == pytest.approx(9e-3)  # longest first
+    assert len(text.encode()) < 1.2e6  # the partial plotly bundle, not the 4.8 MB full one
+
+
+def test_vendored_plotly_is_the_partial_bundle_with_its_licences():
+    vendor = Path(html.__file__).parent / "vendor"
+    js = html.plotly_js()
+    assert js.startswith("/* plotly.js v4.1.1 (MIT") and len(js) < 1.2e6
+    assert '"node_modules/plotly.js/src/traces/scatter/index.js"' in js
+    # traces the pages never draw are not in it (the full bundle has every one of these); core
+    # borrows a few helpers from bar and pie, never their trace modules
+    for absent in ("traces/bar/index.js", "traces/pie/index.js", "traces/heatmap/", "traces/scatter3d/", "traces/splom/",
+                   "traces/scattergl/", "traces/parcoords/", "plots/map/map.js", "node_modules/@plotly/regl"):
+        assert absent not in js, absent
+    assert "</script" not in js.lower() and "<!--" not in js  # safe to inline in a <script> element
+    assert "MIT License" in (vendor / "LICENSE-plotly.js.txt").read_text()
+    listed = (vendor / "bundled-packages.txt").read_text().splitlines()
+    assert "plotly.js 4.1.1 (MIT)" in listed
+    assert all(re.search(r"\((MIT|ISC|BSD-3-Clause|Zlib)\)$", line) for line in listed), listed
 
 
 def test_large_data_is_compressed_and_reads_back():
@@ -62,96 +87,266 @@ def test_empty_profile_renders_a_page_that_says_so():
     assert _data(text)["meta"]["count"] == 0
 
 
-def _browser():
+# ---- in Chromium ---------------------------------------------------------------------------------
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
+READY = "window.rooflineReport && window.rooflineReport.ready"
+
+
+def _need_chromium() -> None:
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI"):
             pytest.fail(f"{CHROMIUM} missing: .ci/run installs Debian's chromium")
         pytest.skip(f"{CHROMIUM} not installed")
+
+
+def _watch(page) -> list[str]:
+    """Console errors, page errors and dialogs of a page, as they come."""
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    return problems
+
+
+def _browser():
+    """Playwright for a test that launches its own browser (tests/test_compare.py): ``with _browser() as p``."""
+    _need_chromium()
     from playwright.sync_api import sync_playwright
 
     return sync_playwright()
 
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
-
-
-def _open(p, path: Path, ready: str = "window.rooflineReport && window.rooflineReport.ready"):
+def _open(p, path: Path, ready: str = READY):
+    """(browser, page, problems) with ``path`` loaded and ready, in a browser of its own; close the browser."""
     browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    problems = _watch(page)
     page.goto(path.as_uri())
     page.wait_for_function(ready, timeout=60_000)
     return browser, page, problems
 
 
+@pytest.fixture(scope="module")
+def browser():
+    _need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def open_page(browser):
+    """open_page(path, ready) -> (page, problems): a fresh page; console errors and dialogs are problems."""
+    pages = []
+
+    def _open(path: Path, ready: str = READY):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pages.append(page)
+        problems = _watch(page)
+        page.goto(path.as_uri())
+        page.wait_for_function(ready, timeout=60_000)
+        return page, problems
+
+    yield _open
+    for page in pages:
+        page.close()
+
+
+def _screenshot(page, name: str, full_page: bool = True, publish: bool = True) -> None:
+    """Into test-artifacts/, and into $ROOFLINE_SCREENSHOTS too when ``publish`` (the docs' images)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=full_page)
+    if publish and os.environ.get("ROOFLINE_SCREENSHOTS"):
+        out = Path(os.environ["ROOFLINE_SCREENSHOTS"])
+        out = out if out.is_absolute() else REPO / out
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ARTIFACTS / name, out / name)
+
+
 def _level_counts(page):
-    return page.evaluate("""() => Object.fromEntries(document.getElementById('kernel-chart').data
-        .filter(t => (t.meta || '').startsWith('level:')).map(t => [t.meta.slice(6), t.x.length]))""")
+    """Points drawn per memory level: in the chart's traces (SVG) or on its canvas (large charts)."""
+    counts = page.evaluate("""() => document.getElementById('kernel-chart').data.concat(window.rooflineReport.canvasLayers())
+        .filter(t => (t.meta || '').startsWith('level:')).map(t => [t.meta.slice(6), t.x.length])""")
+    out = {lv: 0 for lv in ("dram", "l2", "l1")}
+    for lv, n in counts:
+        out[lv] += n
+    assert out == page.evaluate("window.rooflineReport.state.levelCounts")
+    return out
 
 
-@pytest.mark.parametrize("compress", [False, True], ids=["plain-json", "gzip-base64"])
-def test_report_in_headless_chromium(tmp_path, compress):
+def _legend(page, chart="kernel-chart"):
+    return page.evaluate(f"document.getElementById('{chart}').data.filter(t => t.showlegend !== false).map(t => t.name)")
+
+
+def _column(page, table: str, key: str) -> list[str]:
+    """A category of the kernels in a table's rows (device, bound, ...), read from the page's data."""
+    return page.evaluate(f"""() => [...document.querySelectorAll('#{table} tbody tr')].map(tr => {{
+        const K = window.rooflineReport.kernels, c = K['{key}_code'][+tr.dataset.kernel];
+        return c < 0 ? '' : K.categories['{key}'][c]; }})""")
+
+
+def test_report_in_headless_chromium(tmp_path, open_page):
     res = analysed(_rows())
-    path = html.write(res, tmp_path / "report.html", compress=compress)
-    with _browser() as p:
-        browser, page, problems = _open(p, path)
-        try:
-            # one point per kernel and level: 8 kernels have FLOPs and bytes; memcpy is listed, not drawn
-            assert _level_counts(page) == {"dram": 8, "l2": 8, "l1": 8}
-            legend = page.evaluate("document.getElementById('kernel-chart').data.map(t => t.name)")
-            assert "1 kernel(s) without FLOPs or bytes: not drawn" in legend
-            rows = page.locator("#stats-table tbody tr")
-            assert rows.count() == 9
-            page.fill("#f-name", "gemm")  # a filter reduces the table and the chart
-            assert rows.count() == 3 and _level_counts(page)["dram"] == 3
-            page.fill("#f-name", "")
-            page.select_option("#f-bound", "latency-limited")
-            assert 0 < rows.count() < 9
-            page.select_option("#f-bound", "")
-            # the XSS names are text: in the table cell exactly as written, nothing injected
-            cells = page.locator("#stats-table td.name").all_text_contents()
-            assert XSS in cells and QUOTES in cells
-            assert page.locator("img[src='x']").count() == 0
-            # hover a point: the details panel shows that kernel's figures
-            page.locator("#kernel-chart").scroll_into_view_if_needed()
-            x, y, k = page.evaluate("""(name) => { const gd = document.getElementById('kernel-chart');
-                const k = window.rooflineReport.kernels.name.indexOf(name);
-                const t = gd.data.find(t => t.meta === 'level:dram'); const L = gd._fullLayout, r = gd.getBoundingClientRect();
-                const i = t.customdata.indexOf(k);
-                return [r.left + L.xaxis._offset + L.xaxis.l2p(Math.log10(t.x[i])),
-                        r.top + L.yaxis._offset + L.yaxis.l2p(Math.log10(t.y[i])), k]; }""", XSS)
-            page.mouse.move(x - 40, y - 40)
-            page.mouse.move(x, y, steps=6)
-            page.wait_for_timeout(500)  # plotly throttles hover events: let the last one land
-            page.wait_for_function(f"document.getElementById('details').dataset.kernel === '{k}'", timeout=10_000)
-            details = page.locator("#details-list").inner_text()
-            assert XSS in details and "achieved" in details and "binding roof" in details and "DRAM/HBM intensity" in details
-            hover = page.locator(".hovertext").all_text_contents()
-            assert any(XSS in h for h in hover)  # plotly's label shows the name as text
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / f"report-{'gzip' if compress else 'json'}.png"), full_page=True)
-            assert problems == []
-        finally:
-            browser.close()
+    path = html.write(res, tmp_path / "report.html")
+    page, problems = open_page(path)
+    # one point per kernel and level: 8 kernels have FLOPs and bytes; memcpy is listed, not drawn
+    assert _level_counts(page) == {"dram": 8, "l2": 8, "l1": 8}
+    assert "1 kernel(s) without FLOPs or bytes: not drawn" in _legend(page)
+    # few points: SVG markers, no WebGL context to start
+    dram = page.evaluate("document.getElementById('kernel-chart').data.filter(t => t.meta === 'level:dram')")
+    assert {t["type"] for t in dram} == {"scatter"}
+    # the colours mean the bound, and the legend says so, one entry per bound drawn
+    K = page.evaluate("window.rooflineReport.kernels")
+    drawn_bounds = set()
+    for t in dram:
+        for i in t["customdata"]:
+            bound = K["categories"]["bound"][K["bound_code"][i]]
+            assert t["marker"]["color"] == BOUND_COLOURS[bound]
+            drawn_bounds.add(bound)
+    keys = page.evaluate("document.getElementById('kernel-chart').data.filter(t => t.meta === 'key:colour')"
+                         ".map(t => [t.name, t.marker.color, t.legendgrouptitle.text])")
+    assert {k[0] for k in keys} == drawn_bounds and len(drawn_bounds) > 1
+    assert all(k[2] == "colour = bound" and k[1] == BOUND_COLOURS[k[0]] for k in keys)
+    page.select_option("#f-colour", "precision")
+    keys = page.evaluate("document.getElementById('kernel-chart').data.filter(t => t.meta === 'key:colour')"
+                         ".map(t => [t.name, t.legendgrouptitle.text])")
+    assert keys == [["fp32", "colour = precision"]]
+    page.select_option("#f-colour", "bound")
+
+    rows, top = page.locator("#stats-table tbody tr"), page.locator("#top-table tbody tr")
+    assert rows.count() == 9 and top.count() == 9
+    page.fill("#f-name", "gemm")  # a filter reduces both tables and the chart
+    assert rows.count() == 3 and top.count() == 3 and _level_counts(page)["dram"] == 3
+    assert all("gemm" in t for t in page.locator("#top-table td.name").all_text_contents())
+    page.fill("#f-name", "/gemm_[13/")  # an invalid regex says so, and matches nothing
+    error = page.locator("#f-name-error")
+    assert error.is_visible() and "invalid regular expression" in error.inner_text()
+    assert rows.count() == 0 and _level_counts(page)["dram"] == 0
+    page.fill("#f-name", "/gemm_[13]/")
+    assert not error.is_visible() and rows.count() == 2
+    page.fill("#f-name", "")
+    page.select_option("#f-bound", "latency-limited")
+    assert 0 < rows.count() < 9 and set(_column(page, "top-table", "bound")) == {"latency-limited"}
+    page.select_option("#f-bound", "")
+    # the XSS names are text: in the table cell exactly as written, nothing injected
+    cells = page.locator("#stats-table td.name").all_text_contents()
+    assert XSS in cells and QUOTES in cells
+    assert page.locator("img[src='x']").count() == 0
+    # hover a point: the details panel shows that kernel's figures
+    page.locator("#kernel-chart").scroll_into_view_if_needed()
+    x, y, k = page.evaluate("""(name) => { const gd = document.getElementById('kernel-chart');
+        const k = window.rooflineReport.kernels.name.indexOf(name);
+        const t = gd.data.find(t => t.meta === 'level:dram' && t.customdata.includes(k));
+        const L = gd._fullLayout, r = gd.getBoundingClientRect();
+        const i = t.customdata.indexOf(k);
+        return [r.left + L.xaxis._offset + L.xaxis.l2p(Math.log10(t.x[i])),
+                r.top + L.yaxis._offset + L.yaxis.l2p(Math.log10(t.y[i])), k]; }""", XSS)
+    page.mouse.move(x - 40, y - 40)
+    page.mouse.move(x, y, steps=6)
+    page.wait_for_function(f"document.getElementById('details').dataset.kernel === '{k}'", timeout=10_000)
+    details = page.locator("#details-list").inner_text()
+    assert XSS in details and "achieved" in details and "binding roof" in details and "DRAM/HBM intensity" in details
+    page.wait_for_function("document.querySelectorAll('.hovertext').length > 0", timeout=10_000)
+    hover = page.locator(".hovertext").all_text_contents()
+    assert any(XSS in h for h in hover)  # plotly's label shows the name as text
+    _screenshot(page, "report-synthetic.png", publish=False)
+    assert problems == []
 
 
-def test_fixture_reports_render_in_chromium(tmp_path):
+def test_large_chart_draws_on_a_canvas_in_chromium(tmp_path, open_page):
+    # over the page's SVG limit of 3,000 points: the points go on a 2D canvas; data gzip-compressed
+    rows = [kernel_row(kernel_id=i, kernel_name=f"k{i}", duration_s=1e-6 * (1 + i % 97), flop_fp32=1e6 * (1 + i % 13))
+            for i in range(1200)]
+    rows[7].update(kernel_name=XSS, kernel_short_name=XSS)
+    path = html.write(analysed(rows), tmp_path / "big.html", compress=True)
+    page, problems = open_page(path)
+    assert _level_counts(page) == {"dram": 1200, "l2": 1200, "l1": 1200}
+    assert page.evaluate("window.rooflineReport.state.canvasPoints") == 3600
+    # the points are not in plotly's traces (held there, even invisible, they delayed the first frame)
+    assert page.evaluate("document.getElementById('kernel-chart').data.filter(t => (t.meta || '').startsWith('level:')).length") == 0
+    assert page.locator("#stats-table tbody tr").count() == 50 and page.locator("#top-table tbody tr").count() == 10
+    # hover over the XSS kernel's DRAM point: details and the tooltip show its name as text
+    page.locator("#kernel-chart").scroll_into_view_if_needed()
+    x, y, k = page.evaluate("""(name) => { const gd = document.getElementById('kernel-chart'), K = window.rooflineReport.kernels;
+        const k = K.name.indexOf(name);
+        const t = window.rooflineReport.canvasLayers().find(t => t.meta === 'level:dram' && t.customdata.includes(k));
+        const i = t.customdata.indexOf(k), L = gd._fullLayout, r = document.getElementById('kernel-canvas').getBoundingClientRect();
+        return [r.left + L.xaxis.l2p(Math.log10(t.x[i])), r.top + L.yaxis.l2p(Math.log10(t.y[i])), k]; }""", XSS)
+    page.mouse.move(x, y)
+    page.wait_for_function(f"document.getElementById('details').dataset.kernel === '{k}'", timeout=10_000)
+    tip = page.locator(".canvas-tip")
+    assert tip.is_visible() and tip.inner_text().startswith(XSS)
+    assert page.locator("img[src='x']").count() == 0
+    # zooming redraws the canvas with the points inside the new ranges only
+    page.evaluate("Plotly.relayout('kernel-chart', {'xaxis.range': [-1, 0.5]})")
+    page.wait_for_function("window.rooflineReport.state.canvasPoints < 3600", timeout=10_000)
+    assert problems == []
+
+
+def test_multi_device_report_opens_on_a_drawable_device(tmp_path, open_page):
+    # the A100 report (basic set: no FLOP or byte counters) holds 10 s of kernels, the A10G one 1 ms
     res = roofline.analyze(roofline.read([shared("ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"),
-                                          shared("ncu/sm80_a100_cutlass-b2b-int8-gemm_full-nvtx.ncu-rep")]))
-    path = html.write(res, tmp_path / "fixtures.html")
-    with _browser() as p:
-        browser, page, problems = _open(p, path)
-        try:
-            devices = page.locator("#f-device option").all_text_contents()
-            assert set(devices) == {"NVIDIA A10G", "NVIDIA A100 80GB PCIe"}
-            first = _level_counts(page)
-            page.select_option("#f-device", devices[1])
-            assert _level_counts(page) != first or devices[1] == devices[0]
-            assert page.locator("#peaks-table tbody tr").count() >= 4
-            assert problems == []
-        finally:
-            browser.close()
+                                          shared("ncu/sm80_a100_mistic-cub-154launches_basic.ncu-rep")]))
+    path = html.write(res, tmp_path / "multi.html")
+    page, problems = open_page(path)
+    options = page.locator("#f-device option").all_text_contents()
+    assert options[0] == "NVIDIA A10G (4 of 4 kernel(s) drawable)" and options[1].endswith(" (nothing drawable)"), options
+    assert _level_counts(page)["dram"] == 4 and not page.locator("#device-note").is_visible()
+    # every table follows the device filter
+    assert set(_column(page, "top-table", "device")) == {"NVIDIA A10G"}
+    assert set(_column(page, "stats-table", "device")) == {"NVIDIA A10G"}
+    assert set(page.locator("#peaks-table tbody tr td:first-child").all_text_contents()) == {"NVIDIA A10G"}
+    _screenshot(page, "report-multi-device.png")
+    a100 = page.locator("#f-device option").nth(1).get_attribute("value")
+    page.select_option("#f-device", a100)
+    note = page.locator("#device-note")
+    assert note.is_visible() and note.inner_text().startswith(f"Nothing drawable on {a100}")
+    assert _level_counts(page) == {"dram": 0, "l2": 0, "l1": 0}
+    notes = page.evaluate("document.getElementById('kernel-chart').layout.annotations.map(a => a.text)")
+    assert notes == [f"nothing drawable on {a100}"]
+    assert set(_column(page, "top-table", "device")) == {a100} and page.locator("#top-table tbody tr").count() == 10
+    assert set(page.locator("#peaks-table tbody tr td:first-child").all_text_contents()) <= {a100}
+    assert problems == []
+
+
+def test_demo_report_size_and_page(tmp_path, open_page):
+    res = roofline.analyze(roofline.read([shared(f) for f in DEMO]))
+    path = html.write(res, tmp_path / "demo.html", title="roofline demo")
+    assert path.stat().st_size <= 2_000_000
+    page, problems = open_page(path)
+    # the device with the most drawable time, and something drawn on it
+    stats = page.evaluate("window.rooflineReport.devices")
+    first = page.locator("#f-device").input_value()
+    assert stats[first]["drawnTime"] == max(s["drawnTime"] for s in stats.values()) and stats[first]["drawn"] > 0
+    assert sum(_level_counts(page).values()) > 0
+    page.select_option("#f-device", "NVIDIA H100 80GB HBM3")  # the most kernels: the view the screenshot shows
+    assert _level_counts(page)["dram"] == stats["NVIDIA H100 80GB HBM3"]["drawn"]
+    page.set_viewport_size({"width": 1400, "height": 1750})
+    _screenshot(page, "report-demo.png", full_page=False)
+    assert problems == []
+
+
+def test_diff_page_shows_units(tmp_path, open_page):
+    from roofline.analysis.compare import compare
+
+    base = roofline.analyze(roofline.read([shared("ncu/sm86_a10g_gemm-variants_roofline.ncu-rep")]))
+    cand = base.copy()
+    cand["duration_s"] = cand["duration_s"] * np.array([1.0, 0.5, 0.8, 1.2])
+    cand = roofline.analyze(cand.drop(columns=[c for c in cand.columns if c.startswith(("achieved_", "pct_", "attainable"))]))
+    path = compare_html.write(compare(base, cand), base, cand, tmp_path / "diff.html", "a → b", "summary")
+    page, problems = open_page(path, ready="window.rooflineDiff && window.rooflineDiff.ready")
+    heads = page.locator("#diff-table thead th").all_text_contents()
+    assert {"time base (ms)", "time cand (ms)", "Δ time (%)", "Δ % of roof (points)"} <= set(heads)
+    times = page.locator(f"#diff-table tbody tr td:nth-child({heads.index('time base (ms)') + 1})").all_text_contents()
+    assert all(t.endswith(" ms") for t in times)
+    assert sorted(float(t[:-3]) for t in times) == pytest.approx(sorted(base["duration_s"] * 1e3), rel=5e-3)
+    changes = page.locator(f"#diff-table tbody tr td:nth-child({heads.index('Δ time (%)') + 1})").all_text_contents()
+    assert sorted(changes) == sorted(["0.0 %", "-50.0 %", "-20.0 %", "+20.0 %"])
+    assert problems == []

@@ -1,7 +1,8 @@
-"""Rooflines of a live PyTorch model rather than a captured trace (needs ``torch``).
+"""Rooflines of a live PyTorch model rather than a captured trace (needs ``torch``: ``pip install 'roofline[torch]'``).
 
-``measure_peaks(device, dtype)`` measures the roofs; ``RooflineAnalyzer(model, sample)`` times
-every leaf module and places it under them.
+``measure_peaks(device, dtype)`` measures the roofs; ``RooflineAnalyzer(model, sample)`` counts every
+module's FLOPs with ``torch.utils.flop_counter.FlopCounterMode``, times it with forward hooks and
+places it under them (``.results`` frame, ``.points`` typed records, ``.summary()``, ``.plot()``).
 """
 
 import importlib.util
@@ -19,7 +20,7 @@ class TorchMissingError(MissingDependencyError, ImportError):
 if importlib.util.find_spec("torch") is None:
     raise TorchMissingError("roofline.live needs PyTorch: pip install 'roofline[torch]'")
 
-from roofline.live.analyzer import RooflineAnalyzer  # noqa: E402
+from roofline.live.analyzer import ModulePoint, RooflineAnalyzer, flop_counter  # noqa: E402
 from roofline.live.peaks import measure_peaks  # noqa: E402
 
-__all__ = ["RooflineAnalyzer", "measure_peaks"]
+__all__ = ["ModulePoint", "RooflineAnalyzer", "flop_counter", "measure_peaks"]

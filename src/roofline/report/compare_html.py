@@ -10,7 +10,7 @@ import pandas as pd
 
 from roofline import __version__
 from roofline.report.chart_data import roofs
-from roofline.report.html import _asset, _environment, _escape_json
+from roofline.report.html import _asset, _environment, _escape_json, plotly_js
 
 _COLUMNS = ("kernel", "match", "duration_s_base", "duration_s_cand", "duration_s_change_pct", "flop_total_change_pct",
             "achieved_flop_per_s_change_pct", "binding_roof_base", "binding_roof_cand", "pct_of_roof_change_pts",
@@ -28,7 +28,6 @@ def _clean(v: object) -> object:
 
 def render(diff: pd.DataFrame, base: pd.DataFrame, cand: pd.DataFrame, title: str, summary: str) -> str:
     from markupsafe import Markup
-    from plotly.offline import get_plotlyjs
 
     pairs = {c: [_clean(v) for v in diff[c]] if c in diff else [None] * len(diff) for c in _COLUMNS}
     sets = [{"side": "baseline", "roofs": [r.__dict__ for r in roofs(base, ("dram",))]}]
@@ -39,7 +38,7 @@ def render(diff: pd.DataFrame, base: pd.DataFrame, cand: pd.DataFrame, title: st
     data = json.dumps({"pairs": pairs, "roofs": sets, "summary": summary}, default=str, allow_nan=False)
     return _environment().from_string(_asset("compare.html.j2")).render(
         title=title, version=__version__, css=Markup(_asset("report.css")),  # noqa: S704
-        data_json=Markup(_escape_json(data)), plotly_js=Markup(get_plotlyjs()))  # noqa: S704
+        data_json=Markup(_escape_json(data)), plotly_js=Markup(plotly_js()))  # noqa: S704
 
 
 def write(diff: pd.DataFrame, base: pd.DataFrame, cand: pd.DataFrame, path: str | Path, title: str, summary: str) -> Path:

@@ -2,9 +2,12 @@
 
 Page (``templates/report.html.j2``, behaviour in ``templates/report.js``): the device and its peaks
 with their sources; a program-level chart (each profile and each NVTX range as one point); a
-kernel-level hierarchical chart (WebGL scatter, one point per kernel and level) with hover details;
-filters by name, bound, precision and memory level; a sortable, paged statistics table; the top
-kernels by time.
+kernel-level hierarchical chart (one point per kernel and level, coloured by bound or precision with
+a legend saying which; SVG markers for small reports, a 2D canvas above 3,000 points) with hover details;
+filters by device, name (substring or /regex/, an invalid one says so), bound, precision and memory
+level, which the charts and every table follow; a sortable, paged statistics table; the top kernels
+by time. A multi-device report opens on the device with the most drawable time, and a device with
+nothing drawable says so. plotly.js is a vendored partial bundle (``vendor/README.md``).
 
 Kernel names come from untrusted files. They travel only inside a JSON block whose ``<``, ``>``
 and ``&`` are escaped as ``\\u003c``/``\\u003e``/``\\u0026``, so nothing in them can close the
@@ -173,11 +176,18 @@ def _asset(name: str) -> str:
     return resources.files("roofline.report").joinpath("templates", name).read_text(encoding="utf-8")
 
 
+def plotly_js() -> str:
+    """The vendored plotly.js bundle: core only (the scatter trace, annotations, legend, hover).
+
+    1.1 MB instead of the plotly package's full 4.8 MB bundle, which is most of the page's size and
+    of its start-up time (the browser parses all of it); origin and licences in ``vendor/README.md``.
+    """
+    return resources.files("roofline.report").joinpath("vendor", "plotly-roofline.min.js").read_text(encoding="utf-8")
+
+
 def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None,
            clock: str = "profiled", top: int = 10, compress: bool | None = None) -> str:
     """The report page as a string."""
-    from plotly.offline import get_plotlyjs
-
     levels = tuple(lv for lv in levels if f"intensity_{lv}_flop_per_byte" in result)
     frame = result.sort_values("duration_s", ascending=False, na_position="last", kind="stable") \
         if "duration_s" in result else result
@@ -214,7 +224,7 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         count=len(frame), version=__version__,
         data_json=Markup(data_json),  # noqa: S704 - escaped for <script>, or base64
         data_encoding=encoding,
-        plotly_js=Markup(get_plotlyjs()),  # noqa: S704 - the plotly package's own bundle
+        plotly_js=Markup(plotly_js()),  # noqa: S704 - our vendored plotly.js bundle
         report_js=Markup(_asset("report.js")),  # noqa: S704 - our own script, no data in it
         css=Markup(_asset("report.css")),  # noqa: S704
     )

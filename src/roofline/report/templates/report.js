@@ -5,8 +5,12 @@
   var block = document.getElementById('roofline-data');
   function decode() {
     if (block.dataset.encoding !== 'gzip+base64') return Promise.resolve(JSON.parse(block.textContent));
-    var bin = atob(block.textContent), bytes = new Uint8Array(bin.length);
-    for (var b = 0; b < bin.length; b++) bytes[b] = bin.charCodeAt(b);
+    var bytes;
+    if (Uint8Array.fromBase64) bytes = Uint8Array.fromBase64(block.textContent.trim());  // native: ~10x the loop's speed
+    else {
+      var bin = atob(block.textContent); bytes = new Uint8Array(bin.length);
+      for (var b = 0; b < bin.length; b++) bytes[b] = bin.charCodeAt(b);
+    }
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
     return new Response(stream).text().then(JSON.parse);
   }
@@ -20,12 +24,22 @@
   function start(D) {
     var M = D.meta, K = D.kernels, N = M.count, LEVELS = M.levels;
     var SYMBOLS = {dram: 'circle', l2: 'square', l1: 'triangle-up'};
-    var PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
     var ROOF_COLOURS = {fp64: '#6a3d9a', fp32: '#1f78b4', fp16: '#33a02c', tensor: '#e31a1c'};
+    // point colours carry a meaning, named in the legend: the bound, or the precision (then the same
+    // colour as that precision's flat roof)
+    var COLOURS = {
+      bound: {'compute-bound': '#d62728', 'memory-bound': '#1f77b4', 'latency-limited': '#8c8c8c', unavailable: '#e0a800'},
+      precision: {fp64: '#6a3d9a', fp32: '#1f78b4', fp16: '#33a02c', tensor: '#e31a1c', none: '#8c8c8c'}
+    };
+    var OTHER_COLOUR = '#e0a800';
     var DASH = {dram: 'solid', l2: 'dash', l1: 'dot'};
-    var PAGE = 50, JOIN_LIMIT = 2000, CHART_LIMIT = 20000;
-    var DISCRETE = PALETTE.map(function (c, j) { return [j / (PALETTE.length - 1), c]; });
-    var state = {filtered: [], page: 0, sortKey: 'time', sortDir: -1, levelsOn: {}};
+    // SVG markers up to SVG_LIMIT points; above it the points go on a 2D canvas laid over the plot
+    // area (drawn from the same traces, which plotly then keeps invisible). A canvas draws 50,000
+    // points in tens of milliseconds on the CPU, where plotly's WebGL traces cost seconds in a browser
+    // without a GPU (software WebGL: shader compiles, then every frame read back for compositing).
+    var CUT = {name: 160, note: 110};  // longer names and notes are cut in table cells (in full in the tooltip and details)
+    var PAGE = 50, JOIN_LIMIT = 2000, CHART_LIMIT = 20000, SVG_LIMIT = 3000;
+    var state = {filtered: [], page: 0, sortKey: 'time', sortDir: -1, levelsOn: {}, colour: 'bound', nameError: ''};
 
     function esc(s) {  // plotly renders a subset of HTML in labels: show names as text
       return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');  // plotly knows no &quot;
@@ -49,14 +63,29 @@
     // ---- filters -------------------------------------------------------------------------------
     function precisionBase(p) { return p.indexOf('tensor') === 0 ? 'tensor' : p; }
     function deviceRoofs() { return D.roofs[state.device] || []; }
+    var DEVICES = {};  // per device: kernels, kernels drawn, total and drawable time
+    function deviceStats() {
+      for (var i = 0; i < N; i++) {
+        var d = cat('device', i), s = DEVICES[d] || (DEVICES[d] = {n: 0, drawn: 0, time: 0, drawnTime: 0});
+        s.n++; s.time += K.time[i] || 0;
+        if (drawn(i)) { s.drawn++; s.drawnTime += K.time[i] || 0; }
+      }
+      // the device with the most drawable time comes first, so the page opens on something to see
+      return Object.keys(DEVICES).sort(function (a, b) {
+        return (DEVICES[b].drawnTime - DEVICES[a].drawnTime) || (DEVICES[b].drawn - DEVICES[a].drawn) || (DEVICES[b].time - DEVICES[a].time);
+      });
+    }
+    function deviceName(d) { return d || 'unknown device'; }
     function setupFilters() {
-      var dv = document.getElementById('f-device'), time = {};
-      for (var i = 0; i < N; i++) { var d = cat('device', i); time[d] = (time[d] || 0) + (K.time[i] || 0); }
-      Object.keys(time).sort(function (a, b) { return time[b] - time[a]; }).forEach(function (d) {
-        dv.appendChild(el('option', d || 'unknown device')).value = d;
+      var dv = document.getElementById('f-device');
+      deviceStats().forEach(function (d) {
+        var s = DEVICES[d];
+        dv.appendChild(el('option', deviceName(d) + ' (' + (s.drawn ? s.drawn + ' of ' + s.n + ' kernel(s) drawable' : 'nothing drawable') + ')')).value = d;
       });
       state.device = dv.value || '';
-      dv.addEventListener('input', function () { state.device = dv.value; RANGE = null; applyFilters(); if (anyDrawn) drawPrograms(); });
+      dv.addEventListener('input', function () { state.device = dv.value; RANGE = null; drawPeaks(); applyFilters(); if (anyDrawn) drawPrograms(); });
+      var cb = document.getElementById('f-colour');
+      cb.addEventListener('input', function () { state.colour = cb.value; drawKernels(); });
       var b = document.getElementById('f-bound');
       (K.categories ? K.categories.bound : []).forEach(function (v) { b.appendChild(el('option', v)).value = v; });
       var p = document.getElementById('f-precision'), seen = {};
@@ -78,14 +107,22 @@
       });
     }
     function nameMatcher(q) {
+      state.nameError = '';
       if (!q) return null;
       var m = /^\/(.*)\/$/.exec(q);
-      if (m) { try { var rx = new RegExp(m[1], 'i'); return function (s) { return rx.test(s); }; } catch (e) { return function () { return false; }; } }
+      if (m) {
+        try { var rx = new RegExp(m[1], 'i'); return function (s) { return rx.test(s); }; } catch (e) {
+          state.nameError = 'invalid regular expression: ' + e.message + ' (no kernel matches)';
+          return function () { return false; };
+        }
+      }
       q = q.toLowerCase();
       return function (s) { return s.toLowerCase().indexOf(q) >= 0; };
     }
     function applyFilters() {
       var match = nameMatcher(document.getElementById('f-name').value.trim());
+      var err = document.getElementById('f-name-error');
+      err.textContent = state.nameError; err.hidden = !state.nameError;
       var bound = document.getElementById('f-bound').value, prec = document.getElementById('f-precision').value;
       var out = [];
       for (var i = 0; i < N; i++) {
@@ -97,11 +134,95 @@
       }
       state.filtered = out; state.page = 0;
       sortRows();
-      document.getElementById('f-count').textContent = out.length + ' of ' + N + ' kernel(s)';
-      drawKernels(); drawTable();
+      var dn = DEVICES[state.device] || {n: 0};
+      document.getElementById('f-count').textContent = out.length + ' of ' + dn.n + ' kernel(s) on this device'
+        + (N > dn.n ? ' (' + N + ' in the report)' : '');
+      drawNote(); drawKernels(); drawTable(); drawTop();
+    }
+    function drawNote() {
+      var s = DEVICES[state.device] || {n: 0, drawn: 0}, note = document.getElementById('device-note'), text = '';
+      if (!s.drawn) text = 'Nothing drawable on ' + deviceName(state.device) + ': none of its ' + s.n
+        + ' kernel(s) has both FLOPs and bytes (the report has no FLOP or memory counters for them). The tables list them.';
+      else if (s.drawn < s.n) text = (s.n - s.drawn) + ' of ' + s.n + ' kernel(s) on ' + deviceName(state.device)
+        + ' have no FLOPs or no bytes and are listed, not drawn.';
+      note.textContent = text; note.hidden = !text;
     }
 
     // ---- charts --------------------------------------------------------------------------------
+    // ---- the canvas layer of large charts ---------------------------------------------------------
+    var CANVAS = null, GRID = {}, TIP = null, CELL = 12, LAYERS = [];
+    function drawCanvas() {
+      var gd = document.getElementById('kernel-chart'), L = gd._fullLayout;
+      var layers = LAYERS;
+      var host = gd.querySelector('.svg-container'), under = host && host.querySelectorAll('.main-svg')[1];
+      GRID = {}; state.canvasPoints = 0; if (TIP) TIP.hidden = true;
+      if (!layers.length || !L || !L.xaxis || !host) { if (CANVAS) CANVAS.style.display = 'none'; return; }
+      if (!CANVAS) {
+        CANVAS = el('canvas'); CANVAS.id = 'kernel-canvas'; CANVAS.style.position = 'absolute'; CANVAS.style.pointerEvents = 'none';
+      }
+      if (CANVAS.parentNode !== host) host.insertBefore(CANVAS, under || null);  // under the legend and hover layers
+      var sz = L._size, xa = L.xaxis, ya = L.yaxis, dpr = window.devicePixelRatio || 1;
+      CANVAS.style.display = ''; CANVAS.style.left = sz.l + 'px'; CANVAS.style.top = sz.t + 'px';
+      CANVAS.style.width = sz.w + 'px'; CANVAS.style.height = sz.h + 'px';
+      CANVAS.width = Math.round(sz.w * dpr); CANVAS.height = Math.round(sz.h * dpr);
+      // willReadFrequently: a CPU canvas (the GPU-backed one goes through software GL without a GPU)
+      // the markers are stamped into the pixels directly: one canvas path of 20,000 arcs, or 54,000
+      // drawImage calls, took seconds; 54,000 stamps of ~40 pixels take milliseconds
+      var ctx = CANVAS.getContext('2d', {willReadFrequently: true}), r = 3, W = CANVAS.width, H = CANVAS.height;
+      var img = ctx.createImageData(W, H), px32 = new Uint32Array(img.data.buffer);
+      layers.forEach(function (t) {
+        var mask = stamp(t.marker.symbol, Math.round(r * dpr)), col = rgba32(t.marker.color);
+        for (var j = 0; j < t.x.length; j++) {
+          var px = xa.l2p(Math.log10(t.x[j])), py = ya.l2p(Math.log10(t.y[j]));
+          if (!(px >= -r && py >= -r && px <= sz.w + r && py <= sz.h + r)) continue;
+          var X = Math.round(px * dpr), Y = Math.round(py * dpr);
+          for (var m = 0; m < mask.length; m += 2) {
+            var x = X + mask[m], y = Y + mask[m + 1];
+            if (x >= 0 && y >= 0 && x < W && y < H) px32[y * W + x] = col;
+          }
+          var key = Math.floor(px / CELL) + ':' + Math.floor(py / CELL);
+          (GRID[key] || (GRID[key] = [])).push({x: px, y: py, t: t, j: j});
+          state.canvasPoints++;
+        }
+      });
+      ctx.putImageData(img, 0, 0);
+    }
+    function stamp(symbol, R) {  // pixel offsets [dx, dy, ...] of a marker of radius R
+      var out = [];
+      for (var dy = -R - 1; dy <= R; dy++) for (var dx = -R - 1; dx <= R + 1; dx++) {
+        var inside = symbol === 'square' ? Math.abs(dx) <= R && Math.abs(dy) <= R
+          : symbol === 'triangle-up' ? Math.abs(dx) <= (dy + R + 1) * 0.58
+          : dx * dx + dy * dy <= R * R + R;
+        if (inside) out.push(dx, dy);
+      }
+      return out;
+    }
+    function rgba32(hex) {  // '#rrggbb' as one little-endian RGBA pixel, opaque
+      var v = parseInt(hex.slice(1), 16);
+      return ((255 << 24) | ((v & 255) << 16) | (v & 0xff00) | (v >> 16)) >>> 0;
+    }
+    function nearest(x, y) {  // the canvas point within 8 px of (x, y), plot-area pixels
+      var best = null, bd = 64, cx = Math.floor(x / CELL), cy = Math.floor(y / CELL);
+      for (var gx = cx - 1; gx <= cx + 1; gx++) for (var gy = cy - 1; gy <= cy + 1; gy++) {
+        (GRID[gx + ':' + gy] || []).forEach(function (p) {
+          var d = (p.x - x) * (p.x - x) + (p.y - y) * (p.y - y); if (d < bd) { bd = d; best = p; }
+        });
+      }
+      return best;
+    }
+    function canvasHover(ev) {
+      if (!CANVAS || CANVAS.style.display === 'none') return;
+      var r = CANVAS.getBoundingClientRect(), p = nearest(ev.clientX - r.left, ev.clientY - r.top);
+      if (!TIP) { TIP = el('div', '', 'canvas-tip'); document.getElementById('kernel-chart').appendChild(TIP); }
+      if (!p) { TIP.hidden = true; return; }
+      var i = p.t.customdata[p.j], lv = p.t.meta.slice(6);
+      showDetails(i);
+      TIP.textContent = K.short[i] + '\n' + (cat('bound', i) || '') + ', ' + (cat('precision', i) || 'no FLOPs') + '\n'
+        + M.level_labels[lv] + ': ' + num(p.t.x[p.j]) + ' FLOP/B, ' + si(p.t.y[p.j], 'FLOP/s');
+      TIP.style.left = (CANVAS.offsetLeft + p.x + 10) + 'px'; TIP.style.top = (CANVAS.offsetTop + p.y + 10) + 'px';
+      TIP.hidden = false;
+    }
+
     var RANGE = null;
     function ranges() {
       if (RANGE) return RANGE;
@@ -144,61 +265,117 @@
     function layout(title) {
       var R = ranges();
       return {title: {text: esc(title), font: {size: 13}}, margin: {l: 70, r: 10, t: 40, b: 50}, hovermode: 'closest',
-        xaxis: {type: 'log', range: R.x, exponentformat: 'SI', title: {text: 'arithmetic intensity (FLOP/byte)'}},
-        yaxis: {type: 'log', range: R.y, exponentformat: 'SI', title: {text: 'performance (FLOP/s)'}},
-        legend: {font: {size: 10}}};
+        // a label per decade only: plotly's default also labels 2 and 5 between them, which clutters
+        // the axes and costs a text measurement (a forced layout) per label
+        xaxis: {type: 'log', range: R.x, dtick: 1, exponentformat: 'SI', minor: {showgrid: true, gridcolor: '#f3f3f3'},
+          title: {text: 'arithmetic intensity (FLOP/byte)'}},
+        yaxis: {type: 'log', range: R.y, dtick: 1, exponentformat: 'SI', minor: {showgrid: true, gridcolor: '#f3f3f3'},
+          title: {text: 'performance (FLOP/s)'}},
+        legend: {font: {size: 10}, itemclick: false, itemdoubleclick: false, groupclick: false}};
     }
     function chartRows() {
       // K is longest first, so the lowest indices are the longest kernels of the current filter
       var rows = state.filtered.slice().sort(function (a, b) { return a - b; });
       return rows.length > CHART_LIMIT ? rows.slice(0, CHART_LIMIT) : rows;
     }
+    function colourKey(i) {
+      if (state.colour === 'precision') { var p = cat('precision', i); return p ? precisionBase(p) : 'none'; }
+      return cat('bound', i) || 'unavailable';
+    }
+    function colourOf(key) { return COLOURS[state.colour][key] || OTHER_COLOUR; }
+    function legendKey(name, colour, symbol, group, title) {  // a legend entry that only explains a marker
+      return {type: 'scatter', mode: 'markers', x: [null], y: [null], name: esc(name), hoverinfo: 'skip', showlegend: true,
+        marker: {color: colour, symbol: symbol, size: 9}, legendgroup: group, legendgrouptitle: {text: title}, meta: 'key:' + group};
+    }
     function drawKernels() {
-      var traces = roofTraces(), rows = chartRows(), joins = {x: [], y: []};
+      var traces = roofTraces(), rows = chartRows(), joins = {x: [], y: []}, seen = {}, shapes = [], total = 0, layers = [];
       LEVELS.forEach(function (lv) {
         if (!state.levelsOn[lv]) return;
-        var xs = [], ys = [], cd = [], col = [], text = [], key = 'int_' + lv;
+        for (var j = 0; j < rows.length; j++) if (K['int_' + lv][rows[j]] > 0 && K.achieved[rows[j]] > 0) total++;
+      });
+      var onCanvas = total > SVG_LIMIT;
+      LEVELS.forEach(function (lv) {
+        if (!state.levelsOn[lv]) return;
+        // one trace per level and colour: a single colour per trace is much cheaper to draw in WebGL
+        // than a colour per point
+        var by = {}, key = 'int_' + lv;
         for (var j = 0; j < rows.length; j++) {
           var i = rows[j], x = K[key][i], y = K.achieved[i];
           if (!(x > 0) || !(y > 0)) continue;
-          xs.push(x); ys.push(y); cd.push(i); col.push(i % PALETTE.length); text.push(esc(K.short[i]));
+          var ck = colourKey(i), t = by[ck] || (by[ck] = {x: [], y: [], cd: [], text: []});
+          t.x.push(x); t.y.push(y); t.cd.push(i);
+          if (!onCanvas) t.text.push(esc(K.short[i]) + '<br>' + esc(cat('bound', i)) + ', ' + esc(cat('precision', i) || 'no FLOPs'));
         }
-        traces.push({type: 'scattergl', mode: 'markers', name: 'kernels at ' + esc(M.level_labels[lv]), x: xs, y: ys,
-          customdata: cd, text: text, meta: 'level:' + lv,
-          marker: {symbol: SYMBOLS[lv], size: 8, color: col, cmin: 0, cmax: PALETTE.length - 1, colorscale: DISCRETE},
-          hovertemplate: '%{text}<br>' + esc(M.level_labels[lv]) + ': %{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
+        Object.keys(by).forEach(function (ck) {
+          seen[ck] = 1; if (shapes.indexOf(lv) < 0) shapes.push(lv);
+          var t = {type: 'scatter', mode: 'markers', name: esc(ck) + ' at ' + esc(M.level_labels[lv]), x: by[ck].x, y: by[ck].y,
+            customdata: by[ck].cd, text: by[ck].text, meta: 'level:' + lv, legendgroup: ck, showlegend: false,
+            marker: {symbol: SYMBOLS[lv], size: 8, color: colourOf(ck), line: {width: 0}},
+            hovertemplate: '%{text}<br>' + esc(M.level_labels[lv]) + ': %{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'};
+          // canvas points stay out of plotly: 50,000 points held in its traces, even invisible ones,
+          // delayed the first frame by 2 s
+          if (onCanvas) layers.push(t); else traces.push(t);
+        });
+      });
+      var order = Object.keys(COLOURS[state.colour]);
+      Object.keys(seen).sort(function (a, b) { return (order.indexOf(a) + 99) % 99 - (order.indexOf(b) + 99) % 99; }).forEach(function (k) {
+        traces.push(legendKey(k, colourOf(k), 'circle', 'colour', 'colour = ' + state.colour));
+      });
+      shapes.forEach(function (lv) {
+        traces.push(legendKey(M.level_labels[lv], '#555', SYMBOLS[lv], 'shape', 'shape = memory level'));
       });
       var on = LEVELS.filter(function (lv) { return state.levelsOn[lv]; });
-      for (var j = 0; j < rows.length && j < JOIN_LIMIT && on.length > 1; j++) {
+      // lines joining a kernel's levels, for charts small enough to read them
+      for (var j = 0; j < rows.length && rows.length <= JOIN_LIMIT && shapes.length > 1; j++) {
         var i = rows[j];
         if (!(K.achieved[i] > 0)) continue;
         on.forEach(function (lv) { var x = K['int_' + lv][i]; if (x > 0) { joins.x.push(x); joins.y.push(K.achieved[i]); } });
         joins.x.push(null); joins.y.push(null);
       }
-      if (joins.x.length) traces.push({type: 'scattergl', mode: 'lines', x: joins.x, y: joins.y, hoverinfo: 'skip',
+      if (joins.x.length) traces.push({type: 'scatter', mode: 'lines', visible: !onCanvas, x: joins.x, y: joins.y, hoverinfo: 'skip',
         line: {width: 0.6, color: 'rgba(80,80,80,0.35)'}, name: 'same kernel', meta: 'join'});
       var hidden = 0; for (var k = 0; k < state.filtered.length; k++) if (!drawn(state.filtered[k])) hidden++;
       if (hidden) traces.push({type: 'scatter', mode: 'markers', x: [null], y: [null], meta: 'undrawn',
         name: hidden + ' kernel(s) without FLOPs or bytes: not drawn', marker: {opacity: 0}});
-      Plotly.react('kernel-chart', traces, layout('kernels: one point per kernel and memory level'),
-        {responsive: true, displaylogo: false});
+      var capped = state.filtered.length > CHART_LIMIT;
+      if (capped) traces.push({type: 'scatter', mode: 'markers', x: [null], y: [null], meta: 'capped', marker: {opacity: 0},
+        name: 'the ' + CHART_LIMIT + ' longest of ' + state.filtered.length + ' kernels drawn; the tables hold all'});
+      var L = layout('kernels: one point per kernel and memory level');
+      if (!total) L.annotations = [{text: (DEVICES[state.device] || {}).drawn ? 'no drawable kernel passes the filters'
+        : 'nothing drawable on ' + esc(deviceName(state.device)), xref: 'paper', yref: 'paper', x: 0.5, y: 0.5,
+        showarrow: false, font: {size: 15, color: '#92400e'}}];
+      LAYERS = layers;
+      state.levelCounts = {};
+      LEVELS.forEach(function (lv) { state.levelCounts[lv] = 0; });
+      traces.concat(layers).forEach(function (t) { if ((t.meta || '').indexOf('level:') === 0) state.levelCounts[t.meta.slice(6)] += t.x.length; });
+      Plotly.react('kernel-chart', traces, L, {responsive: true, displaylogo: false});
+      drawCanvas();
     }
     function drawPrograms() {
-      var traces = roofTraces();
-      ['program', 'nvtx'].forEach(function (by) {
-        var gs = D.groups.filter(function (g) { return g.by === by && g.achieved > 0 && g.device === state.device; });
+      var traces = roofTraces(), R = ranges();
+      ['nvtx', 'program'].forEach(function (by) {  // programs last: on top of a range that spans the whole profile
+        // kernels outside any NVTX range are the program's own point already
+        var gs = D.groups.filter(function (g) { return g.by === by && g.achieved > 0 && g.device === state.device
+          && !(by === 'nvtx' && (g.label === '(none)' || g.label === '')); });
         if (!gs.length) return;
-        LEVELS.forEach(function (lv) {
+        LEVELS.forEach(function (lv, li) {
           var pts = gs.filter(function (g) { return g['int_' + lv] > 0; });
-          traces.push({type: 'scatter', mode: 'markers+text', name: by + ' at ' + esc(M.level_labels[lv]),
+          // one label per program or range (at the first level drawn), not one per level
+          traces.push({type: 'scatter', mode: li ? 'markers' : 'markers+text', name: by + ' at ' + esc(M.level_labels[lv]),
             x: pts.map(function (g) { return g['int_' + lv]; }), y: pts.map(function (g) { return g.achieved; }),
-            text: pts.map(function (g) { return esc(g.label); }), textposition: 'top right', textfont: {size: 9},
-            marker: {symbol: SYMBOLS[lv], size: 11, color: by === 'program' ? '#111' : '#d95f02'},
+            // labels point inwards, so a point near the right edge keeps its whole label
+            text: pts.map(function (g) { return esc(g.label); }), textposition: pts.map(function (g) {
+              return (by === 'program' ? 'top ' : 'bottom ') + (Math.log10(g['int_' + lv]) > (R.x[0] + R.x[1]) / 2 ? 'left' : 'right');
+            }),
+            textfont: {size: 9, color: by === 'program' ? '#111' : '#d95f02'},
+            marker: {symbol: SYMBOLS[lv], size: by === 'program' ? 10 : 15, color: by === 'program' ? '#111' : '#d95f02'}, meta: by + ':' + lv,
             hovertemplate: '%{text}<br>%{x:.3g} FLOP/B, %{y:.3s}FLOP/s<extra></extra>'});
         });
       });
-      Plotly.newPlot('program-chart', traces, layout('programs and NVTX ranges (roofs of ' + esc(state.device || 'unknown device') + ')'),
-        {responsive: true, displaylogo: false});
+      var L = layout('programs and NVTX ranges (roofs of ' + esc(deviceName(state.device)) + ')');
+      if (traces.every(function (t) { return (t.meta || '').indexOf('roof:') === 0; })) L.annotations = [{text: 'nothing drawable on '
+        + esc(deviceName(state.device)), xref: 'paper', yref: 'paper', x: 0.5, y: 0.5, showarrow: false, font: {size: 15, color: '#92400e'}}];
+      Plotly.react('program-chart', traces, L, {responsive: true, displaylogo: false});
     }
 
     // ---- details, tables -----------------------------------------------------------------------
@@ -259,12 +436,17 @@
       rows.forEach(function (i) {
         var tr = el('tr'); tr.dataset.kernel = String(i);
         COLUMNS.forEach(function (c) {
-          var td = el('td', cell(c[1], i), c[1] === 'name' ? 'name' : (/^(time|flop|achieved|pct|rank|int_)/.test(c[1]) ? 'num' : ''));
+          var text = cell(c[1], i), td = el('td', text, c[1] === 'name' ? 'name' : c[1] === 'note' ? 'notes' : (/^(time|flop|achieved|pct|rank|int_)/.test(c[1]) ? 'num' : ''));
+          if (CUT[c[1]] && text.length > CUT[c[1]]) { td.textContent = text.slice(0, CUT[c[1]] - 1) + '…'; td.title = text; }
           tr.appendChild(td);
         });
         tr.addEventListener('click', function () { showDetails(i); });
         tbody.appendChild(tr);
       });
+    }
+    function drawTop() {  // the longest kernels that pass the filters (K is longest first)
+      var rows = state.filtered.slice().sort(function (a, b) { return a - b; }).slice(0, M.top);
+      fill(document.querySelector('#top-table tbody'), rows);
     }
     function drawTable() {
       var pages = Math.max(1, Math.ceil(state.filtered.length / PAGE));
@@ -273,8 +455,10 @@
       document.getElementById('page').textContent = 'page ' + (state.page + 1) + ' of ' + pages;
     }
     function drawPeaks() {
-      var tb = document.querySelector('#peaks-table tbody');
+      var tb = document.querySelector('#peaks-table tbody'), want = deviceName(state.device);
+      tb.textContent = '';
       D.peaks.forEach(function (p) {
+        if (p.device !== want) return;
         var tr = el('tr');
         [p.device, p.roof, si(p.value, p.kind === 'compute' ? 'FLOP/s' : 'B/s'), p.basis, p.source].forEach(function (v) { tr.appendChild(el('td', v)); });
         tb.appendChild(tr);
@@ -287,18 +471,19 @@
     mark('start'); setupFilters(); drawPeaks(); mark('filters+peaks');
     header(document.getElementById('stats-table'), true);
     header(document.getElementById('top-table'), false);
-    var top = []; for (var t = 0; t < N && t < M.top; t++) top.push(t);  // kernels arrive longest first
-    fill(document.querySelector('#top-table tbody'), top);
-    document.getElementById('unplotted').textContent = '';
     if (anyDrawn) { drawPrograms(); }
     mark('programs');
     applyFilters();
     mark('kernels');
     var gd = document.getElementById('kernel-chart');
     gd.on('plotly_hover', function (ev) { var p = ev.points[0]; if (p && p.customdata !== undefined) showDetails(p.customdata); });
+    gd.on('plotly_afterplot', drawCanvas);  // after every draw, zoom, pan and resize
+    gd.addEventListener('mousemove', canvasHover);
+    gd.addEventListener('mouseleave', function () { if (TIP) TIP.hidden = true; });
     gd.on('plotly_click', function (ev) { var p = ev.points[0]; if (p && p.customdata !== undefined) showDetails(p.customdata); });
     document.getElementById('prev').addEventListener('click', function () { if (state.page > 0) { state.page--; drawTable(); } });
     document.getElementById('next').addEventListener('click', function () { state.page++; drawTable(); });
-    window.rooflineReport = {state: state, kernels: K, marks: marks, applyFilters: applyFilters, showDetails: showDetails, ready: true};
+    requestAnimationFrame(function () { mark('frame'); });  // the first frame after ready: when the page is seen
+    window.rooflineReport = {canvasLayers: function () { return LAYERS; }, state: state, kernels: K, devices: DEVICES, marks: marks, applyFilters: applyFilters, showDetails: showDetails, ready: true};
   }
 }());
