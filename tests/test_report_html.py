@@ -27,8 +27,6 @@ ARTIFACTS = REPO / "test-artifacts"
 XSS = "<script>alert(1)</script>"
 QUOTES = "k\"'><img src=x onerror=alert(2)>&amp;"
 #: the profiles `roofline demo` shows (issue 18: one per format, permissive licences)
-DEMO = ("ncu/sm86_a10g_gemm-variants_roofline.ncu-rep", "ncu/sm80_a100_mistic-selfjoin-fp64_full.ncu-rep",
-        "traces/torch2.6_h100_bert-small_infer_flops-flag.pt.trace.json.gz", "traces/jax0.8_rocm_mi300x_gemm.xplane.pb")
 BOUND_COLOURS = {"compute-bound": "#d62728", "memory-bound": "#1f77b4", "latency-limited": "#8c8c8c"}
 
 
@@ -317,7 +315,10 @@ def test_multi_device_report_opens_on_a_drawable_device(tmp_path, open_page):
 
 
 def test_demo_report_size_and_page(tmp_path, open_page):
-    res = roofline.analyze(roofline.read([shared(f) for f in DEMO]))
+    import roofline.samples
+
+    # the samples `roofline demo` runs on: they ship with the package, so this needs no ../shared
+    res = roofline.analyze(roofline.read([roofline.samples.path(n) for n in roofline.samples.names()]))
     path = html.write(res, tmp_path / "demo.html", title="roofline demo")
     assert path.stat().st_size <= 2_000_000
     page, problems = open_page(path)
