@@ -181,7 +181,10 @@ _BOMB_CHILD = textwrap.dedent("""
     except InputTooLargeError as exc:
         outcome = "refused: " + str(exc)
     print(outcome)
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)  # KiB on Linux
+    # VmHWM: this process image's own peak RSS (KiB). ru_maxrss is not used: across fork/vfork + exec
+    # Linux carries the parent's high-water mark into it (a big pytest worker would be measured)
+    hwm = [line.split()[1] for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:")]
+    print(hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """)
 
 
