@@ -34,7 +34,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from roofline import __version__
-from roofline.errors import RooflineError, SchemaError, path_text
+from roofline.errors import RooflineError, path_text
 from roofline.schema import SCHEMA_VERSION, kernel_dtypes, set_provenance
 
 #: bump when a table's columns change meaning; readers refuse versions they do not know

@@ -8,7 +8,6 @@ compute peak used beside counters is rescaled to the profiled SM clock through t
 
 from __future__ import annotations
 
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace

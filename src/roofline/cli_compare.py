@@ -1,0 +1,159 @@
+"""`roofline compare`: the roofline diff of profiles and its CI gate (kept apart from cli.py for size).
+
+Registered on the `roofline` group by :mod:`roofline.cli`; shares its input and output helpers.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from roofline.cli import EXIT_INPUT_ERRORS, _analysed, _err, _levels, _print
+from roofline.errors import path_text
+
+EXIT_GATE = 4
+
+
+@click.command("compare")
+@click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
+@click.option("--out", "-o", type=click.Path(path_type=Path), help="Write every pair to .parquet or .csv.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "ndjson", "csv"]), default="table", show_default=True)
+@click.option("--levels", default="dram,l2,l1", show_default=True, callback=_levels, help="Memory levels compared.")
+@click.option("--peaks", "peaks_opt", default="counters", show_default=True, metavar="SOURCE",
+              help="'counters', 'spec', a GPU name, or a peaks file (.toml), for every profile.")
+@click.option("--device", default=None, metavar="NAME", help="GPU name for profiles that do not record one.")
+@click.option("--map", "map_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Renamed kernels: lines 'baseline name = candidate name'.")
+@click.option("--fail-on", "fail_on", default=None, metavar="RULES",
+              help="Exit 4 when a rule is broken, e.g. 'time>5%,roof<-10,bound'. See docs/compare.md.")
+@click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
+              help="Write the HTML diff (arrows from baseline to candidate points).")
+@click.option("--groups", is_flag=True, help="Also print repeated launches compared as groups.")
+def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
+                device: str | None, map_file: str | None, fail_on: str | None, html_path: Path | None,
+                groups: bool) -> None:
+    """Roofline diff: BASELINE against each CANDIDATE (ncu reports, CSVs, traces, or folders of them).
+
+    Per matched kernel: change in time, FLOPs, bytes and intensity per level, achieved FLOP/s,
+    % of roof, and whether the binding roof moved; new and vanished kernels; the whole program.
+    """
+    from roofline.analysis import compare as cmp
+
+    if len(profiles) < 2:
+        raise click.UsageError("compare needs a baseline and at least one candidate profile")
+    try:
+        rules = cmp.parse_rules(fail_on) if fail_on else []
+        mapping = cmp.read_mapping(map_file) if map_file else None
+    except cmp.CompareError as exc:
+        raise click.UsageError(str(exc)) from None
+    analysed = []
+    for p in profiles:
+        result, failures, _ = _analysed((p,), peaks_opt, device, levels, "profiled", 20.0)
+        if failures or result.empty:
+            _err(f"{p}: cannot be compared (see the errors above)" if failures else f"{p}: no kernels to compare")
+            sys.exit(EXIT_INPUT_ERRORS)
+        analysed.append(result)
+    base = analysed[0]
+    violations: list[str] = []
+    unchecked: list[str] = []  # rules the gate could not evaluate: they fail it too
+    frames = []
+    for path, cand in zip(profiles[1:], analysed[1:]):
+        diff = cmp.compare(base, cand, levels, mapping)
+        diff.insert(0, "candidate", str(path))
+        prog = cmp.program_change(diff)
+        summary = (f"{profiles[0]} → {path}: {prog['matched']} matched, {prog['new']} new, {prog['vanished']} vanished; "
+                   f"whole-program time {prog['time_base_s'] * 1e3:.4g} ms → {prog['time_cand_s'] * 1e3:.4g} ms "
+                   f"({prog['time_change_pct']:+.2f}%)")
+        if fmt == "table":
+            click.echo(summary)
+            if prog["matched"] == 0:
+                click.echo("  nothing matched: are these the same program? pair renamed kernels with --map FILE")
+            _devices_note(base, cand, peaks_opt)
+            _formats_note(base, cand)
+            click.echo(_diff_table(diff))
+            if groups:
+                click.echo(cmp.group_changes(diff).to_string(index=False))
+        if html_path is not None:
+            from roofline.report import compare_html
+
+            target = html_path if len(profiles) == 2 else html_path.with_name(f"{html_path.stem}-{len(frames)}{html_path.suffix}")
+            try:
+                compare_html.write(diff, base, cand, target, f"{profiles[0]} → {path}", summary)
+            except OSError as exc:  # a folder or a path under a file: the user's to fix, not a bug
+                _err(f"cannot write {path_text(target)}: {exc.strerror or exc}")
+                sys.exit(EXIT_INPUT_ERRORS)
+        violations += cmp.gate(diff, rules)
+        unchecked += cmp.unevaluated(diff, rules)
+        frames.append(diff)
+    everything = pd.concat(frames, ignore_index=True)
+    if out is not None:
+        from roofline.schema import write_table
+
+        try:
+            write_table(everything, out)
+        except OSError as exc:
+            _err(f"cannot write {path_text(out)}: {exc.strerror or exc}")
+            sys.exit(EXIT_INPUT_ERRORS)
+    if fmt != "table":
+        _print(everything, fmt, levels, None)
+    for v in violations:
+        _err(f"regression: {v}")
+    for v in unchecked:
+        _err(f"cannot evaluate: {v}")
+    if violations or unchecked:
+        _err(f"--fail-on {fail_on!r}: {len(violations)} violation(s)"
+             + (f", {len(unchecked)} rule check(s) that could not be evaluated" if unchecked else ""))
+        sys.exit(EXIT_GATE)
+
+
+def _devices_note(base: pd.DataFrame, cand: pd.DataFrame, peaks_opt: str) -> None:
+    b = set(base["device_name"].dropna().astype(str))
+    c = set(cand["device_name"].dropna().astype(str))
+    if b != c:
+        missing = [n for n, f in (("baseline", base), ("candidate", cand)) if f["peak_dram_bytes_per_s"].isna().all()]
+        click.echo(f"  different devices ({', '.join(sorted(b)) or '?'} vs {', '.join(sorted(c)) or '?'}): each is "
+                   "judged against its own roofs" + (f"; {' and '.join(missing)} without roofs: give --peaks or --device"
+                                                     if missing else ""))
+
+
+def _formats_note(base: pd.DataFrame, cand: pd.DataFrame) -> None:
+    b = set(base["format"].dropna().astype(str))
+    c = set(cand["format"].dropna().astype(str))
+    if b != c:
+        click.echo(f"  different formats ({', '.join(sorted(b))} vs {', '.join(sorted(c))}): time, FLOPs and DRAM bytes "
+                   "are comparable (traces: analytic, from shapes); L2/L1 bytes exist on the ncu side only")
+
+
+def _diff_table(diff: pd.DataFrame) -> str:
+    from roofline.report.table import _si
+
+    rows = []
+    for _, r in diff.iterrows():
+        rows.append({
+            "kernel": str(r["kernel"])[:40], "match": r["match"],
+            "time": f"{_si(_num(r['duration_s_base']), 's')} → {_si(_num(r['duration_s_cand']), 's')}",
+            "Δtime": _pct_text(r.get("duration_s_change_pct")), "ΔFLOP": _pct_text(r.get("flop_total_change_pct")),
+            "Δachieved": _pct_text(r.get("achieved_flop_per_s_change_pct")),
+            "roof": f"{r['binding_roof_base'] if isinstance(r['binding_roof_base'], str) else '-'} → "
+                    f"{r['binding_roof_cand'] if isinstance(r['binding_roof_cand'], str) else '-'}"
+                    + (" (moved)" if r["bound_moved"] else ""),
+            "Δ%roof": "n/a" if pd.isna(r["pct_of_roof_change_pts"]) else f"{r['pct_of_roof_change_pts']:+.1f} pts",
+        })
+    return pd.DataFrame(rows).to_string(index=False) if rows else "(no kernels)"
+
+
+def _num(v: object) -> float:
+    try:
+        return float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _pct_text(v: object) -> str:
+    f = _num(v)
+    return "n/a" if math.isnan(f) else f"{f:+.1f}%"
+
