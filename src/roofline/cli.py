@@ -26,7 +26,25 @@ def _err(msg: str) -> None:
     click.echo(f"roofline: {msg}", err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """A group whose commands kept in modules of their own are imported when named: they import this
+    module's helpers, so importing them here would be circular (and `--help`/`--version` stay light)."""
+
+    LAZY = {"compare": ("roofline.cli_compare", "compare_cmd"), "llm": ("roofline.inference.command", "llm")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY and cmd_name not in self.commands:
+            import importlib
+
+            module, attr = self.LAZY[cmd_name]
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="roofline")
 def cli() -> None:
     """Hierarchical roofline analysis of GPU profiles: Nsight Compute reports and CSV exports, PyTorch
@@ -507,19 +525,6 @@ def demo(ctx: click.Context, out_dir: Path) -> None:
                peaks_opt="counters", clock="profiled", device=None, top=20, latency_threshold=20.0)
 
 
-def _register_commands() -> None:
-    """Commands that live in modules of their own (they import this one's helpers)."""
-    from roofline.cli_compare import compare_cmd
-    from roofline.inference.command import llm
-
-    cli.add_command(compare_cmd)
-    cli.add_command(llm)
-
-
-if __name__ != "__main__":  # run as a script, the importable module below registers them
-    _register_commands()
-
-
 def main() -> None:
     """Entry point: no traceback reaches the user unless ROOFLINE_DEBUG is set."""
     try:
@@ -547,7 +552,5 @@ def main() -> None:
         sys.exit(EXIT_INTERNAL)
 
 
-if __name__ == "__main__":  # python -m roofline.cli: use the module proper (cli_compare imports it)
-    from roofline.cli import main as _main
-
-    _main()
+if __name__ == "__main__":
+    main()
