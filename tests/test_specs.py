@@ -132,3 +132,13 @@ def test_a_peak_neither_counters_nor_spec_table_give_says_why():
     src = k["peak_flop_per_s_fp16_source"]
     assert src.str.startswith("unavailable: the spec table has no fp16").all() and src.str.contains("--peaks").all()
     assert (k["peak_flop_per_s_fp32"] == 75e12).all() and k["peak_flop_per_s_fp32_source"].str.startswith("spec:").all()
+
+
+def test_tensor_paths_map_to_their_spec_figures():
+    from roofline.hardware.specs import tensor_key
+
+    assert tensor_key("mfma_fp32") == ("tensor_fp32", False)  # AMD MFMA FP32 (rocprof-compute)
+    assert tensor_key("sm__ops_path_tensor_src_fp16_dst_fp32") == ("tensor_fp16", False)  # fp16 in, fp32 accumulate
+    assert tensor_key("sm__ops_path_tensor_src_fp16_dst_fp16") == ("tensor_fp16_acc16", False)
+    assert tensor_key("sm__ops_path_tensor_src_tf32_dst_fp32") == ("tensor_tf32", False)
+    assert tensor_key("mfma_fp64") == ("tensor_fp64", False)

@@ -192,6 +192,8 @@ def tensor_key(path: str | None) -> tuple[str, bool]:
         return "tensor_fp16_acc16", sparse
     if "fp16" in p:
         return "tensor_fp16", sparse
+    if "fp32" in p:  # AMD MFMA FP32 in and out; after fp16, so NVIDIA's fp16-in/fp32-accumulate paths never land here
+        return "tensor_fp32", sparse
     return f"tensor_{p}", sparse  # e.g. int1: no spec figure, reported as unavailable
 
 
