@@ -127,3 +127,13 @@ def test_a_trace_against_itself_and_against_a_report(tmp_path):
     assert mixed.returncode == 0, mixed.stderr
     assert "different devices" in mixed.stdout and "different formats" in mixed.stdout
     assert "Traceback" not in mixed.stderr
+
+
+def test_a_kernel_without_a_duration_makes_its_sides_program_time_unavailable():
+    base = analysed([kernel_row(kernel_id=i, kernel_name=f"k{i}", kernel_short_name=f"k{i}", duration_s=1e-3)
+                     for i in range(2)])
+    cand = analysed([kernel_row(kernel_id=i, kernel_name=f"k{i}", kernel_short_name=f"k{i}",
+                                duration_s=float("nan") if i == 1 else 5e-4) for i in range(2)])
+    p = program_change(compare(base, cand))
+    assert p["time_base_s"] == pytest.approx(2e-3)
+    assert np.isnan(p["time_cand_s"]) and np.isnan(p["time_change_pct"])  # not 0.5 ms, a -75% that never happened

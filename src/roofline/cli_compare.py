@@ -66,8 +66,8 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
         diff.insert(0, "candidate", str(path))
         prog = cmp.program_change(diff)
         summary = (f"{profiles[0]} → {path}: {prog['matched']} matched, {prog['new']} new, {prog['vanished']} vanished; "
-                   f"whole-program time {prog['time_base_s'] * 1e3:.4g} ms → {prog['time_cand_s'] * 1e3:.4g} ms "
-                   f"({prog['time_change_pct']:+.2f}%)")
+                   f"whole-program time {_ms(prog['time_base_s'])} → {_ms(prog['time_cand_s'])} "
+                   f"({_pct_text(prog['time_change_pct'])})")
         if fmt == "table":
             click.echo(summary)
             if prog["matched"] == 0:
@@ -151,6 +151,10 @@ def _num(v: object) -> float:
         return float(v)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return math.nan
+
+
+def _ms(v: float) -> str:
+    return "unavailable (a kernel has no duration)" if math.isnan(v) else f"{v * 1e3:.4g} ms"
 
 
 def _pct_text(v: object) -> str:

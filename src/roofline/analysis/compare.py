@@ -145,9 +145,16 @@ def group_changes(diff: pd.DataFrame) -> pd.DataFrame:
     return g.sort_values("duration_s_base", ascending=False, na_position="last").reset_index(drop=True)
 
 
+def _program_time(diff: pd.DataFrame, side: str, absent: str) -> float:
+    """Whole-program time of one side; unavailable (NaN) when a kernel of that side has no duration
+    (e.g. rocprof timestamps rounded to zero): a sum that skipped it would read as a speed-up."""
+    t = pd.to_numeric(diff[f"duration_s_{side}"], errors="coerce")[(diff["match"] != absent).to_numpy()]
+    return float("nan") if t.isna().any() else float(t.sum())
+
+
 def program_change(diff: pd.DataFrame) -> dict[str, float]:
-    tb = pd.to_numeric(diff["duration_s_base"], errors="coerce").sum()
-    tc = pd.to_numeric(diff["duration_s_cand"], errors="coerce").sum()
+    tb = _program_time(diff, "base", "new")
+    tc = _program_time(diff, "cand", "vanished")
     return {"time_base_s": float(tb), "time_cand_s": float(tc),
             "time_change_pct": float((tc - tb) / tb * 100.0) if tb else float("nan"),
             "matched": int(diff["match"].isin(["name+nvtx+order", "name+order"]).sum()),
