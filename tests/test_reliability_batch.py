@@ -137,3 +137,21 @@ def test_other_outputs_of_the_wrong_kind_exit_1_not_3(tmp_path, args):
     res = _cli(*[str(a).format(dir=tmp_path, file=afile) for a in args])
     assert res.returncode == 1, res.stderr  # compare --html onto a folder was exit 3, "internal error"
     assert "cannot write" in res.stderr and "internal error" not in res.stderr
+
+
+def test_a_temporary_of_a_killed_but_unreaped_writer_counts_as_gone(tmp_path):
+    import subprocess as sp
+
+    from roofline.batch import dataset as dset
+
+    # a child that exits and is not waited for stays a zombie: its pid exists, its writer is gone
+    child = sp.Popen([sys.executable, "-c", "pass"])
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # waits for its exit without reaping it
+    assert dset._zombie(child.pid)
+    tmp = tmp_path / f".part.parquet.{dset._host()}.{child.pid}.tmp"
+    tmp.write_bytes(b"x")
+    assert dset.writer_gone(tmp)
+    child.wait()
+    live = tmp_path / f".part.parquet.{dset._host()}.{os.getpid()}.tmp"
+    live.write_bytes(b"x")
+    assert not dset.writer_gone(live)  # this process writes it: never removed under it

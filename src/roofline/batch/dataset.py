@@ -234,11 +234,21 @@ def writer_gone(tmp: Path, stale_s: float = 24 * 3600) -> bool:
                 return True
             except PermissionError:
                 return False  # alive, someone else's
-            return False
+            return _zombie(pid)  # killed but not yet reaped (its parent died with it): gone all the same
     try:
         return time.time() - tmp.stat().st_mtime > stale_s
     except OSError:
         return False
+
+
+def _zombie(pid: int) -> bool:
+    """Whether a pid that still exists is a zombie (Linux /proc; elsewhere: assume alive)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # "pid (comm) S ...": comm may hold spaces and parentheses, the state follows the last ')'
+    return stat_line.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
