@@ -48,7 +48,8 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="roofline")
 def cli() -> None:
     """Hierarchical roofline analysis of GPU profiles: Nsight Compute reports and CSV exports, PyTorch
-    profiler traces, XLA xplane.pb and XProf trace-viewer JSON (`roofline formats`).
+    profiler traces, XLA xplane.pb and XProf trace-viewer JSON, Nsight Systems exports, rocprof-compute
+    workloads and rocprofv3 output (`roofline formats`).
 
     New here? `roofline demo` runs it on the bundled sample profiles.
     """
