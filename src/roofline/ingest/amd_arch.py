@@ -3,11 +3,10 @@
 Also the two readers every AMD module shares: a profiler CSV (typed errors) and ``sysinfo.csv``.
 
 Used where a workload has no measured ``roofline.csv`` roof (or for the roofs it lacks). The per-CU
-per-clock rates are the CDNA whitepapers' and data sheets' (the same rates the vetted spec table
-``hardware/gpus.toml`` stores for MI250X and MI300X; a test checks they agree); cache and LDS
-rates are the ones rocprof-compute's own speed-of-light panel uses. Kept here rather than in
-``hardware/`` so the spec table stays the vetted datasheet list: every figure below is labelled
-"model" with its source, and is computed from the workload's own CU count and clock.
+per-clock FLOP rates are the architecture model's (``hardware/archs.toml``, each with its source),
+except rocprof-compute's own FP16 VALU convention; cache and LDS rates are the ones rocprof-compute's
+speed-of-light panel uses. Every figure is labelled "model" with its source and is computed from
+the workload's own CU count and clock.
 """
 
 from __future__ import annotations
@@ -23,34 +22,38 @@ from roofline.ingest.common import check_exists
 
 SYSINFO = "sysinfo.csv"
 
-#: per-CU per-clock FLOPs (OPs for int8) by arch family; MFMA keys are the reader's tensor paths
-RATES: dict[str, dict[str, float]] = {
-    "CDNA1": {"fp64": 64, "fp32": 128, "fp16": 128,
-              "mfma_fp32": 256, "mfma_fp16": 1024, "mfma_bf16": 512, "mfma_int8": 1024},
-    "CDNA2": {"fp64": 128, "fp32": 128, "fp16": 128,
-              "mfma_fp64": 256, "mfma_fp32": 256, "mfma_fp16": 1024, "mfma_bf16": 1024, "mfma_int8": 1024},
-    "CDNA3": {"fp64": 128, "fp32": 256, "fp16": 128,
-              "mfma_fp64": 256, "mfma_fp32": 256, "mfma_fp16": 2048, "mfma_bf16": 2048, "mfma_fp8": 4096,
-              "mfma_int8": 4096},
-    "CDNA4": {"fp64": 128, "fp32": 256, "fp16": 128,
-              "mfma_fp64": 128, "mfma_fp32": 256, "mfma_fp16": 4096, "mfma_bf16": 4096, "mfma_fp8": 8192,
-              "mfma_fp6_fp4": 16384, "mfma_int8": 8192},
-}
-SOURCES: dict[str, str] = {
-    "CDNA1": "AMD CDNA white paper / Instinct MI100 data sheet (11.5 TF FP64 vector = 120 CUs × 64 × 1.502 GHz, "
-             "184.6 TF FP16 matrix = 120 × 1024 × 1.502 GHz, 92.3 TF BF16 matrix = 120 × 512 × 1.502 GHz)",
-    "CDNA2": "AMD CDNA 2 white paper / Instinct MI200 data sheets (MI250X: 47.9 TF FP64 vector = 220 CUs × 128 × "
-             "1.7 GHz, 383 TF FP16 matrix = 220 × 1024 × 1.7 GHz)",
-    "CDNA3": "AMD CDNA 3 white paper / Instinct MI300X data sheet (81.7 TF FP64 vector = 304 CUs × 128 × 2.1 GHz, "
-             "1307.4 TF FP16 matrix = 304 × 2048 × 2.1 GHz)",
-    "CDNA4": "AMD CDNA 4 white paper / Instinct MI355X data sheet (78.6 TF FP64 = 256 CUs × 128 × 2.4 GHz, "
-             "2.5 PF FP16 matrix = 256 × 4096 × 2.4 GHz)",
-}
+#: the reader's tensor paths and vector precisions → keys of the architecture model (hardware/archs.toml)
+_MODEL_KEYS = {"fp64": "fp64", "fp32": "fp32", "mfma_fp64": "tensor_fp64", "mfma_fp32": "tensor_fp32",
+               "mfma_fp16": "tensor_fp16", "mfma_bf16": "tensor_bf16", "mfma_fp8": "tensor_fp8",
+               "mfma_fp6_fp4": "tensor_fp4", "mfma_int8": "tensor_int8"}
+_GFX = {"CDNA1": "gfx908", "CDNA2": "gfx90a", "CDNA3": "gfx942", "CDNA4": "gfx950"}
+#: rocprof-compute's VALU FP16 peak counts packed FP16 once (64 lanes × 2 FLOP per clock per CU), the
+#: convention of its FP16 FLOP counters; the architecture model's vector fp16 is the chip's packed rate
+VALU_FP16_PER_CLK = 128
+#: figures the architecture model does not hold yet, with their source
+_NOT_IN_MODEL = {"CDNA4": {"mfma_fp32": (256, "AMD Instinct MI355X data sheet (157.3 TF FP32 matrix = 256 CUs × "
+                                              "256 × 2.4 GHz)")}}
+
+
+def _family_rates(fam: str) -> dict[str, tuple[float, str]]:
+    """{key: (per-CU per-clock FLOPs (OPs for int8), source)} of one CDNA family."""
+    from roofline.hardware.archs import arch_for
+
+    arch = arch_for(_GFX[fam])
+    dense = arch.dense if arch is not None else {}
+    out = {k: (dense[m].per_clk, dense[m].source) for k, m in _MODEL_KEYS.items() if m in dense}
+    out["fp16"] = (VALU_FP16_PER_CLK, FP16_VALU_NOTE)
+    out.update(_NOT_IN_MODEL.get(fam, {}))
+    return out
+
+
 #: bytes per clock: vL1D per CU and L2 per channel, as rocprof-compute's speed-of-light panel takes them
 L1_BYTES_PER_CLK_PER_CU = {"CDNA1": 64, "CDNA2": 64, "CDNA3": 128, "CDNA4": 128}
 L2_BYTES_PER_CLK_PER_CHANNEL = 128
 HBM_BYTES_PER_CLK_PER_CHANNEL = 32  # = hbm_bw where sysinfo has both: 1600 MHz × 32 B × 32 ch = 1638.4 GB/s
 FP16_VALU_NOTE = "rocprof-compute's VALU peak (64 lanes × 2 FLOP per clock per CU; packed FP16 counted once)"
+#: per-CU per-clock rates by family, from the architecture model (one table for every reader)
+RATES: dict[str, dict[str, float]] = {fam: {k: r for k, (r, _) in _family_rates(fam).items()} for fam in _GFX}
 
 _PATH_COLUMN = {"fp64": "peak_flop_per_s_fp64", "fp32": "peak_flop_per_s_fp32", "fp16": "peak_flop_per_s_fp16"}
 
@@ -119,9 +122,8 @@ def model_peaks(info: dict[str, Any]) -> dict[str, tuple[float, str]]:
         out["peak_l2_bytes_per_s"] = (chans * clk * L2_BYTES_PER_CLK_PER_CHANNEL,
                                       f"model: {L2_BYTES_PER_CLK_PER_CHANNEL} B/clk × {int(chans)} L2 channels × "
                                       f"max_sclk {sclk_mhz:g} MHz (rocprof-compute's L2 peak)")
-    for key, rate in RATES[fam].items():
+    for key, (rate, why) in _family_rates(fam).items():
         unit = "OP" if key == "mfma_int8" else "FLOP"
-        why = FP16_VALU_NOTE if key == "fp16" else SOURCES[fam]
         src = f"model: {rate:g} {unit}/clk/CU {key} × {where}; {why}"
         col = _PATH_COLUMN.get(key, f"peak_flop_per_s_tensor:{key}")
         out[col] = (cus * clk * rate, src)
