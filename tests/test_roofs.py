@@ -104,3 +104,38 @@ def test_device_map_picks_one_of_the_candidates_of_an_ambiguous_name():
     assert row["peak_dram_bytes_per_s"] == 3.35e12 and row["peak_dram_bytes_per_s_source"].startswith("spec: H100 SXM")
     bad = _cli("analyze", trace, "--device-map", "NVIDIA H100")
     assert bad.returncode == 2 and "NAME=KNOWN" in bad.stderr
+
+
+def test_cpu_only_trace_is_valid_exit_0_with_an_empty_result_that_says_why():
+    """A trace of a run with no GPU work (HTA loads it: 15 CPU rows) is not bad input: one stderr line,
+    exit 0, the table says why it has no rows, the JSON is an empty list; --strict does not change it."""
+    import json
+
+    trace = str(shared("traces/torch_cpu-only_gloo-300rank_rank34.pt.trace.json.gz"))
+    p = _cli("analyze", trace)
+    assert p.returncode == 0, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "CPU-only trace (gloo backend)" in p.stderr
+    assert "no GPU kernels" in p.stdout and "Traceback" not in p.stderr
+    j = _cli("analyze", trace, "--format", "json", "--strict")
+    assert j.returncode == 0 and json.loads(j.stdout) == []
+    with pytest.raises(roofline.errors.NoGpuWorkError):  # the Python API has no row to return: typed
+        roofline.read(trace)
+
+
+def test_tf2_xplane_without_xla_ops_gives_timed_kernel_rows_from_the_device_planes():
+    """TensorFlow 2 (not XLA) ops: the GPU planes hold 7,774 kernel/copy events and no hlo_op. Rows are
+    the TF ops (their `level 0` name) with the summed event durations; FLOPs and bytes unavailable with
+    the reason; the device (cc 7.0, 80 SMs, 898 GB/s, 1530 MHz) resolves to V100 SXM2 for its roofs."""
+    path = shared("traces/tf2_v100_multiworker_host0.xplane.pb")
+    k = roofline.read(path)
+    ops = k[k["kernel_name"] != "IDLE"]
+    assert len(ops) > 100 and (ops["duration_s"] > 0).all()
+    assert ops["flop_fp32"].isna().all() and ops["flop_fp32_source"].str.contains("no XLA op").all()
+    assert ops["dram_bytes_source"].str.startswith("unavailable").all() and ops["hlo_op"].isna().all()
+    assert set(k["device_name"]) == {"V100 SXM2"} and k["peak_dram_bytes_per_s"].notna().all()
+    # the events' time is all there: ops + idle = the busy planes' device time
+    prov = k.attrs["roofline.provenance"][0]
+    assert prov["op_occurrences"] > 0
+    assert k["duration_s"].sum() == pytest.approx(prov["device_time_s"], rel=1e-6)
+    p = _cli("analyze", str(path), "--top", "3")
+    assert p.returncode == 0 and "V100 SXM2" in p.stdout, p.stderr

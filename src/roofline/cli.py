@@ -15,7 +15,7 @@ import click
 import pandas as pd
 
 from roofline import __version__
-from roofline.errors import RooflineError, path_text
+from roofline.errors import NoGpuWorkError, RooflineError, path_text
 
 EXIT_INPUT_ERRORS = 1
 EXIT_USAGE = 2
@@ -341,12 +341,16 @@ def _ingest(paths: tuple[Path, ...]) -> tuple[pd.DataFrame, int, int]:
             failures += 1
             empty_folders += 1
             _err(f"{path_text(p)}: a folder with no profile files in it")
+    no_gpu: list[dict[str, str]] = []
     show_bar = len(files) > 1 and sys.stderr.isatty()
     with click.progressbar(files, label="ingesting", file=sys.stderr, show_pos=True,
                            hidden=not show_bar) as bar:
         for path in bar:
             try:
                 frames.append(reader_for(path).read(path))  # type: ignore[misc]
+            except NoGpuWorkError as exc:  # a valid CPU-only profile: nothing to draw, not a failure (issue 17)
+                _err(f"{exc} (no GPU kernels: not an error)")
+                no_gpu.append({"source_file": exc.path, "no_gpu_work": exc.problem})
             except RooflineError as exc:
                 failures += 1
                 _err(str(exc))
@@ -358,7 +362,10 @@ def _ingest(paths: tuple[Path, ...]) -> tuple[pd.DataFrame, int, int]:
     if not files and not datasets:
         _err("no profile files found in " + ", ".join(map(path_text, paths)))
         sys.exit(EXIT_INPUT_ERRORS)
-    return concat(frames), failures, len(files) + len(datasets) + empty_folders
+    out = concat(frames)
+    if no_gpu:  # the empty (or partial) result says which inputs had no GPU work
+        out.attrs["roofline.provenance"] = [*out.attrs.get("roofline.provenance", []), *no_gpu]
+    return out, failures, len(files) + len(datasets) + empty_folders
 
 
 @cli.command()
@@ -419,6 +426,9 @@ def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | No
                        "longest first")
         click.echo(format_table(result, levels=levels, by=by, limit=limit, total=total,
                                 latency_threshold=latency_threshold, more=more))
+        for prov in result.attrs.get("roofline.provenance", []):  # CPU-only inputs: why they have no rows
+            if isinstance(prov, dict) and prov.get("no_gpu_work"):
+                click.echo(f"{prov['source_file']}: no GPU kernels: {prov['no_gpu_work']}")
         for prov in result.attrs.get("roofline.provenance", []) if by is None else []:  # traces: what is not priced
             missing = prov.get("unmodelled_ops") if isinstance(prov, dict) else None
             if missing:

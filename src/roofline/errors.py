@@ -97,6 +97,14 @@ class NoKernelsError(InputError):
     kind = "no-kernels"
 
 
+class NoGpuWorkError(NoKernelsError):
+    """A valid profile of a run that put no work on a GPU (a CPU-only trace): nothing to draw, which is
+    not a failure of the analysis (the CLI says so in one line and exits 0, as HTA and XProf load such a
+    trace without error); ``roofline.read`` still raises it, as there is no kernel row to return."""
+
+    kind = "no-gpu-work"
+
+
 class UnsupportedFormatError(InputError):
     """A format roofline recognises but has no reader for yet."""
 

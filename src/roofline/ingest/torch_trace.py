@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from roofline.errors import NoKernelsError, path_text
+from roofline.errors import NoGpuWorkError, NoKernelsError, path_text
 from roofline.ingest.common import check_exists, json_bytes, provenance_record
 from roofline.ingest.torch_trace_decode import NULL, RANGE_CAT, Args, Event, decode, range_events, shapes
 from roofline.ingest.torch_trace_summary import estimates, unmodelled
@@ -206,7 +206,9 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
         why = "no GPU events (kernel, memcpy, memset or CUPTI range): a CPU-only trace, nothing to put on a GPU roofline"
         if skipped:
             why += f"; {skipped} events lacked ts or dur"
-        raise NoKernelsError(path, why)
+        backend = (top.get("distributedInfo") or {}).get("backend") if isinstance(top, dict) else None
+        why = why.replace("a CPU-only trace", f"a CPU-only trace ({backend} backend)" if backend else "a CPU-only trace")
+        raise (NoGpuWorkError if ops else NoKernelsError)(path, why)  # events, none on a GPU: a valid trace
     steps.sort()
     threads = _Threads(ops)
     groups: dict[int, list[Event]] = defaultdict(list)

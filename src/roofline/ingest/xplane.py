@@ -51,6 +51,8 @@ SKIPPED = (f"{UNAVAILABLE}: XLA's cost analysis was not run (read(..., cost_anal
 NO_BREAKDOWN = (f"{UNAVAILABLE}: XLA gave this op no per-memory breakdown (async and host copies): its "
                 "bytes_accessed, all memory spaces, is in xla_accessed_bytes; XProf counts it as HBM for the op but "
                 "not in its program total")
+NOT_XLA = (f"{UNAVAILABLE}: no XLA op on any device plane (TensorFlow ops outside XLA, or another runtime): the "
+           "xplane records the kernels' times but no FLOPs or bytes, and XLA's cost analysis covers only XLA ops")
 _NAN = float("nan")
 #: GPUs named from the device plane's capabilities (the plane has no name): vendor, compute
 #: capability, SMs/CUs, memory GiB -> spec-table name. Only parts one combination identifies.
@@ -74,6 +76,8 @@ def read(path: str | Path, cost_analysis: bool = True) -> pd.DataFrame:
     needs_cost = any(p.style == "gpu" for p in planes if p.ops)
     costs = xc.cost_table(path) if needs_cost and cost_analysis else None
     skipped = None if cost_analysis else SKIPPED
+    if any(p.style == xd.KERNELS for p in planes):
+        skipped, needs_cost = NOT_XLA, True
     rows = build_rows(planes, modules, costs, needs_cost, skipped if needs_cost else None)
     for i, r in enumerate(rows):
         r["kernel_id"] = i
@@ -172,7 +176,7 @@ def _base(dev: str, step: str | None, plane: xd.PlaneOps) -> dict[str, Any]:
     row: dict[str, Any] = {"format": FORMAT, "range_id": 0, "nvtx_range": step, "device_name": dev,
                            "replay_ok": True, "l2_bytes": _NAN, "l1_bytes": _NAN,
                            "l2_bytes_source": NO_CACHE, "l1_bytes_source": NO_CACHE}
-    if plane.style == "gpu" and "compute_cap_major" in s:
+    if plane.style in ("gpu", xd.KERNELS) and "compute_cap_major" in s:
         row["compute_capability"] = f"{s['compute_cap_major']}.{s.get('compute_cap_minor', 0)}"
         row["sm_count"] = int(s.get("core_count") or 0) or None
         # the plane's clock_rate is the device's maximum clock, not the clock the ops ran at
@@ -208,6 +212,10 @@ def _op_row(dev: str, step: str | None, pid: int | None, op: str, g: dict[str, A
         "hlo_module": module or None,
         "framework_op": str(meta.get("tf_op") or "") or None, "devices": len(g["planes"]),
     })
+    if plane.style == xd.KERNELS:  # a framework op's kernels, not an XLA op
+        row.update({"hlo_op": None, "framework_op": op, "attribution": "framework op",
+                    "duration_s_source": f"xplane: Σ duration of {n} kernel/copy event(s) of op {op} ({first.line}); "
+                                         "no XLA op on any device plane"})
     if timing_only:
         row.update({"hlo_category": str(meta.get("hlo_category") or "") or None,
                     "hlo_expression": first.long_name or None, "dram_bytes": _NAN, "dram_bytes_source": timing_only})
@@ -334,7 +342,8 @@ def _finish_cost(row: dict[str, Any], category: str, total: float, src: str, acc
 
 def _idle_row(dev: str, step: str | None, idle_ps: int, non_xla: int, non_xla_ps: int, plane: xd.PlaneOps
               ) -> dict[str, Any]:
-    why = "idle: no XLA op ran (XProf's IDLE: counted in the program's time, no FLOPs, no bytes)"
+    why = ("idle: no kernel or copy ran (device time between events: no FLOPs, no bytes)" if plane.style == xd.KERNELS
+           else "idle: no XLA op ran (XProf's IDLE: counted in the program's time, no FLOPs, no bytes)")
     row = _base(dev, step, plane)
     row.update({"kernel_name": IDLE, "kernel_short_name": IDLE, "hlo_op": IDLE, "duration_s": idle_ps * 1e-12,
                 "duration_s_source": "xplane: device time (first to last event of each device plane"
@@ -371,7 +380,7 @@ def _peaks(frame: pd.DataFrame, planes: list[xd.PlaneOps], costs: xc.CostTable |
                     f"{UNAVAILABLE}: a TPU device plane gives one compute peak (the matrix unit's), used for every op")
     frame = fill_spec_peaks(frame, at_profiled_clock=False)
     for dev, plane in by_dev.items():
-        if plane.style != "gpu" or lookup(dev) is not None:
+        if plane.style == "tpu" or lookup(dev) is not None:
             continue
         rows = ((frame["device_name"] == dev).fillna(False) & frame["peak_dram_bytes_per_s"].isna()).to_numpy()
         bw = plane.stats.get("memory_bandwidth")

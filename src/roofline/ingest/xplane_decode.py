@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError
+from roofline.errors import CorruptReportError, FormatMismatchError, NoGpuWorkError, NoKernelsError
 from roofline.ingest.common import check_exists
 
 OP_LINE = "XLA Ops"
@@ -277,15 +277,58 @@ def device_planes(path: Path, space: Any) -> list[PlaneOps]:
     devices = [p for p in space.planes if is_device_plane(p)]
     if not devices:
         hosts = ", ".join(sorted({p.name for p in space.planes})) or "none"
-        raise NoKernelsError(path, f"no device plane (planes: {hosts}): a CPU-only run, nothing to put on a "
+        raise NoGpuWorkError(path, f"no device plane (planes: {hosts}): a CPU-only run, nothing to put on a "
                                    "roofline")
     found = [device_ops(p) for p in devices]
     with_ops = [p for p in found if p.ops]
+    if not with_ops and any(p.kernel_events for p in found):
+        # TensorFlow ops outside XLA (or another runtime): no op has an hlo_op, yet the device planes hold
+        # the kernels and copies that ran. XProf's framework-op view shows them; so do we, one row per op
+        found = [kernel_ops(p) for p in devices]
+        return [p for p in found if p.ops or p.span_ps > 0]
     if not with_ops:
-        events = sum(p.kernel_events for p in found)
-        why = (f"{len(devices)} device plane(s) but no XLA op: " +
-               (f"their {events} kernel/copy events carry no hlo_op (TensorFlow ops or a runtime not compiled by "
-                "XLA?)" if events else "no events on them (an idle device, or the trace stopped before any op)"))
-        raise NoKernelsError(path, why)
+        why = f"{len(devices)} device plane(s) but no events on them (an idle device, or the trace stopped before any op)"
+        raise NoGpuWorkError(path, why)
     # planes that only copied data still count: XProf's device time is the sum over every busy plane
     return [p for p in found if p.ops or p.span_ps > 0]
+
+
+#: style of a GPU plane read as kernels (no XLA op on any plane): rows are framework ops, timing only
+KERNELS = "kernels"
+
+
+def kernel_ops(plane: Any) -> PlaneOps:
+    """A GPU plane's kernel and copy events as occurrences of the framework op that launched them (the
+    ``level 0`` / ``annotation`` stat without its ``#...#`` arguments: TensorFlow's op name), else of the
+    event itself (``MemcpyH2D``, an unannotated kernel). Back-to-back events of one op on one stream are
+    one occurrence, as for XLA ops."""
+    stats = Stats(plane)
+    out = PlaneOps(plane.name, KERNELS, stats.of(plane.stats), [], None, None, _steps(plane, stats))
+    for lo, hi, _ in out.steps:
+        _widen(out, lo, hi)
+    names = {k: m.name for k, m in plane.event_metadata.items()}
+    for ln in plane.lines:
+        if is_derived_line(ln.id):
+            continue
+        base = ln.timestamp_ns * 1000
+        prev: Occurrence | None = None
+        for ev in ln.events:
+            if ev.WhichOneof("data") != "offset_ps":
+                continue
+            start = base + ev.offset_ps
+            end = start + ev.duration_ps
+            _widen(out, start, end)
+            out.kernel_events += 1
+            evs = stats.of(ev.stats)
+            kernel = names.get(ev.metadata_id, "")
+            op = str(evs.get("level 0") or evs.get("annotation") or kernel).split("#")[0] or kernel
+            if prev is not None and prev.op == op and evs.get("group_id") is not None \
+                    and prev.meta.get("group_id") == evs.get("group_id"):
+                prev.end_ps = max(prev.end_ps, end)
+                prev.self_ps += ev.duration_ps
+                if kernel not in prev.kernels:
+                    prev.kernels += (kernel,)
+            else:
+                prev = Occurrence(None, op, start, end, ev.duration_ps, evs, kernels=(kernel,), line=ln.name)
+                out.ops.append(prev)
+    return out

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from roofline.errors import FormatMismatchError, NoKernelsError, path_text
+from roofline.errors import FormatMismatchError, NoGpuWorkError, NoKernelsError, path_text
 from roofline.ingest import xplane as xp
 from roofline.ingest import xplane_decode as xd
 from roofline.ingest.common import check_exists, load_json, provenance_record
@@ -97,7 +97,7 @@ def _planes(path: Path, events: list[dict[str, Any]]) -> list[xd.PlaneOps]:
         if e.get("ph") in ("X", "i") and str(procs.get(e.get("pid"), "")).startswith("/device:"):
             by_pid[e.get("pid")].append(e)
     if not by_pid:
-        raise NoKernelsError(path, "no /device: process in the trace: a CPU-only run, nothing to put on a roofline")
+        raise NoGpuWorkError(path, "no /device: process in the trace: a CPU-only run, nothing to put on a roofline")
     planes = [_plane(procs[pid], evs, threads) for pid, evs in by_pid.items()]
     if not any(p.ops for p in planes):
         raise NoKernelsError(path, f"{len(planes)} device process(es) but no XLA op (no 'XLA Ops' event, no kernel "
