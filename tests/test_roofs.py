@@ -139,3 +139,15 @@ def test_tf2_xplane_without_xla_ops_gives_timed_kernel_rows_from_the_device_plan
     assert k["duration_s"].sum() == pytest.approx(prov["device_time_s"], rel=1e-6)
     p = _cli("analyze", str(path), "--top", "3")
     assert p.returncode == 0 and "V100 SXM2" in p.stdout, p.stderr
+
+
+def test_gb300_sparse_fp4_roof_is_the_published_sparse_figure_not_twice_dense():
+    """NVIDIA's Blackwell Ultra NVFP4: 15 PFLOPS dense, 20 sparse (not 30): the sparse roof follows the
+    model's sparse rate (65536 vs 49152 FLOP/clk/SM), dense kernels keep the dense one."""
+    cols = {"device_name": "NVIDIA GB300", "compute_capability": "10.3", "sm_count": 160, "sm_clock_hz": 1.9e9,
+            "flop_tensor": 1e12, "duration_s": 1e-3}
+    dense = fill_spec_peaks(kernels_from_columns({**cols, "tensor_path": "src_fp4_dst_fp32"}, 1))
+    sparse = fill_spec_peaks(kernels_from_columns({**cols, "tensor_path": "src_fp4_dst_fp32_sparsity_on"}, 1))
+    assert dense["peak_flop_per_s_tensor"].iloc[0] == pytest.approx(49152 * 160 * 1.9e9)
+    assert sparse["peak_flop_per_s_tensor"].iloc[0] == pytest.approx(65536 * 160 * 1.9e9)
+    assert "sparse" in sparse["peak_flop_per_s_tensor_source"].iloc[0]

@@ -393,6 +393,11 @@ def _fill_compute(out: pd.DataFrame, col: str, spec: GpuSpec, key: str, sparse: 
         return
     factor = 2.0 if sparse else 1.0
     kind = "sparse (2:4, 2× dense)" if sparse else "dense"
+    arch = spec.arch
+    if sparse and arch is not None and key in arch.sparse and key in arch.dense:
+        # the vendor's sparse figure where it is not 2x dense (Blackwell Ultra FP4: 20 vs 15 PFLOPS)
+        factor = arch.sparse[key].per_clk / arch.dense[key].per_clk
+        kind = f"sparse (2:4, {factor:g}× dense: {arch.label()} model)"
     base = f"spec: {spec.figure_source(key)}; {kind}"
     published = f"{base}, as published (boost)" + ("" if clk is None else "; no profiled clock known")
     c = clk[mask] if clk is not None else None
