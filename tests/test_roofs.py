@@ -151,3 +151,53 @@ def test_gb300_sparse_fp4_roof_is_the_published_sparse_figure_not_twice_dense():
     assert dense["peak_flop_per_s_tensor"].iloc[0] == pytest.approx(49152 * 160 * 1.9e9)
     assert sparse["peak_flop_per_s_tensor"].iloc[0] == pytest.approx(65536 * 160 * 1.9e9)
     assert "sparse" in sparse["peak_flop_per_s_tensor_source"].iloc[0]
+
+
+def _report_as(path, name: str, cc: tuple[int, int], sms: int, boost_khz: int):
+    """The frame the ncu reader builds for ``path`` (its real ncu_report launches, through the reader's own
+    build_kernels_frame) with the device attributes of another GPU, and without any ``.peak_sustained``
+    counter: an older full set, as the A40 / A6000 reports of the issue hold (their L2 roof must come from
+    lts__t_sectors.avg.pct_of_peak_sustained_elapsed, their tensor roof from the model)."""
+    from roofline.ingest import ncu_rep
+    from roofline.ingest.common import build_kernels_frame
+
+    launches, meta = ncu_rep.read_raw(path)
+    for launch in launches:
+        raw = launch["raw"]
+        for k in [k for k in raw if k.endswith(".peak_sustained")]:
+            del raw[k]
+        raw.update({"device__attribute_display_name": name, "device__attribute_compute_capability_major": cc[0],
+                    "device__attribute_compute_capability_minor": cc[1],
+                    "device__attribute_multiprocessor_count": sms, "device__attribute_max_gpu_frequency_khz": boost_khz,
+                    "device__attribute_clock_rate": boost_khz})
+    return launches, build_kernels_frame(path, ncu_rep.FORMAT, launches, meta)
+
+
+@pytest.mark.parametrize(("name", "entry", "boost_khz", "dram"), [
+    ("NVIDIA A40", "A40", 1_740_000, 696e9), ("NVIDIA RTX A6000", "RTX A6000", 1_800_000, 768e9)])
+def test_ga102_pro_full_report_gets_full_rate_tensor_roof_and_a_derived_l2_roof(name, entry, boost_khz, dram):
+    """A real full-set report with a tensor GEMM (the T4 WMMA FP16 GEMM, FP32 accumulate), read by the real
+    ncu reader, with the device attributes of an A40 / RTX A6000 (CC 8.6, 84 SMs) put in its launches (the
+    shared fixtures hold no GA102 pro report). GA102 whitepaper appendix A: RTX A6000 / A40 run FP16 tensor math
+    with FP32 accumulate at the full rate (1024 FLOP/clk/SM), GeForce GA102 at half (512)."""
+    path = shared("ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep")
+    launches, k = _report_as(path, name, (8, 6), 84, boost_khz)
+    result = roofline.analyze(k)
+    assert set(result["device_name"]) == {name}
+    gemm = result[result["kernel_short_name"] == "wmma_gemm"].iloc[0]
+    assert gemm["flop_tensor"] > 0 and gemm["tensor_path"] == "src_fp16_bf16_tf32_dst_fp32"
+    assert gemm["peak_flop_per_s_tensor"] == pytest.approx(1024 * 84 * gemm["sm_clock_hz"], rel=1e-9)
+    assert entry in gemm["peak_flop_per_s_tensor_source"] and "1024 FLOP/cycle/SM" in gemm["peak_flop_per_s_tensor_source"]
+    assert result["peak_dram_bytes_per_s"].eq(dram).all()
+    # L2: achieved ÷ ncu's own % of peak, per launch, from the raw counters (within 0.5%)
+    for launch, (_, row) in zip(launches, result.iterrows(), strict=True):
+        raw = launch["raw"]
+        dur_s = raw["gpu__time_duration.sum"] * 1e-9
+        expected = raw["lts__t_sectors.sum"] * 32 / dur_s / (raw["lts__t_sectors.avg.pct_of_peak_sustained_elapsed"] / 100)
+        assert row["peak_l2_bytes_per_s"] == pytest.approx(expected, rel=0.005)
+        assert "derived" in row["peak_l2_bytes_per_s_source"]
+    # the same report as a GeForce GA102 part: half the tensor rate with FP32 accumulate
+    _, geforce = _report_as(path, "NVIDIA GeForce RTX 3090", (8, 6), 82, 1_695_000)
+    g = roofline.analyze(geforce)
+    g = g[g["kernel_short_name"] == "wmma_gemm"].iloc[0]
+    assert g["peak_flop_per_s_tensor"] == pytest.approx(512 * 82 * g["sm_clock_hz"], rel=1e-9)
