@@ -201,3 +201,55 @@ def test_ga102_pro_full_report_gets_full_rate_tensor_roof_and_a_derived_l2_roof(
     g = roofline.analyze(geforce)
     g = g[g["kernel_short_name"] == "wmma_gemm"].iloc[0]
     assert g["peak_flop_per_s_tensor"] == pytest.approx(512 * 82 * g["sm_clock_hz"], rel=1e-9)
+
+
+def _fixture_names() -> list[str]:
+    from conftest import SHARED
+
+    out = []
+    for kind in ("ncu", "traces", "nsys", "rocprof"):
+        folder = SHARED / kind
+        if folder.exists():
+            out += [f"{kind}/{p.name}" for p in sorted(folder.iterdir())
+                    if p.name not in ("MANIFEST.md", "reference", "derived", "vllm_decode_full-graph")]
+    return out + ["traces/vllm_decode_full-graph/graph_execution.pt.trace.json.gz"]
+
+
+#: CSV exports record no device: the --device the CLI asks for
+_CSV_DEVICE = {"sm70": "V100 SXM2", "sm75": "T4", "sm80": "A100 SXM4 40GB"}
+#: the gaps a fixture may have, each because the profile does not say (matched against the stated reason)
+_KNOWN_GAPS = {
+    "torch1.8-dev_gpu-unrecorded": "names no GPU",  # the 2021 trace records no deviceProperties
+    "nsys2026.2_h100x2_mfu": "TARGET_INFO_GPU",  # a trimmed export: no GPU table, no device name anywhere
+    "torch_cuda12.9_b200": "not published",  # NVIDIA publishes no CUDA-core FP16 rate for B200 (fp16 only)
+}
+
+
+@pytest.mark.parametrize("rel", _fixture_names())
+def test_every_fixture_device_gets_its_roofs_each_with_a_source_or_says_why(rel):
+    """Every device of every shared fixture: a compute roof for each precision its kernels use and a DRAM
+    roof, each with a source; the gaps are the three the profiles themselves leave open, and say why."""
+    from roofline.errors import NoGpuWorkError
+    from roofline.schema import source_column
+
+    path = shared(rel)
+    try:
+        k = roofline.read(path)
+    except NoGpuWorkError:
+        assert "cpu-only" in rel
+        return
+    if path.suffix == ".csv":
+        k.loc[k["device_name"].isna(), "device_name"] = _CSV_DEVICE[path.name[:4]]
+        k = fill_spec_peaks(k)
+    result = roofline.analyze(k)
+    gaps = list(missing_roofs(result))
+    known = next((why for stem, why in _KNOWN_GAPS.items() if stem in rel), None)
+    if known is None:
+        assert gaps == [], gaps
+    else:
+        assert gaps and all(known in reason for *_, reason in gaps), gaps
+    for col in [c for c in result.columns if c.startswith("peak_") and c.endswith(("_per_s", "_bytes_per_s"))]:
+        src = source_column(col)
+        if src in result:
+            has = result[col].notna().to_numpy()
+            assert result.loc[has, src].astype("string").str.len().gt(0).all(), (rel, col)
