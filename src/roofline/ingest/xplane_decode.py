@@ -147,16 +147,23 @@ class PlaneOps:
         return (self.last_ps - self.first_ps) if self.first_ps is not None and self.last_ps is not None else 0
 
 
-def device_ops(plane: Any) -> PlaneOps:
+#: style of a GPU plane read as kernels (no XLA op on any plane): rows are framework ops, timing only
+KERNELS = "kernels"
+
+
+def device_ops(plane: Any, kernels: bool = False) -> PlaneOps:
+    """The XLA ops of a device plane; ``kernels``: every kernel and copy event as an occurrence of the
+    framework op that launched it (for planes with no XLA op at all, see :func:`device_planes`)."""
     stats = Stats(plane)
-    tpu = any(ln.name == OP_LINE and not is_derived_line(ln.id) for ln in plane.lines)
-    out = PlaneOps(plane.name, "tpu" if tpu else "gpu", stats.of(plane.stats), [], None, None, _steps(plane, stats))
+    tpu = not kernels and any(ln.name == OP_LINE and not is_derived_line(ln.id) for ln in plane.lines)
+    style = "tpu" if tpu else KERNELS if kernels else "gpu"
+    out = PlaneOps(plane.name, style, stats.of(plane.stats), [], None, None, _steps(plane, stats))
     for lo, hi, _ in out.steps:
         _widen(out, lo, hi)
     if tpu:
         _tpu_ops(plane, stats, out)
     else:
-        _gpu_ops(plane, stats, out)
+        _gpu_ops(plane, stats, out, kernels)
     return out
 
 
@@ -225,7 +232,7 @@ def _tpu_ops(plane: Any, stats: Stats, out: PlaneOps) -> None:
                 out.ops.append(occ)
 
 
-def _gpu_ops(plane: Any, stats: Stats, out: PlaneOps) -> None:
+def _gpu_ops(plane: Any, stats: Stats, out: PlaneOps, kernels: bool = False) -> None:
     names = {k: m.name for k, m in plane.event_metadata.items()}
     for ln in plane.lines:
         if is_derived_line(ln.id):
@@ -241,17 +248,21 @@ def _gpu_ops(plane: Any, stats: Stats, out: PlaneOps) -> None:
             out.kernel_events += 1
             evs = stats.of(ev.stats)
             hlo = evs.get("hlo_op")
-            if not hlo:
+            kernel = names.get(ev.metadata_id, "")
+            if kernels:  # the op that launched it: TensorFlow's `level 0` name without its #args#, else the event
+                op = str(evs.get("level 0") or evs.get("annotation") or kernel).split("#")[0] or kernel
+                pid, module = None, ""
+            elif not hlo:
                 out.non_xla_events += 1
                 out.non_xla_ps += ev.duration_ps
                 prev = None
                 continue
-            op = str(hlo).split("::")[-1]
-            # XProf's GPU test for an XLA op is the hlo_op stat alone; runtimes that write no program_id
-            # (TensorFlow's XLA clusters, older JAX) keep their ops, keyed by module name instead
-            pid = _int(evs["program_id"]) if evs.get("program_id") is not None else None
-            module = str(evs.get("hlo_module") or "")
-            kernel = names.get(ev.metadata_id, "")
+            else:
+                op = str(hlo).split("::")[-1]
+                # XProf's GPU test for an XLA op is the hlo_op stat alone; runtimes that write no program_id
+                # (TensorFlow's XLA clusters, older JAX) keep their ops, keyed by module name instead
+                pid = _int(evs["program_id"]) if evs.get("program_id") is not None else None
+                module = str(evs.get("hlo_module") or "")
             group = evs.get("group_id")
             if prev is not None and prev.op == op and prev.program_id == pid and prev.module == module \
                     and group is not None and prev.meta.get("group_id") == group:
@@ -284,7 +295,7 @@ def device_planes(path: Path, space: Any) -> list[PlaneOps]:
     if not with_ops and any(p.kernel_events for p in found):
         # TensorFlow ops outside XLA (or another runtime): no op has an hlo_op, yet the device planes hold
         # the kernels and copies that ran. XProf's framework-op view shows them; so do we, one row per op
-        found = [kernel_ops(p) for p in devices]
+        found = [device_ops(p, kernels=True) for p in devices]
         return [p for p in found if p.ops or p.span_ps > 0]
     if not with_ops:
         why = f"{len(devices)} device plane(s) but no events on them (an idle device, or the trace stopped before any op)"
@@ -292,43 +303,3 @@ def device_planes(path: Path, space: Any) -> list[PlaneOps]:
     # planes that only copied data still count: XProf's device time is the sum over every busy plane
     return [p for p in found if p.ops or p.span_ps > 0]
 
-
-#: style of a GPU plane read as kernels (no XLA op on any plane): rows are framework ops, timing only
-KERNELS = "kernels"
-
-
-def kernel_ops(plane: Any) -> PlaneOps:
-    """A GPU plane's kernel and copy events as occurrences of the framework op that launched them (the
-    ``level 0`` / ``annotation`` stat without its ``#...#`` arguments: TensorFlow's op name), else of the
-    event itself (``MemcpyH2D``, an unannotated kernel). Back-to-back events of one op on one stream are
-    one occurrence, as for XLA ops."""
-    stats = Stats(plane)
-    out = PlaneOps(plane.name, KERNELS, stats.of(plane.stats), [], None, None, _steps(plane, stats))
-    for lo, hi, _ in out.steps:
-        _widen(out, lo, hi)
-    names = {k: m.name for k, m in plane.event_metadata.items()}
-    for ln in plane.lines:
-        if is_derived_line(ln.id):
-            continue
-        base = ln.timestamp_ns * 1000
-        prev: Occurrence | None = None
-        for ev in ln.events:
-            if ev.WhichOneof("data") != "offset_ps":
-                continue
-            start = base + ev.offset_ps
-            end = start + ev.duration_ps
-            _widen(out, start, end)
-            out.kernel_events += 1
-            evs = stats.of(ev.stats)
-            kernel = names.get(ev.metadata_id, "")
-            op = str(evs.get("level 0") or evs.get("annotation") or kernel).split("#")[0] or kernel
-            if prev is not None and prev.op == op and evs.get("group_id") is not None \
-                    and prev.meta.get("group_id") == evs.get("group_id"):
-                prev.end_ps = max(prev.end_ps, end)
-                prev.self_ps += ev.duration_ps
-                if kernel not in prev.kernels:
-                    prev.kernels += (kernel,)
-            else:
-                prev = Occurrence(None, op, start, end, ev.duration_ps, evs, kernels=(kernel,), line=ln.name)
-                out.ops.append(prev)
-    return out
