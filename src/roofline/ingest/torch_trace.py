@@ -357,7 +357,8 @@ class _Rows:
         children = []
         for o in self.threads.within(op):
             a = o.args
-            children.append((str(o.name), None, shapes(a.concrete) if a is not None else None))
+            children.append((str(o.name), shapes(a.input_dims), shapes(a.concrete), shapes(a.input_type))
+                            if a is not None else (str(o.name), None, None, None))  # (weights: dims + dtype)
         a = op.args
         return moe_cost(shapes(a.input_dims), shapes(a.input_type), children, kernels)
 
@@ -512,7 +513,7 @@ def _modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: flo
     args = f" [{c.args}]" if c.args else ""
     src = why_flops or f"model: {c.formula}{args} (from Input Dims; precision from {evidence}; {n_events} GPU event(s))"
     nbytes = c.bytes
-    bsrc = why_bytes or "model: bytes each tensor moves (in-place self read and written, out= written once)"
+    bsrc = why_bytes or f"model: {c.bytes_note or 'bytes each tensor moves (in-place self read and written, out= written once)'}"
     if host:
         nbytes, bsrc = NAN, (f"{UNAVAILABLE}: {host:.0f} B crossed the host link (PCIe/NVLink-C2C/xGMI), not device "
                              "memory (host_link_bytes); the spec table has no link bandwidth yet, so no link roof")

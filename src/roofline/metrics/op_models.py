@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.metrics.op_args import DTYPE_BYTES, Call, bind, numel, schemas, size
@@ -50,6 +50,7 @@ class OpCost:
     why: str = ""  # why FLOPs or bytes are NaN
     args: str = ""  # the schema and the named arguments the model read
     matmul_like: bool = False  # tensor-core eligible: kernel names may decide its precision (TF32)
+    bytes_note: str = ""  # what the bytes are when not simply each tensor once (e.g. "upper bound: …")
 
 
 def unavailable(why: str, args: str = "") -> OpCost:
@@ -125,10 +126,10 @@ def cost(name: str, dims: Sequence[Any] | None, types: Sequence[str] | None,
     except (ValueError, IndexError, TypeError, ZeroDivisionError, KeyError):
         return None
     if c is not None and not c.args:
-        c = OpCost(c.flops, c.bytes, c.precision, c.tensor_path, c.formula, c.why, call.described(), c.matmul_like)
+        c = replace(c, args=call.described())
     if c is not None and not call.typed and c.why == "":
         why = "Input type not recorded (a torch 1.8-era trace): bytes need each tensor's dtype"
-        c = OpCost(c.flops, NAN, c.precision, c.tensor_path, c.formula, why, c.args, c.matmul_like)
+        c = replace(c, bytes=NAN, why=why)
     return c
 
 

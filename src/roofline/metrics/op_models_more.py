@@ -249,7 +249,7 @@ def _moe(call: Call, _: Any) -> OpCost | None:
     if h is None or r is None:
         return None
     return OpCost(NAN, NAN, "none", None, "", "fused MoE: the experts' weight shapes and top_k are not among the op's "
-                  f"arguments (hidden_states {h[0]}, router_logits {r[0]}, the layer's name)")
+                  f"arguments (hidden_states {h[0]}, router_logits {r[0]}, the layer's name)", matmul_like=True)
 
 
 @model("sglang::store_cache")
