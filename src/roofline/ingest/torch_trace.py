@@ -31,6 +31,7 @@ from roofline.ingest.torch_trace_decode import NULL, RANGE_CAT, Args, Event, dec
 from roofline.ingest.torch_trace_summary import estimates, unmodelled
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.kernel_precision import decide as precision_evidence
+from roofline.metrics.paged_attention import OPS as PAGED_OPS, paged_cost
 from roofline.metrics.op_models import NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
 from roofline.schema import UNAVAILABLE, kernels_from_columns, set_provenance
 
@@ -228,7 +229,7 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
     if any(label.startswith("orphan: graph replay") for _, label in orphans):
         from roofline.ingest.torch_graphs import attribute
 
-        joined, orphans, graph_notes = attribute(path, orphans)
+        joined, orphans, graph_notes = attribute(path, orphans, events)
         for cop, evs, cap_threads in joined.values():
             rows.threads = cap_threads  # a captured op's callees are in its capture trace
             rows.add(cop, evs, "graph replay: captured op")
@@ -343,6 +344,8 @@ class _Rows:
                 return cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete), out)
         elif name in MOE_OPS and c.flops != c.flops:
             return self._moe(op, tuple(str(e.name) for e in evs if e.cat in KERNEL_CATS))
+        elif name in PAGED_OPS and c.flops != c.flops:  # lengths from the graph launch's iteration annotation
+            return paged_cost(shapes(dims), shapes(args.input_type), getattr(self.threads, "iteration", None))
         elif name in SPLIT_BACKWARD:
             found = self._from_caller(op, name)
             if found is not None and found.flops == found.flops and found.bytes == found.bytes:

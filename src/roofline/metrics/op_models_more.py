@@ -295,7 +295,8 @@ def _paged_attention(call: Call, _: Any) -> OpCost | None:
     if q is None:
         return None
     return OpCost(NAN, NAN, "none", None, "", "paged attention: the context lengths live in the engine's attention "
-                  "metadata (block tables, seq_lens), which the op's recorded arguments do not carry")
+                  "metadata (block tables, seq_lens), which the op's recorded arguments do not carry; vLLM's detailed "
+                  "iteration annotation (execute_…_generation_…(sq…sk…)) around a graph replay gives them")
 
 
 @model("_grouped_mm", "_scaled_grouped_mm")
