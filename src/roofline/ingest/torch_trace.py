@@ -31,6 +31,7 @@ from roofline.ingest.torch_trace_decode import NULL, RANGE_CAT, Args, Event, dec
 from roofline.ingest.torch_trace_summary import estimates, unmodelled
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.kernel_precision import decide as precision_evidence
+from roofline.metrics.moe import CALLEE_OPS
 from roofline.metrics.paged_attention import OPS as PAGED_OPS, paged_cost
 from roofline.metrics.op_models import NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
 from roofline.schema import UNAVAILABLE, kernels_from_columns, set_provenance
@@ -49,7 +50,6 @@ NO_CACHE = (f"{UNAVAILABLE}: a PyTorch trace has no cache counters; profile the 
 NO_MODEL = "{u}: no FLOP model for {op} (time is counted; see docs/traces.md for the ops modelled)"
 #: where an op's modelled FLOPs go, by the precision of its cost
 FLOP_SLOT = {"fp64": 0, "fp32": 1, "fp16": 2, "bf16": 2, "tensor": 3}
-MOE_OPS = frozenset({"vllm::moe_forward"})
 #: backward ops whose shapes are int lists -> (their caller, the output_mask of their one gradient)
 SPLIT_BACKWARD = {"aten::cudnn_convolution_backward_input": (("aten::cudnn_convolution_backward",), "[True, False]"),
                   "aten::cudnn_convolution_backward_weight": (("aten::cudnn_convolution_backward",), "[False, True]"),
@@ -342,7 +342,7 @@ class _Rows:
             out = self._consumer_out(op, shapes(dims))
             if out is not None:
                 return cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete), out)
-        elif name in MOE_OPS and c.flops != c.flops:
+        elif name in CALLEE_OPS and (c.flops != c.flops or c.bytes != c.bytes):
             return self._moe(op, tuple(str(e.name) for e in evs if e.cat in KERNEL_CATS))
         elif name in PAGED_OPS and c.flops != c.flops:  # lengths from the graph launch's iteration annotation
             return paged_cost(shapes(dims), shapes(args.input_type), getattr(self.threads, "iteration", None))
@@ -353,7 +353,7 @@ class _Rows:
         return None
 
     def _moe(self, op: Event, kernels: tuple[str, ...]) -> OpCost | None:
-        from roofline.metrics.moe import moe_cost
+        from roofline.metrics.moe import callee_cost
 
         if self.threads is None or op.args is None:
             return None
@@ -363,7 +363,7 @@ class _Rows:
             children.append((str(o.name), shapes(a.input_dims), shapes(a.concrete), shapes(a.input_type))
                             if a is not None else (str(o.name), None, None, None))  # (weights: dims + dtype)
         a = op.args
-        return moe_cost(shapes(a.input_dims), shapes(a.input_type), children, kernels)
+        return callee_cost(str(op.name), shapes(a.input_dims), shapes(a.input_type), shapes(a.concrete), children, kernels)
 
     def _from_caller(self, op: Event, name: str) -> OpCost | None:
         """torch ≤ 1.10's cuDNN backward ops take the weight (or input) shape as an int list the trace does

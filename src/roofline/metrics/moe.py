@@ -116,3 +116,68 @@ def _weights(children: list[tuple[Any, ...]], e: int, h: int, inter: int, n_up: 
         return packed + scales, (f"mxfp4 weights ({packed:.0f} B of 4-bit values as recorded + {scales:.0f} B of "
                                  "e8m0 scales, one per 32 values: 4.25 bit/weight)")
     return packed, f"weights ({packed:.0f} B as recorded)"
+
+
+# ---- the MoE's routing ops (triton_kernels' TopK and SortTokens autograd Functions) ----------------------
+ROUTING_OPS = frozenset({"TopK", "SortTokens"})
+#: ops priced from the ops they call (``children``): the ingest passes them to ``callee_cost``
+CALLEE_OPS = frozenset({"vllm::moe_forward"}) | ROUTING_OPS
+#: c10::ScalarType codes, as ``aten::empty`` records its dtype argument -> bytes per element
+SCALAR_TYPE_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 15: 2, 23: 1, 24: 1, 25: 1, 26: 1,
+                     27: 2, 28: 4, 29: 8}
+ALLOCS = {"aten::empty": (0, 1), "aten::empty_strided": (0, 2)}  # (size, dtype) positions of the allocators
+
+
+def routing_base(call: Any) -> OpCost:
+    """TopK/SortTokens from their own arguments: the outputs are buffers they allocate inside, which only
+    their callees record, so bytes wait for those (``routing_cost``)."""
+    return OpCost(NAN, NAN, "none", None, "", f"{call.name}: its outputs are the buffers it allocates, recorded "
+                  "only by its callees (aten::empty)")
+
+
+def routing_cost(call: Any, children: list[tuple[Any, ...]]) -> OpCost | None:
+    """Bytes: its tensor arguments read once + every buffer it allocates (``aten::empty``/``empty_strided``
+    with a recorded size and dtype) written once. FLOPs: TopK's softmax over the k kept values, 5 per value
+    (as softmax), when ``apply_softmax``; the selection and SortTokens' histogram/sort compare and count
+    integers: no floating-point arithmetic."""
+    read = 0.0
+    names = ("x",) if call.name == "TopK" else ("expt_scal", "expt_indx")
+    for a in names:
+        t = call.tensor(a)
+        if t is None or not t[1]:
+            return None
+        read += math.prod(t[0]) * t[1]
+    written = 0.0
+    for child in children:
+        pos = ALLOCS.get(child[0])
+        conc = child[2]
+        if pos is None or not isinstance(conc, list) or len(conc) <= pos[1]:
+            continue
+        code = _ints(conc[pos[1]])
+        z = SCALAR_TYPE_BYTES.get(code[0]) if len(code) == 1 else None
+        if z is None:
+            return None  # an allocation we cannot size: no silent 0
+        written += math.prod(_ints(conc[pos[0]])) * z
+    if not written:
+        return None
+    flops, precision, path, what = 0.0, "none", None, "0: the selection compares, the sort counts integers"
+    if call.name == "TopK":
+        x, k = call.tensor("x"), call.ints("k")
+        if call.flag("apply_softmax") and x is not None and k:
+            rows = math.prod(x[0][:-1])
+            flops = 5.0 * rows * k[0]
+            precision, path = compute(call.dtype("x"), False)
+            what = f"5 FLOP per kept value (softmax over the top {k[0]} of {rows} rows); the selection compares"
+    return OpCost(flops, read + written, precision, path, what, args=call.described(),
+                  bytes_note=f"inputs read once ({read:.0f} B) + the buffers it allocates written once ({written:.0f} B)")
+
+
+def callee_cost(name: str, dims: Any, types: Any, concrete: Any, children: list[tuple[Any, ...]],
+                kernels: tuple[str, ...]) -> OpCost | None:
+    """The cost of a CALLEE_OPS op from the ops it calls (``children``: name, dims, concrete, types)."""
+    if name in ROUTING_OPS:
+        from roofline.metrics.op_args import bind
+
+        call = bind(name, dims, types, concrete) if isinstance(dims, list) else None
+        return routing_cost(call, children) if call is not None else None
+    return moe_cost(dims, types, children, kernels)

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from roofline.metrics.op_args import Call, numel
-from roofline.metrics.op_models import NAN, OpCost, _first, _precision, model, nbytes
+from roofline.metrics.op_models import MODELS, NAN, OpCost, _first, _precision, model, nbytes
 
 
 def _tensors(call: Call, skip: tuple[str, ...] = ()) -> list[tuple[str, tuple[list[int], int | None]]]:
@@ -250,6 +250,15 @@ def _moe(call: Call, _: Any) -> OpCost | None:
         return None
     return OpCost(NAN, NAN, "none", None, "", "fused MoE: the experts' weight shapes and top_k are not among the op's "
                   f"arguments (hidden_states {h[0]}, router_logits {r[0]}, the layer's name)", matmul_like=True)
+
+
+def _routing(call: Call, _: Any) -> OpCost | None:
+    from roofline.metrics.moe import routing_base  # (moe.py imports op_models, which imports this module)
+
+    return routing_base(call)
+
+
+MODELS["TopK"] = MODELS["SortTokens"] = _routing  # triton_kernels' names: no aten:: prefix
 
 
 @model("sglang::store_cache")
