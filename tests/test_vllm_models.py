@@ -1,0 +1,83 @@
+"""vLLM inference models without shared fixtures: paged attention from the iteration annotation, Inductor
+kernels that only move data, the MoE's weight bytes (mxfp4 with scales) and its routing ops."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from roofline.metrics.moe import callee_cost, moe_cost
+from roofline.metrics.op_models import inductor_moves_only
+from roofline.metrics.paged_attention import iteration_stats, paged_cost
+
+ANNOTATION = "execute_3_context_1(sq2sk10sqsq4sqsk20)_generation_1(sq1sk7sqsq1sqsk7)"
+BF16 = "c10::BFloat16"
+
+
+def test_iteration_annotation_sums():
+    st = iteration_stats("prefix " + ANNOTATION)
+    assert st == {"tokens": 3, "c_req": 1, "c_sq": 2, "c_sk": 10, "c_sqsq": 4, "c_sqsk": 20,
+                  "g_req": 1, "g_sq": 1, "g_sk": 7, "g_sqsq": 1, "g_sqsk": 7}
+    assert iteration_stats("execute_context_0(0)_generation_64(64)") is None  # the native one has no lengths
+
+
+def test_paged_attention_from_the_iteration_sums():
+    """A prefill chunk of 2 tokens over 10 (Σsq·sk = 20, Σsq² = 4) and one decode token over 7; 4 query heads,
+    2 kv heads, head size 8: FLOPs 4·(2·20 − 4)·16 + 4·2·7·16; bytes q, o, own k/v of 3 tokens, cached k/v
+    of (10 − 2) + (7 − 1) tokens, all bf16."""
+    dims = [[3, 4, 8], [3, 2, 8], [3, 2, 8], [3, 4, 8], [], [], [], []]
+    types = [BF16] * 4 + ["String", "", "", ""]
+    c = paged_cost(dims, types, ANNOTATION)
+    assert c.flops == 4 * (2 * 20 - 4) * 16 + 4 * 2 * 7 * 16
+    assert c.bytes == (3 * (4 * 16 + 2 * 16) + 14 * 2 * 16) * 2
+    assert c.tensor_path == "bf16" and "upper bound for a sliding-window layer" in c.bytes_note
+    assert paged_cost(dims, types, None) is None
+    padded = paged_cost([[4, 4, 8], [4, 2, 8], [4, 2, 8]], types, ANNOTATION)  # 4 rows, 3 tokens: not guessed
+    assert math.isnan(padded.flops) and "padded" in padded.why
+
+
+@pytest.mark.parametrize("name, moves", [
+    ("triton_poi_fused__to_copy_1", True), ("triton_poi_fused_constant_pad_nd_moe_forward_0", True),
+    ("triton_poi_fused_cat_clone_3", True), ("triton_poi_fused_0", False), ("triton_poi_fused_add_0", False),
+    ("triton_poi_fused__to_copy_add_2", False), ("triton_poi_fused_moe_forward_0", False),
+    ("triton_red_fused_sum_1", False), ("aten::copy_", False)])
+def test_inductor_kernels_that_only_move_data(name, moves):
+    assert inductor_moves_only(name) is moves
+
+
+def _moe_children(weights):
+    return [("TopK", None, ["", "2", "True", "1", "True", "", ""], None),
+            ("aten::empty", None, ["[1, 8, 6]", "15"], None),
+            ("aten::empty", None, ["[1, 1, 8, 4]", "15"], None),
+            *weights]
+
+
+def test_moe_bytes_need_the_weights_and_count_mxfp4_scales():
+    """T=4 tokens, k=2, H=4, I=6 (SwiGLU: N_up=12), E=3 experts; mxfp4 weights viewed as uint8 [3, 2, 12] and
+    [3, 3, 4] (two values a byte): bytes = min(3, 8) = all 3 experts' packed weights + one scale byte per
+    32 values + activations; without the weight views the bytes are unavailable, saying why."""
+    kernels = ("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu",)
+    views = [("aten::view", [[3, 2, 12], []], ["", "[3, 2, 12]"], ["unsigned char", "ScalarList"]),
+             ("aten::view", [[3, 3, 4], []], ["", "[3, 3, 4]"], ["unsigned char", "ScalarList"])]
+    c = moe_cost([[4, 4], [4, 3]], [BF16, BF16], _moe_children(views), kernels)
+    assert c.flops == 2 * 8 * 4 * 12 + 2 * 8 * 6 * 4
+    values = 3 * 4 * 12 + 3 * 6 * 4
+    assert c.bytes == values / 2 + values / 32 + (2 * 4 * 4 + 2 * 8 * 6 + 2 * 8 * 4) * 2
+    assert c.bytes_note.startswith("upper bound: mxfp4 weights") and "3 of 3 experts" in c.bytes_note
+    bare = moe_cost([[4, 4], [4, 3]], [BF16, BF16], _moe_children([]), kernels)
+    assert bare.flops == c.flops and math.isnan(bare.bytes) and "not recorded" in bare.why
+
+
+def test_routing_ops_read_their_inputs_and_write_what_they_allocate():
+    """TopK of [32, 32] bf16 logits, k=4 with softmax: 2048 B read; it allocates values [32, 4] bf16,
+    indices [32, 4] int16 and a bitmatrix [1, 32] uint32 (c10 ScalarType 15, 2, 28); FLOPs 5 per kept value."""
+    kids = [("aten::empty", None, ["[32, 4]", "15"], None), ("aten::empty", None, ["[32, 4]", "2"], None),
+            ("aten::empty", None, ["[1, 32]", "28"], None)]
+    dims = [[32, 32], [], [], [], [], [], []]
+    types = [BF16, "Scalar", "Scalar", "Scalar", "Scalar", "", ""]
+    c = callee_cost("TopK", dims, types, ["", "4", "True", "1", "True", "", ""], kids, ())
+    assert c.bytes == 32 * 32 * 2 + 32 * 4 * 2 + 32 * 4 * 2 + 32 * 4
+    assert c.flops == 5 * 32 * 4
+    unknown = kids + [("aten::empty", None, ["[8]", "99"], None)]  # a dtype code we cannot size: no silent 0
+    assert callee_cost("TopK", dims, types, ["", "4", "True", "1", "True", "", ""], unknown, ()) is None
