@@ -436,3 +436,22 @@ def test_the_graph_case_moe_rows_differ_from_tracelens_by_the_documented_convent
     tl_weights = tl_up + tl_down - (t * h * 2 + t * i_tl * kk * 2) * 2
     assert weights * (e_active / 32) * (0.5 / (0.5 + 1 / 32)) * (i_tl / i) == pytest.approx(tl_weights, rel=5e-3)
     assert moe["flop_tensor"] * i_tl / i == pytest.approx(tl_flops, rel=5e-3)
+
+
+def test_the_graph_case_inductor_rows_differ_from_tracelens_by_the_documented_convention():
+    """docs/traces.md, "Differences from TraceLens" 12: both give Inductor copies/pads 0 FLOP; TraceLens's
+    trace-args Triton model sizes only ``c10::``-spelled dtypes (the fp32 buffer, recorded as "float", counts
+    0) and adds the first buffer × xnumel to every pointwise kernel (an in-out write it assumes)."""
+    import roofline
+
+    refs = {r["name"]: r for r in _ref("unified_perf_summary.csv")}
+    k = roofline.read(shared("traces/vllm_decode_full-graph/graph_execution.pt.trace.json.gz"))
+    for name, ours, theirs in (
+            ("triton_poi_fused__to_copy_1", 131072 * 64 * (4 + 2), 131072 * 64 * 2 + 0 * 8388608),
+            ("triton_poi_fused_constant_pad_nd_moe_forward_0", 32 * 2880 * 2 + 32 * 3072 * 2,
+             32 * 2880 * 2 + 32 * 3072 * 2 + 2 * 98304)):
+        rows = k[k["kernel_name"] == name]
+        assert len(rows) > 0 and (rows["dram_bytes"] == ours).all()
+        assert (rows[["flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor"]].sum(axis=1) == 0).all()
+        assert float(refs[name]["GFLOPS"]) == 0
+        assert float(refs[name]["Data Moved (MB)"]) * 2**20 == pytest.approx(theirs, rel=5e-3)
