@@ -32,8 +32,9 @@ from roofline.ingest.torch_trace_summary import estimates, unmodelled
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.kernel_precision import decide as precision_evidence
 from roofline.metrics.moe import CALLEE_OPS
-from roofline.metrics.paged_attention import OPS as PAGED_OPS, paged_cost
 from roofline.metrics.op_models import NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
+from roofline.metrics.paged_attention import OPS as PAGED_OPS
+from roofline.metrics.paged_attention import paged_cost
 from roofline.schema import UNAVAILABLE, kernels_from_columns, set_provenance
 
 CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})

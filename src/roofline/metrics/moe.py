@@ -40,7 +40,7 @@ def _ints(text: Any) -> list[int]:
 def moe_cost(dims: Any, types: Any, children: list[tuple[Any, ...]], kernels: tuple[str, ...]) -> OpCost | None:
     """``children``: (name, Input Dims, Concrete Inputs[, Input type]) of the ops inside the MoE op, in order."""
     try:
-        (t, h), (t2, e) = dims[0], dims[1]
+        (t, h), (_t2, e) = dims[0], dims[1]
     except (TypeError, ValueError, IndexError):
         return None
     k = None
