@@ -13,6 +13,7 @@ from roofline.metrics.paged_attention import iteration_stats, paged_cost
 
 ANNOTATION = "execute_3_context_1(sq2sk10sqsq4sqsk20)_generation_1(sq1sk7sqsq1sqsk7)"
 BF16 = "c10::BFloat16"
+UA = "vllm::unified_attention_with_output"
 
 
 def test_iteration_annotation_sums():
@@ -28,12 +29,13 @@ def test_paged_attention_from_the_iteration_sums():
     of (10 − 2) + (7 − 1) tokens, all bf16."""
     dims = [[3, 4, 8], [3, 2, 8], [3, 2, 8], [3, 4, 8], [], [], [], []]
     types = [BF16] * 4 + ["String", "", "", ""]
-    c = paged_cost(dims, types, ANNOTATION)
+    c = paged_cost(UA, dims, types, ANNOTATION)
     assert c.flops == 4 * (2 * 20 - 4) * 16 + 4 * 2 * 7 * 16
     assert c.bytes == (3 * (4 * 16 + 2 * 16) + 14 * 2 * 16) * 2
     assert c.tensor_path == "bf16" and "upper bound for a sliding-window layer" in c.bytes_note
-    assert paged_cost(dims, types, None) is None
-    padded = paged_cost([[4, 4, 8], [4, 2, 8], [4, 2, 8]], types, ANNOTATION)  # 4 rows, 3 tokens: not guessed
+    assert paged_cost(UA, dims, types, None) is None
+    assert paged_cost("vllm::unified_attention", dims, types, ANNOTATION) is None  # no schema shipped: not read
+    padded = paged_cost(UA, [[4, 4, 8], [4, 2, 8], [4, 2, 8], [4, 4, 8], [], [], [], []], types, ANNOTATION)  # 4 rows, 3 tokens: not guessed
     assert math.isnan(padded.flops) and "padded" in padded.why
 
 

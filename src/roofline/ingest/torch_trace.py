@@ -346,7 +346,7 @@ class _Rows:
         elif name in CALLEE_OPS and (c.flops != c.flops or c.bytes != c.bytes):
             return self._moe(op, tuple(str(e.name) for e in evs if e.cat in KERNEL_CATS))
         elif name in PAGED_OPS and c.flops != c.flops:  # lengths from the graph launch's iteration annotation
-            return paged_cost(shapes(dims), shapes(args.input_type), getattr(self.threads, "iteration", None))
+            return paged_cost(name, shapes(dims), shapes(args.input_type), getattr(self.threads, "iteration", None))
         elif name in SPLIT_BACKWARD:
             found = self._from_caller(op, name)
             if found is not None and found.flops == found.flops and found.bytes == found.bytes:

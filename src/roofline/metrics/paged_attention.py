@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from roofline.metrics.op_args import size
+from roofline.metrics.op_args import bind
 from roofline.metrics.op_models import NAN, OpCost, compute
 
 OPS = frozenset({"vllm::unified_attention_with_output", "vllm::unified_attention"})
@@ -41,23 +41,26 @@ def iteration_stats(name: str) -> dict[str, int] | None:
     return dict(zip(keys, v))
 
 
-def paged_cost(dims: Any, types: Any, annotation: str | None) -> OpCost | None:
-    """The op's cost from its q/k/v shapes and its iteration's annotation (None: no annotation)."""
+def paged_cost(name: str, dims: Any, types: Any, annotation: str | None) -> OpCost | None:
+    """The op's cost from its query/key/value (read by schema name) and its iteration's annotation
+    (None: no annotation, or arguments that match no schema of ``name``)."""
     st = iteration_stats(annotation) if annotation else None
-    if st is None:
+    call = bind(name, dims, types, None) if st is not None and isinstance(dims, list) else None
+    if call is None or st is None:
         return None
+    q, k, v = call.tensor("query"), call.tensor("key"), call.tensor("value")
     try:
-        (nq, hq, dqk), (nk, hkv, _d), (_nv, _hv, dv) = dims[0], dims[1], dims[2]
-    except (TypeError, ValueError, IndexError):
+        (nq, hq, dqk), zq = q  # type: ignore[misc]
+        (nk, hkv, _d), zk = k  # type: ignore[misc]
+        (_nv, _hv, dv), _zv = v  # type: ignore[misc]
+    except (TypeError, ValueError):
         return None
-    zq = size(types[0]) if isinstance(types, list) and types else None
-    zk = size(types[1]) if isinstance(types, list) and len(types) > 1 else None
     sq = st["c_sq"] + st["g_sq"]
     if nq != sq or nk != sq:
         return OpCost(NAN, NAN, "none", None, "", f"paged attention: the iteration annotation's {sq} new tokens "
                       f"({annotation}) are not the op's {nq} query rows (a padded graph batch?)")
     flops = hq * (2 * st["c_sqsk"] * (dqk + dv) - st["c_sqsq"] * (dqk + dv)) + hq * 2 * st["g_sqsk"] * (dqk + dv)
-    precision, path = compute(types[0] if zq else "", True)
+    precision, path = compute(call.dtype("query") if zq else "", True)
     formula = (f"H_Q·(2·Σsq·sk − Σsq²_prefill)·(Dqk+Dv), H_Q={hq} Dqk={dqk} Dv={dv}, from the iteration annotation: "
                f"prefill Σsq={st['c_sq']} Σsk={st['c_sk']} Σsq²={st['c_sqsq']} Σsq·sk={st['c_sqsk']}, decode "
                f"Σsq={st['g_sq']} Σsk={st['g_sk']} Σsq·sk={st['g_sqsk']}")
@@ -67,6 +70,7 @@ def paged_cost(dims: Any, types: Any, annotation: str | None) -> OpCost | None:
     cached = (st["c_sk"] - st["c_sq"]) + (st["g_sk"] - st["g_sq"])
     moved = sq * (hq * (dqk + dv) + hkv * (dqk + dv)) * zq + cached * hkv * (dqk + dv) * zk
     note = (f"q, o of {sq} tokens, their own k, v, and the cached k, v of Σsk − Σsq = {cached} context tokens at "
-            f"the key's dtype ({types[1]}: the cache tensor is not an argument); exact for full attention, an "
+            f"the key's dtype ({call.dtype('key')}: the cache tensor is not an argument); exact for full attention, an "
             "upper bound for a sliding-window layer (the window is not recorded)")
-    return OpCost(float(flops), float(moved), precision, path, formula, matmul_like=True, bytes_note=note)
+    return OpCost(float(flops), float(moved), precision, path, formula, args=call.described(), matmul_like=True,
+                  bytes_note=note)
