@@ -175,9 +175,14 @@ def routing_cost(call: Any, children: list[tuple[Any, ...]]) -> OpCost | None:
 def callee_cost(name: str, dims: Any, types: Any, concrete: Any, children: list[tuple[Any, ...]],
                 kernels: tuple[str, ...]) -> OpCost | None:
     """The cost of a CALLEE_OPS op from the ops it calls (``children``: name, dims, concrete, types)."""
-    if name in ROUTING_OPS:
-        from roofline.metrics.op_args import bind
+    from roofline.metrics.op_args import bind
 
-        call = bind(name, dims, types, concrete) if isinstance(dims, list) else None
-        return routing_cost(call, children) if call is not None else None
-    return moe_cost(dims, types, children, kernels)
+    call = bind(name, dims, types, concrete) if isinstance(dims, list) else None
+    if call is None:
+        return None
+    if name in ROUTING_OPS:
+        return routing_cost(call, children)
+    x, logits = call.tensor("hidden_states"), call.tensor("router_logits")  # by name, as every model
+    if x is None or logits is None:
+        return None
+    return moe_cost([x[0], logits[0]], [call.dtype("hidden_states"), call.dtype("router_logits")], children, kernels)
