@@ -123,6 +123,7 @@ ROUTING_OPS = frozenset({"TopK", "SortTokens"})
 #: ops priced from the ops they call (``children``): the ingest passes them to ``callee_cost``
 CALLEE_OPS = frozenset({"vllm::moe_forward"}) | ROUTING_OPS
 #: c10::ScalarType codes, as ``aten::empty`` records its dtype argument -> bytes per element
+#: (c10/core/ScalarType.h: 2 Short, 3 Int, 15 BFloat16, 27-29 UInt16/32/64)
 SCALAR_TYPE_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 15: 2, 23: 1, 24: 1, 25: 1, 26: 1,
                      27: 2, 28: 4, 29: 8}
 ALLOCS = {"aten::empty": (0, 1), "aten::empty_strided": (0, 2)}  # (size, dtype) positions of the allocators
