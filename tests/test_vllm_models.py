@@ -83,3 +83,37 @@ def test_routing_ops_read_their_inputs_and_write_what_they_allocate():
     assert c.flops == 5 * 32 * 4
     unknown = kids + [("aten::empty", None, ["[8]", "99"], None)]  # a dtype code we cannot size: no silent 0
     assert callee_cost("TopK", dims, types, ["", "4", "True", "1", "True", "", ""], unknown, ()) is None
+
+
+def test_an_eager_paged_attention_op_takes_the_iteration_annotation_that_holds_it(tmp_path):
+    """vLLM without full graphs (eager, or piecewise graphs: attention runs between the pieces): the
+    unified_attention op lies inside the step's user_annotation on its thread; one decode token over 7."""
+    import json
+
+    import roofline
+
+    op = {"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1}
+    dims = [[1, 4, 8], [1, 2, 8], [1, 2, 8], [1, 4, 8], [], [], [], []]
+    step = "execute_1_context_0(sq0sk0sqsq0sqsk0)_generation_1(sq1sk7sqsq1sqsk7)"
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": step, "ts": 0, "dur": 100, "pid": 1, "tid": 1},
+        {**op, "name": UA, "ts": 10, "dur": 20, "args": {"External id": 1, "Input Dims": dims,
+                                                        "Input type": [BF16] * 4 + ["", "", "", ""]}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 11, "dur": 1, "pid": 1, "tid": 1,
+         "args": {"External id": 1, "correlation": 5}},
+        {"ph": "X", "cat": "kernel", "name": "kernel_unified_attention_2d", "ts": 40, "dur": 3, "pid": 0, "tid": 7,
+         "args": {"correlation": 5, "device": 0}},
+        {**op, "name": UA, "ts": 200, "dur": 20, "args": {"External id": 2, "Input Dims": dims,  # outside any step
+                                                         "Input type": [BF16] * 4 + ["", "", "", ""]}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 201, "dur": 1, "pid": 1, "tid": 1,
+         "args": {"External id": 2, "correlation": 6}},
+        {"ph": "X", "cat": "kernel", "name": "kernel_unified_attention_2d", "ts": 240, "dur": 3, "pid": 0, "tid": 7,
+         "args": {"correlation": 6, "device": 0}}]
+    p = tmp_path / "eager.pt.trace.json"
+    p.write_text(json.dumps({"traceEvents": events, "deviceProperties": [
+        {"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0, "numSms": 132}]}))
+    k = roofline.read(p).sort_values("kernel_id")
+    inside, outside = k.iloc[0], k.iloc[1]
+    assert inside["flop_tensor"] == 4 * 2 * 7 * 16
+    assert inside["dram_bytes"] == (1 * (4 * 16 + 2 * 16) + 6 * 2 * 16) * 2
+    assert math.isnan(outside["flop_tensor"]) and "context lengths" in outside["flop_tensor_source"]

@@ -117,6 +117,32 @@ def iterations(events: list[Event], correlations: set[Any]) -> dict[Any, str]:
     return found
 
 
+class Iterations:
+    """vLLM iteration annotations by thread, for ops that ran outside a graph (eager steps, or the
+    attention between the pieces of vLLM's piecewise CUDA graphs): an op's iteration is the
+    annotation whose span holds it on its thread. Built on first use, from the replay's events."""
+
+    def __init__(self, events: list[Event]) -> None:
+        from roofline.metrics.paged_attention import ITERATION
+
+        self.spans: dict[tuple[Any, Any], list[tuple[float, float, str]]] = defaultdict(list)
+        for e in events:
+            if e.cat == "user_annotation" and e.name.__class__ is str and e.ts.__class__ in (int, float) \
+                    and e.dur.__class__ in (int, float) and ITERATION.search(e.name):
+                try:
+                    self.spans[(e.pid, e.tid)].append((float(e.ts), float(e.ts) + float(e.dur), e.name))
+                except TypeError:  # an unhashable pid/tid (damaged trace)
+                    continue
+
+    def enclosing(self, op: Event) -> str | None:
+        try:
+            spans = self.spans.get((op.pid, op.tid), ())
+            ts = float(op.ts)
+        except (TypeError, ValueError):
+            return None
+        return next((name for lo, hi, name in spans if lo <= ts <= hi), None)
+
+
 def attribute(replay: Path, orphans: list[tuple[Event, str]], events: list[Event] | None = None
               ) -> tuple[dict[int, tuple[Event, list[Event], Any]], list[tuple[Event, str]], list[str]]:
     """(captured op id -> (op, its replayed kernels, its CaptureContext), the orphans left, notes)."""

@@ -224,6 +224,7 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
             groups[op].append(e)
 
     rows = _Rows(devices, steps, threads)
+    rows.events = events  # (an eager paged-attention op looks its iteration annotation up in them)
     for op, evs in groups.items():
         rows.add(ops[op], evs, "op")
     graph_notes: list[str] = []
@@ -293,6 +294,8 @@ class _Rows:
         self.models: dict[Any, OpCost | None] = {}  # per op signature: the model's cost (None: no model)
         self.texts: dict[bytes, str] = {}
         self.sources: dict[Any, str] = {}
+        self.events: list[Event] = []
+        self.iterations: Any = None
 
     def add(self, op: Event | None, evs: list[Event], label: str) -> None:
         if len(evs) == 1:
@@ -346,7 +349,7 @@ class _Rows:
         elif name in CALLEE_OPS and (c.flops != c.flops or c.bytes != c.bytes):
             return self._moe(op, tuple(str(e.name) for e in evs if e.cat in KERNEL_CATS))
         elif name in PAGED_OPS and c.flops != c.flops:  # lengths from the graph launch's iteration annotation
-            return paged_cost(name, shapes(dims), shapes(args.input_type), getattr(self.threads, "iteration", None))
+            return paged_cost(name, shapes(dims), shapes(args.input_type), self._iteration(op))
         elif name in SPLIT_BACKWARD:
             found = self._from_caller(op, name)
             if found is not None and found.flops == found.flops and found.bytes == found.bytes:
@@ -365,6 +368,19 @@ class _Rows:
                             if a is not None else (str(o.name), None, None, None))  # (weights: dims + dtype)
         a = op.args
         return callee_cost(str(op.name), shapes(a.input_dims), shapes(a.input_type), shapes(a.concrete), children, kernels)
+
+    def _iteration(self, op: Event) -> str | None:
+        """The vLLM iteration annotation an op ran under: its graph launch's, else the one holding it."""
+        found = getattr(self.threads, "iteration", MISSING)
+        if found is not MISSING:  # a captured op: its graph launch's (capture-trace times are another clock)
+            return found  # type: ignore[no-any-return]
+        if not self.events:
+            return None
+        if self.iterations is None:
+            from roofline.ingest.torch_graphs import Iterations
+
+            self.iterations = Iterations(self.events)
+        return self.iterations.enclosing(op)  # type: ignore[no-any-return]
 
     def _from_caller(self, op: Event, name: str) -> OpCost | None:
         """torch ≤ 1.10's cuDNN backward ops take the weight (or input) shape as an int list the trace does
