@@ -117,3 +117,17 @@ def test_an_eager_paged_attention_op_takes_the_iteration_annotation_that_holds_i
     assert inside["flop_tensor"] == 4 * 2 * 7 * 16
     assert inside["dram_bytes"] == (1 * (4 * 16 + 2 * 16) + 6 * 2 * 16) * 2
     assert math.isnan(outside["flop_tensor"]) and "context lengths" in outside["flop_tensor_source"]
+
+
+def test_an_inductor_kernel_that_may_gather_has_no_bytes_rather_than_a_whole_table():
+    """triton_poi_fused_0 of the graph case takes 32 int token ids and the [201088, 2880] bf16 embedding table:
+    counting every buffer once gave 1.2 GB in 10.6 µs; an int tensor beside buffers of other sizes may index
+    them, so the bytes are unavailable. Same-size int elementwise work keeps its bytes; copies keep 0 FLOP."""
+    from roofline.metrics.op_models import cost
+
+    gather = cost("triton_poi_fused_0", [[32], [201088, 2880], [32, 2880], []], ["int", BF16, BF16, "Scalar"])
+    assert math.isnan(gather.bytes) and "may gather" in gather.why
+    add = cost("triton_poi_fused_add_0", [[32], [32], []], ["int", "int", "Scalar"])
+    assert add.bytes == 2 * 32 * 4 and math.isnan(add.flops)
+    copy = cost("triton_poi_fused__to_copy_1", [[131072, 64], [131072, 64], []], ["float", BF16, "Scalar"])
+    assert copy.flops == 0 and copy.bytes == 131072 * 64 * 6

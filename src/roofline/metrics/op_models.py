@@ -170,18 +170,37 @@ def _inductor_buffers(name: str, dims: list[Any], types: list[Any]) -> OpCost | 
     unless its name lists only data movement (``triton_poi_fused__to_copy_1``, ``…constant_pad_nd…``):
     then it does none (a copy does no arithmetic)."""
     moved = 0.0
+    index = None
+    sizes = set()
     for d, t in zip(dims, types):
         z = size(t)
         if z and isinstance(d, list) and d and all(isinstance(v, int) for v in d):
             moved += numel(d) * z
+            sizes.add(numel(d))
+            if str(t).strip().lower() in INDEX_TYPES and index is None:
+                index = (d, t)
     if not moved:
         return None
+    once = "each buffer argument once (Inductor Triton kernel; an in-out buffer is read and written: a lower bound)"
+    if index is not None and len(sizes) > 1:  # e.g. 32 token ids into a [201088, 2880] table: not 1.2 GB
+        moved = NAN
+    else:
+        index = None
     if inductor_moves_only(name):
         return OpCost(0.0, moved, "none", None, "0: its name lists only data movement (a copy does no arithmetic)",
-                      bytes_note="each buffer argument once (Inductor Triton kernel)")
-    return OpCost(NAN, moved, "none", None, "each buffer argument once (Inductor Triton kernel)",
+                      "" if index is None else _GATHER.format(*index),
+                      bytes_note="each buffer argument once, read or written (Inductor Triton kernel)")
+    return OpCost(NAN, moved, "none", None, once,
                   "an Inductor Triton kernel's arithmetic is not recorded (Input Dims hold its buffers; "
-                  "torch._inductor.analysis.profile_analysis adds kernel_flop/kernel_num_gb estimates)")
+                  "torch._inductor.analysis.profile_analysis adds kernel_flop/kernel_num_gb estimates)"
+                  + ("" if index is None else "; " + _GATHER.format(*index)), bytes_note=once)
+
+
+#: integer tensors an Inductor kernel may index with (a gather reads only the rows they pick); with buffers
+#: of different sizes beside them, the bytes are unavailable rather than a table counted whole
+INDEX_TYPES = frozenset({"int", "long int", "long", "short", "short int"})
+_GATHER = ("bytes: it takes an integer tensor {0} ({1}), so it may gather: the elements it reads are picked by "
+           "index values the trace does not hold")
 
 
 def _first(call: Call, *names: str) -> tuple[list[int], int | None] | None:
