@@ -99,11 +99,31 @@ def test_inductor_kernels_use_the_estimates_the_trace_carries(tmp_path):
 def test_fused_moe_flops_come_from_the_routed_token_expert_pairs():
     """vLLM moe_forward in the graph case: T=32 tokens, top_k=4 from its TopK op, H=3072; the up GEMM writes
     [128, 2944] through a fused SwiGLU (2·2944 GEMM columns), the down GEMM [128, 3072]:
-    2·128·3072·5888 + 2·128·2944·3072 FLOP. Bytes: the experts' weights actually used are not recorded."""
+    2·128·3072·5888 + 2·128·2944·3072 FLOP. Bytes: an upper bound, all min(E, T·k) = 32 experts' mxfp4
+    weights (the uint8 views [32, 1536, 5888] and [32, 1472, 3072], two values a byte, + one e8m0 scale
+    byte per 32 values) read once, + the activations; the row says "upper bound"."""
     k = roofline.read(shared("traces/vllm_decode_full-graph/graph_execution.pt.trace.json.gz"))
     moe = k[k["kernel_name"] == "vllm::moe_forward"]
-    assert len(moe) > 0
+    assert len(moe) == 24
     assert (moe["flop_tensor"] == 2 * 128 * 3072 * 5888 + 2 * 128 * 2944 * 3072).all()
-    assert moe["dram_bytes"].isna().all() and moe["dram_bytes_source"].str.contains("experts actually used").all()
-    flops = k[["flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor"]].sum(axis=1, min_count=1)
-    assert k.loc[flops.notna(), "duration_s"].sum() >= 0.8 * k["duration_s"].sum()
+    packed = 32 * 1536 * 5888 + 32 * 1472 * 3072
+    scales = 2 * packed // 32
+    activations = (2 * 32 * 3072 + 2 * 128 * 2944 + 2 * 128 * 3072) * 2
+    assert (moe["dram_bytes"] == packed + scales + activations).all()
+    assert moe["dram_bytes_source"].str.contains("upper bound: mxfp4 weights").all()
+    assert moe["dram_bytes_source"].str.contains("32 of 32 experts").all()
+    assert (moe["tensor_path"] == "bf16").all()
+    assert moe["precision_evidence"].str.contains("bf16xbf16xmxfp4").all()
+    assert moe["precision_evidence"].str.contains("upcast").all()
+
+
+def test_the_vllm_graph_case_has_flops_and_bytes_on_at_least_90_percent_of_its_gpu_time():
+    """Issue 16's acceptance: MoE (upper-bound weights), paged attention (iteration annotation), the
+    routing ops (their allocations), Inductor copies/pads (0 FLOP) are priced; only triton_poi_fused_0
+    (its name says nothing of its arithmetic) is left: 99.9% of the 10.7 ms."""
+    k = roofline.read(shared("traces/vllm_decode_full-graph/graph_execution.pt.trace.json.gz"))
+    flops = k[["flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor"]].notna().all(axis=1)
+    both = flops & k["dram_bytes"].notna()
+    assert k.loc[both, "duration_s"].sum() >= 0.99 * k["duration_s"].sum()
+    left = set(k.loc[~both, "kernel_name"])
+    assert left == {"triton_poi_fused_0"}, left

@@ -75,6 +75,9 @@ CUSTOM = {
     "_C::fused_add_rms_norm": ["(input:T, residual:T, weight:T, epsilon:S)"],
     "_C::rotary_embedding": ["(positions:T, query:T, key:T?, head_size:S, cos_sin_cache:T, is_neox:S)"],
     "_C::silu_and_mul": ["(result:T, input:T)"],
+    # triton_kernels' routing autograd Functions (vLLM's GPT-OSS MoE): topk.py, routing.py
+    "TopK": ["(x:T, k:S, apply_softmax:S, dim:S, return_bitmatrix:S, y_indx:T?, n_rows:S)"],
+    "SortTokens": ["(expt_scal:T, expt_indx:T, n_expts_tot:S)"],
 }
 
 

@@ -8,6 +8,10 @@ kernel's name and the ``External id`` of the op that launched it. The k-th kerne
 (by start time) is the k-th launch captured, when the graph's kernel names are the captured
 sequence: each replayed kernel is then attributed to its captured op and priced from that op's
 shapes. A replay whose kernel names match no captured sequence stays orphaned (its time is kept).
+
+Each joined op also carries the iteration annotation its graph launch ran under (vLLM's
+``execute_…_context_…(sq…)_generation_…(sq…)``), whose context lengths price paged attention
+(``metrics/paged_attention.py``): the captured op's own arguments do not hold them.
 """
 
 from __future__ import annotations
@@ -81,9 +85,67 @@ class Captured:
                                 [ops.get(e.args.external_id) for e in inside]))  # type: ignore[union-attr]
 
 
-def attribute(replay: Path, orphans: list[tuple[Event, str]]) -> tuple[dict[int, tuple[Event, list[Event], Any]],
-                                                                       list[tuple[Event, str]], list[str]]:
-    """(captured op id -> (op, its replayed kernels, its capture's ops by thread), the orphans left, notes)."""
+class CaptureContext:
+    """A captured op's surroundings: its capture trace's ops by thread (callees, consumers) and the
+    iteration annotation its replay ran under (None when the replay has none)."""
+
+    def __init__(self, threads: Any, iteration: str | None) -> None:
+        self.threads = threads
+        self.iteration = iteration
+
+    def __getattr__(self, name: str) -> Any:  # within/following/enclosing: the capture trace's
+        return getattr(self.threads, name)
+
+
+def iterations(events: list[Event], correlations: set[Any]) -> dict[Any, str]:
+    """Graph launch correlation -> the vLLM iteration annotation whose span holds the launch (same thread)."""
+    from roofline.metrics.paged_attention import ITERATION
+
+    notes = [e for e in events if e.cat == "user_annotation" and e.name.__class__ is str and ITERATION.search(e.name)
+             and e.ts.__class__ in (int, float) and e.dur.__class__ in (int, float)]
+    if not notes:
+        return {}
+    found = {}
+    for e in events:
+        a = e.args
+        if e.cat in ("cuda_runtime", "cuda_driver") and a is not None and a.correlation in correlations \
+                and e.ts.__class__ in (int, float):
+            for n in notes:
+                if (n.pid, n.tid) == (e.pid, e.tid) and n.ts <= e.ts <= n.ts + n.dur:
+                    found[a.correlation] = n.name
+                    break
+    return found
+
+
+class Iterations:
+    """vLLM iteration annotations by thread, for ops that ran outside a graph (eager steps, or the
+    attention between the pieces of vLLM's piecewise CUDA graphs): an op's iteration is the
+    annotation whose span holds it on its thread. Built on first use, from the replay's events."""
+
+    def __init__(self, events: list[Event]) -> None:
+        from roofline.metrics.paged_attention import ITERATION
+
+        self.spans: dict[tuple[Any, Any], list[tuple[float, float, str]]] = defaultdict(list)
+        for e in events:
+            if e.cat == "user_annotation" and e.name.__class__ is str and e.ts.__class__ in (int, float) \
+                    and e.dur.__class__ in (int, float) and ITERATION.search(e.name):
+                try:
+                    self.spans[(e.pid, e.tid)].append((float(e.ts), float(e.ts) + float(e.dur), e.name))
+                except TypeError:  # an unhashable pid/tid (damaged trace)
+                    continue
+
+    def enclosing(self, op: Event) -> str | None:
+        try:
+            spans = self.spans.get((op.pid, op.tid), ())
+            ts = float(op.ts)
+        except (TypeError, ValueError):
+            return None
+        return next((name for lo, hi, name in spans if lo <= ts <= hi), None)
+
+
+def attribute(replay: Path, orphans: list[tuple[Event, str]], events: list[Event] | None = None
+              ) -> tuple[dict[int, tuple[Event, list[Event], Any]], list[tuple[Event, str]], list[str]]:
+    """(captured op id -> (op, its replayed kernels, its CaptureContext), the orphans left, notes)."""
     graph = [(e, label) for e, label in orphans if label.startswith("orphan: graph replay")]
     paths = capture_paths(replay) if graph else []
     if not paths:
@@ -93,6 +155,10 @@ def attribute(replay: Path, orphans: list[tuple[Event, str]]) -> tuple[dict[int,
     for e, _ in graph:
         by_launch[e.args.correlation if e.args is not None else None].append(e)
     joined: dict[int, tuple[Event, list[Event], Any]] = {}
+    try:
+        steps = iterations(events or [], set(by_launch) - {None})
+    except TypeError:  # an unhashable correlation (damaged trace): no iteration known
+        steps = {}
     done: set[int] = set()
     notes = []
     for corr, kernels in by_launch.items():
@@ -108,7 +174,7 @@ def attribute(replay: Path, orphans: list[tuple[Event, str]]) -> tuple[dict[int,
             if op is None:
                 continue
             done.add(id(k))
-            slot = joined.setdefault(id(op) ^ hash(corr), (op, [], cap.threads))
+            slot = joined.setdefault(id(op) ^ hash(corr), (op, [], CaptureContext(cap.threads, steps.get(corr))))
             slot[1].append(k)
     left = [(e, label) for e, label in orphans if id(e) not in done]
     return joined, left, notes

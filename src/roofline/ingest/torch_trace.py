@@ -31,7 +31,10 @@ from roofline.ingest.torch_trace_decode import NULL, RANGE_CAT, Args, Event, dec
 from roofline.ingest.torch_trace_summary import estimates, unmodelled
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.kernel_precision import decide as precision_evidence
+from roofline.metrics.moe import CALLEE_OPS
 from roofline.metrics.op_models import NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
+from roofline.metrics.paged_attention import OPS as PAGED_OPS
+from roofline.metrics.paged_attention import paged_cost
 from roofline.schema import UNAVAILABLE, kernels_from_columns, set_provenance
 
 CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
@@ -48,7 +51,6 @@ NO_CACHE = (f"{UNAVAILABLE}: a PyTorch trace has no cache counters; profile the 
 NO_MODEL = "{u}: no FLOP model for {op} (time is counted; see docs/traces.md for the ops modelled)"
 #: where an op's modelled FLOPs go, by the precision of its cost
 FLOP_SLOT = {"fp64": 0, "fp32": 1, "fp16": 2, "bf16": 2, "tensor": 3}
-MOE_OPS = frozenset({"vllm::moe_forward"})
 #: backward ops whose shapes are int lists -> (their caller, the output_mask of their one gradient)
 SPLIT_BACKWARD = {"aten::cudnn_convolution_backward_input": (("aten::cudnn_convolution_backward",), "[True, False]"),
                   "aten::cudnn_convolution_backward_weight": (("aten::cudnn_convolution_backward",), "[False, True]"),
@@ -224,13 +226,14 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
             groups[op].append(e)
 
     rows = _Rows(devices, steps, threads)
+    rows.events = events  # (an eager paged-attention op looks its iteration annotation up in them)
     for op, evs in groups.items():
         rows.add(ops[op], evs, "op")
     graph_notes: list[str] = []
     if any(label.startswith("orphan: graph replay") for _, label in orphans):
         from roofline.ingest.torch_graphs import attribute
 
-        joined, orphans, graph_notes = attribute(path, orphans)
+        joined, orphans, graph_notes = attribute(path, orphans, events)
         for cop, evs, cap_threads in joined.values():
             rows.threads = cap_threads  # a captured op's callees are in its capture trace
             rows.add(cop, evs, "graph replay: captured op")
@@ -293,6 +296,8 @@ class _Rows:
         self.models: dict[Any, OpCost | None] = {}  # per op signature: the model's cost (None: no model)
         self.texts: dict[bytes, str] = {}
         self.sources: dict[Any, str] = {}
+        self.events: list[Event] = []
+        self.iterations: Any = None
 
     def add(self, op: Event | None, evs: list[Event], label: str) -> None:
         if len(evs) == 1:
@@ -343,8 +348,10 @@ class _Rows:
             out = self._consumer_out(op, shapes(dims))
             if out is not None:
                 return cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete), out)
-        elif name in MOE_OPS and c.flops != c.flops:
+        elif name in CALLEE_OPS and (c.flops != c.flops or c.bytes != c.bytes):
             return self._moe(op, tuple(str(e.name) for e in evs if e.cat in KERNEL_CATS))
+        elif name in PAGED_OPS and c.flops != c.flops:  # lengths from the graph launch's iteration annotation
+            return paged_cost(name, shapes(dims), shapes(args.input_type), self._iteration(op))
         elif name in SPLIT_BACKWARD:
             found = self._from_caller(op, name)
             if found is not None and found.flops == found.flops and found.bytes == found.bytes:
@@ -352,16 +359,30 @@ class _Rows:
         return None
 
     def _moe(self, op: Event, kernels: tuple[str, ...]) -> OpCost | None:
-        from roofline.metrics.moe import moe_cost
+        from roofline.metrics.moe import callee_cost
 
         if self.threads is None or op.args is None:
             return None
         children = []
         for o in self.threads.within(op):
             a = o.args
-            children.append((str(o.name), None, shapes(a.concrete) if a is not None else None))
+            children.append((str(o.name), shapes(a.input_dims), shapes(a.concrete), shapes(a.input_type))
+                            if a is not None else (str(o.name), None, None, None))  # (weights: dims + dtype)
         a = op.args
-        return moe_cost(shapes(a.input_dims), shapes(a.input_type), children, kernels)
+        return callee_cost(str(op.name), shapes(a.input_dims), shapes(a.input_type), shapes(a.concrete), children, kernels)
+
+    def _iteration(self, op: Event) -> str | None:
+        """The vLLM iteration annotation an op ran under: its graph launch's, else the one holding it."""
+        found = getattr(self.threads, "iteration", MISSING)
+        if found is not MISSING:  # a captured op: its graph launch's (capture-trace times are another clock)
+            return found  # type: ignore[no-any-return]
+        if not self.events:
+            return None
+        if self.iterations is None:
+            from roofline.ingest.torch_graphs import Iterations
+
+            self.iterations = Iterations(self.events)
+        return self.iterations.enclosing(op)  # type: ignore[no-any-return]
 
     def _from_caller(self, op: Event, name: str) -> OpCost | None:
         """torch ≤ 1.10's cuDNN backward ops take the weight (or input) shape as an int list the trace does
@@ -514,7 +535,7 @@ def _modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: flo
     args = f" [{c.args}]" if c.args else ""
     src = why_flops or f"model: {c.formula}{args} (from Input Dims; precision from {evidence}; {n_events} GPU event(s))"
     nbytes = c.bytes
-    bsrc = why_bytes or "model: bytes each tensor moves (in-place self read and written, out= written once)"
+    bsrc = why_bytes or f"model: {c.bytes_note or 'bytes each tensor moves (in-place self read and written, out= written once)'}"
     if host:
         nbytes, bsrc = NAN, (f"{UNAVAILABLE}: {host:.0f} B crossed the host link (PCIe/NVLink-C2C/xGMI), not device "
                              "memory (host_link_bytes); the spec table has no link bandwidth yet, so no link roof")

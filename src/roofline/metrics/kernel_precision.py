@@ -31,6 +31,11 @@ def decide(precision: str, path: str | None, kernels: tuple[str, ...]) -> tuple[
                 if rx.search(k):
                     return "tensor", "tf32", f"kernel name {k[:60]!r} ({lib}): fp32 on TF32 tensor cores"
     if precision == "tensor" and path in ("fp16", "bf16") and kernels:
+        for k in kernels:
+            for rx, lib in p.get("upcast_weights", ()):
+                if rx.search(k):
+                    return "tensor", path, (f"kernel name {k[:60]!r} ({lib}): {path} tensor cores; the narrow "
+                                            "weights are upcast in-kernel (no matrix instruction takes bf16 × fp4)")
         hits = [(k, lib) for k in kernels for rx, lib in p.get("cuda_core", ()) if rx.search(k)]
         if len({k for k, _ in hits}) == len(kernels):
             k, lib = hits[0]

@@ -26,8 +26,9 @@ without a model gets ``None``: its time still counts and the summary says how ma
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.metrics.op_args import DTYPE_BYTES, Call, bind, numel, schemas, size
@@ -50,6 +51,7 @@ class OpCost:
     why: str = ""  # why FLOPs or bytes are NaN
     args: str = ""  # the schema and the named arguments the model read
     matmul_like: bool = False  # tensor-core eligible: kernel names may decide its precision (TF32)
+    bytes_note: str = ""  # what the bytes are when not simply each tensor once (e.g. "upper bound: …")
 
 
 def unavailable(why: str, args: str = "") -> OpCost:
@@ -110,7 +112,7 @@ def cost(name: str, dims: Sequence[Any] | None, types: Sequence[str] | None,
     f = MODELS.get(name)
     if f is None and name.startswith(("triton_poi_", "triton_red_", "triton_per_")) and isinstance(dims, list) \
             and isinstance(types, list):
-        return _inductor_buffers(dims, types)
+        return _inductor_buffers(name, dims, types)
     if f is None or not dims or not isinstance(dims, (list, tuple)):
         return None
     if types is not None and not isinstance(types, (list, tuple)):
@@ -125,26 +127,80 @@ def cost(name: str, dims: Sequence[Any] | None, types: Sequence[str] | None,
     except (ValueError, IndexError, TypeError, ZeroDivisionError, KeyError):
         return None
     if c is not None and not c.args:
-        c = OpCost(c.flops, c.bytes, c.precision, c.tensor_path, c.formula, c.why, call.described(), c.matmul_like)
+        c = replace(c, args=call.described())
     if c is not None and not call.typed and c.why == "":
         why = "Input type not recorded (a torch 1.8-era trace): bytes need each tensor's dtype"
-        c = OpCost(c.flops, NAN, c.precision, c.tensor_path, c.formula, why, c.args, c.matmul_like)
+        c = replace(c, bytes=NAN, why=why)
     return c
 
 
-def _inductor_buffers(dims: list[Any], types: list[Any]) -> OpCost | None:
+#: ATen ops that only move or convert data (no arithmetic, as ``aten::copy_``: docs/traces.md convention 1),
+#: and custom ops Inductor never compiles into a Triton kernel (extern calls): in a kernel's name they only
+#: say where the data goes
+MOVES = frozenset({"_to_copy", "to_copy", "copy", "clone", "constant_pad_nd", "cat", "slice", "select", "view",
+                   "permute", "transpose", "expand", "unsqueeze", "squeeze", "as_strided", "reshape", "t",
+                   "index_select", "full", "fill", "zeros", "ones", "empty", "new_zeros", "alias", "unbind", "split"})
+EXTERN = frozenset({"moe_forward", "unified_attention_with_output", "all_reduce", "rmsnorm2d_fwd_with_add_ck"})
+_FUSED = re.compile(r"^triton_(?:poi|red|per)_fused_(.+?)_\d+$")
+
+
+def inductor_moves_only(name: str) -> bool:
+    """Whether an Inductor kernel's name (``triton_poi_fused_<origin ops>_<n>``) lists only data movement:
+    its origin ops split, at underscores, into names of MOVES and EXTERN and at least one of MOVES."""
+    m = _FUSED.match(name)
+    if m is None:
+        return False
+    words = m.group(1).split("_")
+    reach: dict[int, bool] = {0: False}  # word position -> reached, with a move among the names so far
+    for i in range(len(words)):
+        if i not in reach:
+            continue
+        for j in range(i + 1, len(words) + 1):
+            w = "_".join(words[i:j]).lstrip("_")  # "_to_copy" splits as "", "to", "copy"
+            if w in MOVES:
+                reach[j] = True
+            elif w in EXTERN:
+                reach[j] = reach.get(j, False) or reach[i]
+    return reach.get(len(words), False)
+
+
+def _inductor_buffers(name: str, dims: list[Any], types: list[Any]) -> OpCost | None:
     """An Inductor pointwise/reduction Triton kernel without estimates: each buffer it is passed is read or
-    written once (an in_out buffer is both, so this is a lower bound); its arithmetic is not recorded."""
+    written once (an in_out buffer is both, so this is a lower bound); its arithmetic is not recorded,
+    unless its name lists only data movement (``triton_poi_fused__to_copy_1``, ``…constant_pad_nd…``):
+    then it does none (a copy does no arithmetic)."""
     moved = 0.0
+    index = None
+    sizes = set()
     for d, t in zip(dims, types):
         z = size(t)
         if z and isinstance(d, list) and d and all(isinstance(v, int) for v in d):
             moved += numel(d) * z
+            sizes.add(numel(d))
+            if str(t).strip().lower() in INDEX_TYPES and index is None:
+                index = (d, t)
     if not moved:
         return None
-    return OpCost(NAN, moved, "none", None, "each buffer argument once (Inductor Triton kernel)",
+    once = "each buffer argument once (Inductor Triton kernel; an in-out buffer is read and written: a lower bound)"
+    if index is not None and len(sizes) > 1:  # e.g. 32 token ids into a [201088, 2880] table: not 1.2 GB
+        moved = NAN
+    else:
+        index = None
+    if inductor_moves_only(name):
+        return OpCost(0.0, moved, "none", None, "0: its name lists only data movement (a copy does no arithmetic)",
+                      "" if index is None else _GATHER.format(*index),
+                      bytes_note="each buffer argument once, read or written (Inductor Triton kernel)")
+    return OpCost(NAN, moved, "none", None, once,
                   "an Inductor Triton kernel's arithmetic is not recorded (Input Dims hold its buffers; "
-                  "torch._inductor.analysis.profile_analysis adds kernel_flop/kernel_num_gb estimates)")
+                  "torch._inductor.analysis.profile_analysis adds kernel_flop/kernel_num_gb estimates)"
+                  + ("" if index is None else "; " + _GATHER.format(*index)), bytes_note=once)
+
+
+#: integer tensors an Inductor kernel may index with (a gather reads only the rows they pick); with buffers
+#: of different sizes beside them, the bytes are unavailable rather than a table counted whole
+INDEX_TYPES = frozenset({"int", "long int", "long", "short", "short int"})
+_GATHER = ("bytes: it takes an integer tensor {0} ({1}), so it may gather: the elements it reads are picked by "
+           "index values the trace does not hold")
 
 
 def _first(call: Call, *names: str) -> tuple[list[int], int | None] | None:

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from roofline.metrics.op_args import Call, numel
-from roofline.metrics.op_models import NAN, OpCost, _first, _precision, model, nbytes
+from roofline.metrics.op_models import MODELS, NAN, OpCost, _first, _precision, model, nbytes
 
 
 def _tensors(call: Call, skip: tuple[str, ...] = ()) -> list[tuple[str, tuple[list[int], int | None]]]:
@@ -249,7 +249,16 @@ def _moe(call: Call, _: Any) -> OpCost | None:
     if h is None or r is None:
         return None
     return OpCost(NAN, NAN, "none", None, "", "fused MoE: the experts' weight shapes and top_k are not among the op's "
-                  f"arguments (hidden_states {h[0]}, router_logits {r[0]}, the layer's name)")
+                  f"arguments (hidden_states {h[0]}, router_logits {r[0]}, the layer's name)", matmul_like=True)
+
+
+def _routing(call: Call, _: Any) -> OpCost | None:
+    from roofline.metrics.moe import routing_base  # (moe.py imports op_models, which imports this module)
+
+    return routing_base(call)
+
+
+MODELS["TopK"] = MODELS["SortTokens"] = _routing  # triton_kernels' names: no aten:: prefix
 
 
 @model("sglang::store_cache")
@@ -295,7 +304,8 @@ def _paged_attention(call: Call, _: Any) -> OpCost | None:
     if q is None:
         return None
     return OpCost(NAN, NAN, "none", None, "", "paged attention: the context lengths live in the engine's attention "
-                  "metadata (block tables, seq_lens), which the op's recorded arguments do not carry")
+                  "metadata (block tables, seq_lens), which the op's recorded arguments do not carry; vLLM's detailed "
+                  "iteration annotation (execute_…_generation_…(sq…sk…)) around a graph replay gives them")
 
 
 @model("_grouped_mm", "_scaled_grouped_mm")
