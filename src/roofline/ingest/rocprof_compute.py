@@ -85,7 +85,10 @@ def load_pmc(folder: Path) -> tuple[pd.DataFrame, str]:
     taken from the first; names, sizes and timestamps of a dispatch come from the first pass."""
     if pmc_path(folder).is_file() or not _pass_files(folder):
         path = pmc_path(folder)
-        return read_csv(path, dtype=str, keep_default_na=False), path.name
+        frame = read_csv(path, dtype=str, keep_default_na=False)
+        if {"Counter_Name", "Counter_Value", "Dispatch_ID"} <= set(frame.columns):
+            return _rocpd_form(frame), f"{path.name} (rocpd form: spans are the median over passes)"
+        return frame, path.name
     passes = _pass_files(folder)
     ident: pd.DataFrame | None = None
     counters: dict[str, pd.Series] = {}
@@ -106,6 +109,33 @@ def load_pmc(folder: Path) -> tuple[pd.DataFrame, str]:
     frame = pd.concat([ident, pd.DataFrame(counters).reindex(ident.index)], axis=1).reset_index()
     frame["Dispatch_ID"] = frame["Dispatch_ID"].astype("Int64").astype(str)
     return frame, f"{passes[0].name} … {passes[-1].name} ({len(passes)} passes)"
+
+
+def _rocpd_form(long: pd.DataFrame) -> pd.DataFrame:
+    """The long ``pmc_perf.csv`` that rocprof-compute ≥ 3.2 writes with ``--format-rocprof-output rocpd``
+    (the ``counters_collection`` view of each pass's rocpd database, passes one after another) → one row
+    per dispatch, as its ``process_rocpd_csv`` merges it: rows grouped by dispatch, each counter a column
+    (a counter written twice keeps its last value, as rocprof-compute's dict does), and the span the
+    median of the rows' End − Start (each pass re-ran the dispatch); Start is kept as the first row's."""
+    long = long.copy()
+    key = ["Dispatch_ID", *(c for c in ("Kernel_Name", "Grid_Size", "Workgroup_Size", "LDS_Per_Workgroup")
+                            if c in long.columns)]
+    ident = long.drop_duplicates(key).set_index(key)
+    values = pd.to_numeric(long["Counter_Value"], errors="coerce")
+    wide = values.groupby([*(long[k] for k in key), long["Counter_Name"]], sort=False).last().unstack()
+    wide.columns = [str(c) for c in wide.columns]
+    keep = [c for c in ident.columns if c not in ("Counter_Name", "Counter_Value")]
+    frame = pd.concat([ident[keep], wide.reindex(ident.index).map(lambda v: "" if pd.isna(v) else repr(v))],
+                      axis=1).reset_index()
+    if {"Start_Timestamp", "End_Timestamp"} <= set(long.columns):
+        start = pd.to_numeric(long["Start_Timestamp"], errors="coerce")
+        span = (pd.to_numeric(long["End_Timestamp"], errors="coerce") - start).groupby(
+            [long[k] for k in key], sort=False).median().reindex(ident.index)
+        first = pd.to_numeric(frame["Start_Timestamp"], errors="coerce").to_numpy()
+        end = first + span.to_numpy()
+        frame["End_Timestamp"] = ["" if pd.isna(e) else str(int(e)) if float(e).is_integer() else repr(float(e))
+                                  for e in end]
+    return frame
 
 
 def looks_like_pmc_perf(head: bytes) -> bool:
