@@ -285,15 +285,18 @@ def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, 
     n = len(agent_of)
     paths = cols.get("tensor_path") or [None] * n
     wanted = ("peak_flop_per_s_fp64", "peak_flop_per_s_fp32", "peak_flop_per_s_fp16", "peak_l2_bytes_per_s",
-              "peak_l1_bytes_per_s", "peak_dram_bytes_per_s", "peak_flop_per_s_tensor")
+              "peak_l1_bytes_per_s", "peak_dram_bytes_per_s", "peak_flop_per_s_tensor", "peak_lds_bytes_per_s")
     values = {c: np.full(n, np.nan) for c in wanted}
     sources = {c: np.empty(n, dtype=object) for c in wanted}
     groups: dict[tuple[int, str | None], list[int]] = defaultdict(list)  # (agent, MFMA path) -> rows
     for j, a in enumerate(agent_of):
         groups[(a.id.handle if a else -1, paths[j])].append(j)
     agents = {a.id.handle: a for a in agent_of if a}
+    # LDS banks per CU: not recorded; 32 on every CDNA GPU (rocprof-compute sysinfo), as the LDS bytes assume
     models = {h: amd_arch.model_peaks({"gpu_arch": a.name, "gpu_model": a.product_name, "cu_per_gpu": a.cu_count,
-                                       "max_sclk": a.max_engine_clk_fcompute}) for h, a in agents.items()}
+                                       "max_sclk": a.max_engine_clk_fcompute,
+                                       "lds_banks_per_cu": 32 if amd_arch.family(a.name) else None})
+              for h, a in agents.items()}
     for (handle, path), rows in groups.items():
         model = models.get(handle, {})
         name = agents[handle].name if handle in agents else "?"
@@ -303,6 +306,8 @@ def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, 
                 value, src = model[key]
                 values[c][rows] = value
                 src = src.replace("(sysinfo.csv)", "(rocprofv3 agent)")
+                if c == "peak_lds_bytes_per_s":
+                    src += "; 32 LDS banks per CU assumed (every CDNA GPU; rocprofv3 does not record it)"
             elif c == "peak_dram_bytes_per_s":
                 src = f"{UNAVAILABLE}: rocprofv3 records no HBM bandwidth; give it with --peaks FILE.toml"
             elif c == "peak_l2_bytes_per_s":
@@ -311,4 +316,5 @@ def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, 
                 src = f"{UNAVAILABLE}: no architecture model for agent {name}"
             sources[c][rows] = src
     for c in wanted:
-        cols[c], cols[source_column(c)] = values[c], sources[c]
+        target = extra if c == "peak_lds_bytes_per_s" else cols  # LDS: an extra column, as in rocprof-compute rows
+        target[c], target[source_column(c)] = values[c], sources[c]

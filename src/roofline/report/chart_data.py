@@ -16,7 +16,7 @@ import pandas as pd
 from roofline.hardware.peaks import LEVELS
 from roofline.schema import PRECISIONS, source_column
 
-LEVEL_LABELS = {"dram": "DRAM/HBM", "l2": "L2", "l1": "L1"}
+LEVEL_LABELS = {"dram": "DRAM/HBM", "l2": "L2", "l1": "L1", "lds": "LDS"}
 
 
 @dataclass(frozen=True)
