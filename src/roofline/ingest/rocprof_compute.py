@@ -52,6 +52,13 @@ MFMA_TYPES: tuple[tuple[str, str, str], ...] = (
 #: columns this reader adds after the canonical ones (kept by conform_kernels; docs/amd.md)
 EXTRA_COLUMNS = (*(c for _, c, _ in MFMA_TYPES), "lds_bytes", "lds_bytes_source", "peak_lds_bytes_per_s",
                  "peak_lds_bytes_per_s_source", "dispatch_id", "agent_id", "xcd_count")
+#: the AMD readers' extra columns with their types (rocprof-compute, rocprofv3 JSON/CSV, rocpd), which batch
+#: datasets keep beside the canonical ones (null on rows of other formats); peak_* go with the roofs used
+EXTRA_DTYPES: dict[str, str] = {
+    **{c: "float64" for _, c, _ in MFMA_TYPES}, "lds_bytes": "float64", "lds_bytes_source": "string",
+    "peak_lds_bytes_per_s": "float64", "peak_lds_bytes_per_s_source": "string", "dispatch_id": "Int64",
+    "agent_id": "Int64", "queue_id": "Int64", "xcd_count": "Int64",
+}
 
 
 def is_workload(path: str | Path) -> bool:
