@@ -13,8 +13,9 @@ as 64 bytes everywhere), so ``read(..., definitions="3.7")`` selects the newer o
 ``"3.6"`` is the one the measured ``roofline.csv`` roofs of these workloads were drawn against.
 Peaks: the measured ``roofline.csv`` roofs (labelled ``measured``, with their low/high spread)
 where the folder has one, else the architecture model from ``sysinfo.csv`` (see ``amd_arch``).
-LDS bytes are recorded (``lds_bytes``, ``peak_lds_bytes_per_s``) but are not a hierarchy level
-yet: the analysis levels are DRAM, L2 and L1 (docs/amd.md).
+LDS bytes (``lds_bytes``, ``peak_lds_bytes_per_s``) are the optional fourth level the analysis adds
+where they are recorded (docs/amd.md). A ``pmc_perf.csv`` in rocprof-compute's rocpd (long) form is
+merged per dispatch as rocprof-compute does.
 """
 
 from __future__ import annotations
