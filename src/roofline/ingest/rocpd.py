@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +141,21 @@ def _agents(con: sqlite3.Connection, table: str) -> dict[int, v3.Agent]:
     return out
 
 
+def _counter_table(con: sqlite3.Connection, pmc_event: str, pmc_info: str,
+                   event_dispatch: dict[int, int]) -> pd.DataFrame | None:
+    """Dispatch id × counter name: Σ over the instance rows (what the ``counters_collection`` view does),
+    grouped in pandas rather than by the view's join, which SQLite runs row by row without an index."""
+    names = {int(i): str(n) for i, n in con.execute(f'SELECT id, name FROM "{pmc_info}"')}
+    rows = pd.read_sql_query(f'SELECT event_id, pmc_id, value FROM "{pmc_event}"', con)
+    rows = rows[rows["event_id"].isin(list(event_dispatch))]  # counters of a dispatch this table has
+    if rows.empty:
+        return None
+    wide = rows.groupby(["event_id", "pmc_id"])["value"].sum(min_count=1).unstack()
+    wide.index = wide.index.map(event_dispatch)
+    wide.columns = [names.get(int(c), f"pmc_id {c}") for c in wide.columns]
+    return wide.T.groupby(level=0).sum(min_count=1).T if wide.columns.duplicated().any() else wide
+
+
 def _process(con: sqlite3.Connection, path: Path, tables: set[str], s: str,
              definitions: str) -> tuple[pd.DataFrame, int, str | None, dict[str, str]]:
     kd = _require(path, tables, f"rocpd_kernel_dispatch{s}")
@@ -149,22 +163,18 @@ def _process(con: sqlite3.Connection, path: Path, tables: set[str], s: str,
     sym = _require(path, tables, f"rocpd_info_kernel_symbol{s}")
     names = {int(k): str(d or m or f"kernel_id {k}")
              for k, d, m in con.execute(f'SELECT id, display_name, kernel_name FROM "{sym}"')}
-    disp = [v3.Dispatch(start_timestamp=int(r[0]), end_timestamp=int(r[1]), dispatch_info=v3.DispatchInfo(
-                agent_id=v3.Handle(int(r[2])), queue_id=v3.Handle(int(r[3] or 0)), kernel_id=int(r[4]),
-                dispatch_id=int(r[5]), workgroup_size=v3.Dim3(*r[6:9]), grid_size=v3.Dim3(*r[9:12])))
-            for r in con.execute(
-                'SELECT start, "end", agent_id, queue_id, kernel_id, dispatch_id, workgroup_size_x, workgroup_size_y, '
-                f'workgroup_size_z, grid_size_x, grid_size_y, grid_size_z FROM "{kd}"')]
-    per_dispatch: dict[int, dict[str, float]] | None = None
+    disp, event_dispatch = [], {}
+    for r in con.execute('SELECT start, "end", agent_id, queue_id, kernel_id, dispatch_id, workgroup_size_x, '
+                         f'workgroup_size_y, workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, event_id FROM "{kd}"'):
+        disp.append(v3.Dispatch(start_timestamp=int(r[0]), end_timestamp=int(r[1]), dispatch_info=v3.DispatchInfo(
+            agent_id=v3.Handle(int(r[2])), queue_id=v3.Handle(int(r[3] or 0)), kernel_id=int(r[4]),
+            dispatch_id=int(r[5]), workgroup_size=v3.Dim3(*r[6:9]), grid_size=v3.Dim3(*r[9:12]))))
+        if r[12] is not None:
+            event_dispatch[int(r[12])] = int(r[5])
+    per_dispatch = None
     pmc_event, pmc_info = f"rocpd_pmc_event{s}", f"rocpd_info_pmc{s}"
     if pmc_event in tables and pmc_info in tables:
-        found: dict[int, dict[str, float]] = defaultdict(dict)
-        for d, name, value in con.execute(  # one row per hardware instance: summed, as counters_collection does
-                f'SELECT K.dispatch_id, I.name, SUM(E.value) FROM "{pmc_event}" E '
-                f'JOIN "{pmc_info}" I ON I.id = E.pmc_id JOIN "{kd}" K ON K.event_id = E.event_id '
-                'GROUP BY K.dispatch_id, I.name'):
-            found[int(d)][str(name)] = float(value) if value is not None else float("nan")
-        per_dispatch = dict(found) or None
+        per_dispatch = _counter_table(con, pmc_event, pmc_info, event_dispatch)
     rows = v3.dispatch_rows(path, FORMAT, disp, names, agents, per_dispatch, definitions, kd,
                             f"{pmc_event} (rocpd)")
     copies = (con.execute(f'SELECT count(*) FROM "rocpd_memory_copy{s}"').fetchone()[0]

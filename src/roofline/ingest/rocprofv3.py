@@ -192,7 +192,7 @@ def _process_rows(path: Path, proc: Process, definitions: str) -> pd.DataFrame:
 
 
 def dispatch_rows(path: Path, fmt: str, dispatches: list[Dispatch], names: dict[int, str], agents: dict[int, Agent],
-                  per_dispatch: dict[int, dict[str, float]] | None, definitions: str, where: str,
+                  per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, definitions: str, where: str,
                   counters_where: str) -> pd.DataFrame:
     """Canonical rows of rocprofv3 dispatches (JSON or CSV): names by kernel id, agents by handle, and
     summed counter values by dispatch id (None: no counters were collected)."""
@@ -254,14 +254,21 @@ def _blocks(work_items: int, group: int) -> int | None:
     return -(-work_items // group) if group > 0 else None
 
 
-def _counters(per_dispatch: dict[int, dict[str, float]] | None, disp: list[Dispatch], agent_of: list[Agent | None],
-              definitions: str, cols: dict[str, Any], extra: dict[str, Any], where: str) -> None:
-    if not per_dispatch:
+def _counters(per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, disp: list[Dispatch],
+              agent_of: list[Agent | None], definitions: str, cols: dict[str, Any], extra: dict[str, Any],
+              where: str) -> None:
+    if per_dispatch is None or len(per_dispatch) == 0:
         for q in ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes"):
             cols[source_column(q)] = NO_COUNTERS
         extra["lds_bytes_source"] = NO_COUNTERS
         return
-    wide = pd.DataFrame([dict(per_dispatch.get(d.dispatch_info.dispatch_id, {})) for d in disp])
+    ids = [d.dispatch_info.dispatch_id for d in disp]
+    if isinstance(per_dispatch, pd.DataFrame):  # already wide: dispatch id × counter (the rocpd reader)
+        wide = per_dispatch.reindex(ids).reset_index(drop=True)
+        counted = np.asarray(pd.Index(ids).isin(per_dispatch.index))
+    else:
+        wide = pd.DataFrame([dict(per_dispatch.get(i, {})) for i in ids])
+        counted = np.array([i in per_dispatch for i in ids])
     ctr = rocprof_compute.Counters(wide, where,
                                    "collect with rocprofv3 --pmc <the counters named in docs/amd.md>")
     arch = next((a.name for a in agent_of if a), "")
@@ -269,7 +276,6 @@ def _counters(per_dispatch: dict[int, dict[str, float]] | None, disp: list[Dispa
     # LDS banks per CU: rocprofv3 does not record it; CDNA GPUs have 32 (rocprof-compute sysinfo)
     banks = 32.0 if amd_arch.family(arch) else None
     rocprof_compute.derive_counters(ctr, arch, wave, banks, definitions, cols, extra)
-    counted = np.array([d.dispatch_info.dispatch_id in per_dispatch for d in disp])
     if not counted.all():  # dispatches without a counter record: unavailable, not 0
         for q in ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes",
                   "lds_bytes"):
