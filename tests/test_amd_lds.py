@@ -123,3 +123,15 @@ def test_nvidia_and_amd_side_by_side_in_report_compare_and_batch(tmp_path):
     assert set(amd["sm_count"]) == {104}  # CUs on AMD rows (docs/amd.md)
     assert math.isclose(d[d["format"] == "rocprof-compute"]["peak_lds_bytes_per_s"].iloc[0],
                         d[d["format"] == "rocprof-compute"]["peak_lds_bytes_per_s"].iloc[1])
+
+
+def test_units_side_by_side_cus_sms_and_int8_ops():
+    from roofline.ingest.amd_arch import device_labels
+    from roofline.report import chart_data
+
+    r = _analysed([shared("ncu/sm80_a100_cutlass-b2b-int8-gemm_full-nvtx.ncu-rep"), DB])
+    labels = device_labels(r)
+    assert "MI210 (104 CUs)" in labels and "A100 80GB PCIe (108 SMs)" in labels
+    nv = r[r["format"] == "ncu-rep"]
+    int8 = [x for x in chart_data.roofs(nv) if x.kind == "compute" and "int8" in x.label]
+    assert int8 and all("OP/s" in x.label and "FLOP/s" not in x.label for x in int8)

@@ -416,7 +416,9 @@ def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | No
         from roofline.report.table import format_table
 
         if not result.empty:
-            devices = ", ".join(sorted(set(result["device_name"].dropna().astype(str)))) or "unknown device"
+            from roofline.ingest.amd_arch import device_labels
+
+            devices = device_labels(result) or "unknown device"  # with SMs / CUs: NVIDIA and AMD side by side
             what = f"{total if total is not None else len(result):,} {by or 'kernel'} row(s)"
             click.echo(f"{what} on {devices}; hierarchical roofline over {', '.join(lv.upper() for lv in levels)}; "
                        "longest first")
