@@ -156,6 +156,8 @@ def device_labels(frame: pd.DataFrame) -> str:
     if "device_name" not in frame:
         return ""
     amd = frame["format"].isin(AMD_FORMATS) if "format" in frame else pd.Series(False, index=frame.index)
+    if "compute_capability" in frame:  # an AMD GPU read from another format (an xplane of JAX on an MI300X)
+        amd = amd | frame["compute_capability"].astype("string").str.startswith("gfx").fillna(False)
     counts = pd.to_numeric(frame.get("sm_count"), errors="coerce") if "sm_count" in frame else None
     labels = set()
     for i, name in frame["device_name"].items():
