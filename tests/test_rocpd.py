@@ -140,3 +140,31 @@ def test_rocprof_compute_rocpd_form_workload(tmp_path):
     # one row at span+2000 (pass 2) against 28 rows at span (pass 1): the median is the span
     assert list(k["duration_s"]) == pytest.approx([spans[d] * 1e-9 for d in (1, 2, 3, 4)], rel=1e-12)
     assert "rocpd form" in k["duration_s_source"][0]
+
+
+def test_merged_database_with_two_processes_and_a_lone_rocpd_form_pmc_perf(tmp_path):
+    """A database holding two UUIDs' tables (as `rocpd merge` writes) reads as two processes; a rocpd-form
+    pmc_perf.csv passed alone sniffs as rocprof-compute (its sysinfo.csv beside it)."""
+    from roofline.ingest import read, sniff
+
+    merged = tmp_path / "merged.db"
+    shutil.copy(DB, merged)
+    with sqlite3.connect(merged) as con:
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rocpd_%'")]
+        uuid = next(n for n in names if n.startswith("rocpd_kernel_dispatch_"))[len("rocpd_kernel_dispatch"):]
+        for base in ("rocpd_kernel_dispatch", "rocpd_info_agent", "rocpd_info_kernel_symbol", "rocpd_pmc_event",
+                     "rocpd_info_pmc"):
+            con.execute(f'CREATE TABLE "{base}_ffff" AS SELECT * FROM "{base}{uuid}"')
+    k = read(merged)
+    assert len(k) == 10 and k.attrs["roofline.provenance"][0]["processes"] == 2
+    assert list(k["dram_bytes"][:5].fillna(-1)) == list(k["dram_bytes"][5:].fillna(-1))
+    with sqlite3.connect(DB) as con:
+        cur = con.execute(RC_QUERY)
+        header, rows = [d[0] for d in cur.description], cur.fetchall()
+    wl = tmp_path / "wl"
+    wl.mkdir()
+    with (wl / "pmc_perf.csv").open("w", newline="") as fh:
+        csv.writer(fh).writerows([header, *rows])
+    shutil.copy(shared(MI200) / "sysinfo.csv", wl)
+    assert sniff(wl / "pmc_perf.csv") == "rocprof-compute"
+    assert len(read(wl / "pmc_perf.csv")) == 4

@@ -149,6 +149,8 @@ def _rocpd_form(long: pd.DataFrame) -> pd.DataFrame:
 def looks_like_pmc_perf(head: bytes) -> bool:
     """True for the head of a ``pmc_perf.csv`` (never for an ncu CSV: no ``"ID","Process ID"``)."""
     first = head.split(b"\n", 1)[0]
+    if b"Dispatch_ID" in first and b"GPU_ID" in first and b"Counter_Name" in first and b"Counter_Value" in first:
+        return True  # the rocpd (long) form rocprof-compute writes with --format-rocprof-output rocpd
     return first.startswith(b"Dispatch_ID,") and (b"SQ_" in first or b"GRBM_" in first or b"TCC_" in first)
 
 
