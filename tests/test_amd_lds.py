@@ -11,7 +11,6 @@ import csv
 import math
 
 import pytest
-
 from conftest import OWN, shared
 
 DB = OWN / "rocprof" / "rocpd_mi210.db"

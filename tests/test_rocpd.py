@@ -15,7 +15,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from conftest import OWN, shared
 
 DB = OWN / "rocprof" / "rocpd_mi210.db"
