@@ -11,6 +11,7 @@ import csv
 import math
 
 import pytest
+
 from conftest import OWN, shared
 
 DB = OWN / "rocprof" / "rocpd_mi210.db"

@@ -15,6 +15,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
 from conftest import OWN, shared
 
 DB = OWN / "rocprof" / "rocpd_mi210.db"
