@@ -16,6 +16,7 @@ import pandas as pd
 
 from roofline import __version__
 from roofline.errors import NoGpuWorkError, RooflineError, path_text
+from roofline.hardware.peaks import recorded_levels
 
 EXIT_INPUT_ERRORS = 1
 EXIT_USAGE = 2
@@ -56,12 +57,12 @@ def cli() -> None:
 
 
 def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[str, ...]:
-    from roofline.hardware.peaks import LEVELS
+    from roofline.hardware.peaks import ALL_LEVELS
 
     levels = tuple(v.strip().lower() for v in value.split(",") if v.strip())
-    bad = [lv for lv in levels if lv not in LEVELS]
+    bad = [lv for lv in levels if lv not in ALL_LEVELS]
     if bad or not levels:
-        raise click.BadParameter(f"choose from {','.join(LEVELS)} (comma-separated); got {value!r}")
+        raise click.BadParameter(f"choose from {','.join(ALL_LEVELS)} (comma-separated); got {value!r}")
     return levels
 
 
@@ -144,6 +145,7 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         CAPTURES.set(tuple(captures))
     result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold,
                                           device_map, strict, counters)
+    levels = recorded_levels(result, levels)  # + LDS where an AMD format recorded it (default levels only)
     try:
         # name and NVTX filters pick kernels, before any grouping; bound, precision and top pick rows
         result = select(result, name=name_rx, nvtx=nvtx)
@@ -293,6 +295,7 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
 
     result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold,
                                           device_map, strict)
+    levels = recorded_levels(result, levels)  # + LDS where an AMD format recorded it (default levels only)
     try:
         written = write_report(result, out_dir, levels, clock=clock, svg=svg, top=top)
     except OSError as exc:
@@ -420,7 +423,9 @@ def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | No
         from roofline.report.table import format_table
 
         if not result.empty:
-            devices = ", ".join(sorted(set(result["device_name"].dropna().astype(str)))) or "unknown device"
+            from roofline.ingest.amd_arch import device_labels
+
+            devices = device_labels(result) or "unknown device"  # with SMs / CUs: NVIDIA and AMD side by side
             what = f"{total if total is not None else len(result):,} {by or 'kernel'} row(s)"
             click.echo(f"{what} on {devices}; hierarchical roofline over {', '.join(lv.upper() for lv in levels)}; "
                        "longest first")

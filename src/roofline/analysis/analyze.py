@@ -24,7 +24,7 @@ import pandas as pd
 
 from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical, roofline_columns
 from roofline.analysis.render import Factor, as_string, render
-from roofline.hardware.peaks import LEVELS, Peaks
+from roofline.hardware.peaks import ALL_LEVELS, LEVELS, OPTIONAL_LEVELS, Peaks, recorded_levels
 from roofline.hardware.specs import fill_spec_peaks, require, tensor_key
 from roofline.schema import PRECISIONS, UNAVAILABLE, get_provenance, set_provenance, source_column
 
@@ -41,11 +41,14 @@ def analyze(
     clock: str = "profiled",
     latency_threshold_pct: float = LATENCY_THRESHOLD_PCT,
 ) -> pd.DataFrame:
-    """The roofline frame: the kernels frame (same rows, same order) plus the roofline columns."""
-    levels = tuple(levels)
-    bad = [lv for lv in levels if lv not in LEVELS]
+    """The roofline frame: the kernels frame (same rows, same order) plus the roofline columns.
+
+    With the default levels, an optional level the frame records (AMD LDS) is analysed too."""
+    levels = recorded_levels(kernels, tuple(levels))
+    bad = [lv for lv in levels if lv not in ALL_LEVELS]
     if bad or not levels:
-        raise ValueError(f"levels must be a non-empty subset of {', '.join(LEVELS)}; got {', '.join(levels) or 'none'}")
+        raise ValueError(f"levels must be a non-empty subset of {', '.join(ALL_LEVELS)}; "
+                         f"got {', '.join(levels) or 'none'}")
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {', '.join(CLOCKS)}; got {clock!r}")
     framed = choose_peaks(kernels, peaks, published=(clock == "boost"))
@@ -82,7 +85,8 @@ def choose_peaks(kernels: pd.DataFrame, peaks: Peaks | str | None, published: bo
 
 def _cleared(kernels: pd.DataFrame) -> pd.DataFrame:
     out = kernels.copy()
-    for col in COMPUTE_PEAK_COLUMNS + BANDWIDTH_PEAK_COLUMNS:
+    optional = tuple(c for lv in OPTIONAL_LEVELS if (c := f"peak_{lv}_bytes_per_s") in out)  # LDS: spec has none
+    for col in COMPUTE_PEAK_COLUMNS + BANDWIDTH_PEAK_COLUMNS + optional:
         out[col] = np.nan
         out[source_column(col)] = pd.Series(pd.NA, index=out.index, dtype="string")
     return out
@@ -90,7 +94,8 @@ def _cleared(kernels: pd.DataFrame) -> pd.DataFrame:
 
 def _unfilled(frame: pd.DataFrame, whose: str) -> pd.DataFrame:
     """Say why a spec-only peak is missing (L2 bandwidth is never published, or an unknown device)."""
-    for col in COMPUTE_PEAK_COLUMNS + BANDWIDTH_PEAK_COLUMNS:
+    optional = tuple(c for lv in OPTIONAL_LEVELS if (c := f"peak_{lv}_bytes_per_s") in frame)
+    for col in COMPUTE_PEAK_COLUMNS + BANDWIDTH_PEAK_COLUMNS + optional:
         src = source_column(col)
         why = ("vendors publish no L2 bandwidth" if col == "peak_l2_bytes_per_s"
                else f"{whose} spec table entry has no such figure (or the device is not in the table)")
@@ -113,9 +118,11 @@ def apply_peaks(kernels: pd.DataFrame, peaks: Peaks) -> pd.DataFrame:
                 key = fallback
                 break
         _put(out, "peak_flop_per_s_tensor", rows, peaks, key, sparse)
-    for lv in LEVELS:
+    for lv in ALL_LEVELS:
         col = f"peak_{lv}_bytes_per_s"
         pk = peaks.bandwidth.get(lv)
+        if lv in OPTIONAL_LEVELS and pk is None and col not in out:
+            continue  # no LDS roof given and none recorded: no column for a level the frame does not have
         out[col] = pk.value if pk else np.nan
         out[source_column(col)] = pk.describe() if pk else f"{UNAVAILABLE}: the peaks for {peaks.device} give no {lv} bandwidth"
     return out

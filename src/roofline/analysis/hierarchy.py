@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.analysis.render import Factor, fixed, render
-from roofline.hardware.peaks import LEVELS
+from roofline.hardware.peaks import LEVELS, OPTIONAL_LEVELS
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, UNAVAILABLE, source_column
 
 LATENCY_THRESHOLD_PCT = 20.0
@@ -41,6 +41,7 @@ LEVEL_HINTS = {
     "dram": "ncu --section SpeedOfLight_RooflineChart (dram__bytes)",
     "l2": "ncu --section SpeedOfLight_HierarchicalSingleRooflineChart (lts__lts2xbar / lts__t_bytes)",
     "l1": "ncu --section SpeedOfLight_HierarchicalSingleRooflineChart (l1tex__lsu_writeback / l1tex__t_bytes)",
+    "lds": "rocprof-compute profile (SQ_LDS_IDX_ACTIVE, SQ_LDS_BANK_CONFLICT); AMD only",
 }
 
 
@@ -135,9 +136,13 @@ def hierarchical(
         ceilings = [np.where(peak > 0, peak, np.nan)]  # compute roof first: ties go to compute
         utils = [np.where(total > 0, util_compute, np.nan)]
         t_roof = [np.where(peak > 0, total / peak, np.nan)]
-        level_ok, level_no_bytes = [], []
+        level_ok, level_no_bytes, level_silent = [], [], []
         for lv in levels:
             nbytes = _col(kernels, f"{lv}_bytes")
+            # an optional level (LDS) on a row whose format does not record it (no source at all): no note
+            src = kernels.get(source_column(f"{lv}_bytes"))
+            level_silent.append(np.zeros(n, bool) if lv not in OPTIONAL_LEVELS else
+                                np.isnan(nbytes) & (src.isna().to_numpy() if src is not None else True))
             bw = _finite(_col(kernels, f"peak_{lv}_bytes_per_s"))
             ok = (nbytes >= 0) & (bw > 0)
             level_ok.append(ok)
@@ -189,6 +194,7 @@ def hierarchical(
     notes = text.notes(
         dict(have=have, any_have=any_have, total=total, n_used=n_used, no_peak=no_peak, peak_missing=peak_missing,
              dur=dur, ok_all=ok_all, no_bytes=_stack(level_no_bytes) if n else ok_all, any_level=any_level,
+             silent=_stack(level_silent) if n else ok_all,
              decided=decided, latency=latency, over=over, binding_idx=binding_idx),
         peak_src, latency_threshold_pct,
     )
@@ -257,7 +263,7 @@ class _Texts:
         no_peak_bits = np.where(v["n_used"] > 0, _bits(v["no_peak"]), 0)
         first_no_peak = np.argmax(v["no_peak"], axis=1) if n else np.zeros(0, np.int64)
         no_peak_src = np.where(no_peak_bits > 0, self._pick(self.peak_srcs, first_no_peak), 0)
-        absent = ~v["ok_all"]
+        absent = ~v["ok_all"] & ~v["silent"]
         level_keys = []
         for j in range(len(levels)):
             level_keys.append(np.where(absent[:, j], 1 + v["no_bytes"][:, j], 0))

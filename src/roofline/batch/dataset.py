@@ -55,15 +55,36 @@ _KEY = [pa.field("file_id", pa.string(), nullable=False), pa.field("run", pa.str
 _PEAK_COLUMNS = [c for c in kernel_dtypes() if c.startswith("peak_")]
 
 
+def _extra_dtypes() -> dict[str, str]:
+    """Format-specific columns kept typed beside the canonical ones (AMD: MFMA per type, LDS, dispatch and
+    agent ids; null on other rows); the peak ones go to the roofline table with the roofs used."""
+    from roofline.ingest.rocprof_compute import EXTRA_DTYPES
+
+    return EXTRA_DTYPES
+
+
+def _kernel_table_dtypes() -> dict[str, str]:
+    return kernel_dtypes() | {c: d for c, d in _extra_dtypes().items() if not c.startswith("peak_")}
+
+
+def _extra_peak_dtypes() -> dict[str, str]:
+    return {c: d for c, d in _extra_dtypes().items() if c.startswith("peak_")}
+
+
 @functools.lru_cache(maxsize=1)
 def _roofline_analysis_dtypes() -> dict[str, str]:
     """The columns :func:`roofline.analyze` adds with the batch's settings (all levels, one clock)."""
     from roofline.analysis import analyze
     from roofline.schema import empty_kernels_frame
 
+    from roofline.analysis.hierarchy import level_columns
+    from roofline.hardware.peaks import OPTIONAL_LEVELS
+
     empty = analyze(empty_kernels_frame())
     canonical = kernel_dtypes()
-    return {c: str(empty[c].dtype) for c in empty.columns if c not in canonical}
+    out = {c: str(empty[c].dtype) for c in empty.columns if c not in canonical}
+    # optional levels (AMD LDS): analysed where a format records them, null on the other rows
+    return out | {c: "float64" for lv in OPTIONAL_LEVELS for c in level_columns(lv)}
 
 
 def _schema_of(dtypes: dict[str, str], key: list[pa.Field]) -> pa.Schema:
@@ -75,10 +96,10 @@ def table_schemas() -> dict[str, pa.Schema]:
     """The explicit Arrow schema of every table (built once per process)."""
     global _SCHEMAS
     if _SCHEMAS is None:
-        roof = {c: kernel_dtypes()[c] for c in _PEAK_COLUMNS} | _roofline_analysis_dtypes()
+        roof = table_dtypes("roofline")
         file_key = [f for f in _KEY if f.name != "row"]
         _SCHEMAS = {
-            "kernels": _schema_of(kernel_dtypes(), _KEY),
+            "kernels": _schema_of(_kernel_table_dtypes(), _KEY),
             "roofline": _schema_of(roof, _KEY),
             "runs": _schema_of(RUN_COLUMNS, file_key),
             "errors": _schema_of(ERROR_COLUMNS, file_key),
@@ -342,7 +363,7 @@ def open_dataset(path: str | Path, table: str = "roofline", engine: str = "panda
     kernels = kernels.sort_by([("run", "ascending"), ("source_file", "ascending"), ("row", "ascending")])
     if engine == "pyarrow":
         return kernels
-    dtypes = kernel_dtypes() | (table_dtypes("roofline") if table == "roofline" else {})
+    dtypes = _kernel_table_dtypes() | (table_dtypes("roofline") if table == "roofline" else {})
     frame = _pandas(kernels, dtypes)
     front = [c for c in kernel_dtypes() if c in frame.columns]
     frame = frame[front + [c for c in frame.columns if c not in front]].reset_index(drop=True)
@@ -352,5 +373,6 @@ def open_dataset(path: str | Path, table: str = "roofline", engine: str = "panda
 
 def table_dtypes(table: str) -> dict[str, str]:
     if table == "roofline":
-        return {c: kernel_dtypes()[c] for c in _PEAK_COLUMNS} | _roofline_analysis_dtypes()
-    return {"kernels": kernel_dtypes(), "runs": RUN_COLUMNS, "errors": ERROR_COLUMNS}[table]
+        return ({c: kernel_dtypes()[c] for c in _PEAK_COLUMNS} | _extra_peak_dtypes()
+                | _roofline_analysis_dtypes())
+    return {"kernels": _kernel_table_dtypes(), "runs": RUN_COLUMNS, "errors": ERROR_COLUMNS}[table]

@@ -38,6 +38,20 @@ from roofline.errors import InputError
 from roofline.hardware.specs import COMPUTE_KEYS, GpuSpec, require
 
 LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
+#: levels only some formats record (AMD LDS: rocprof-compute, rocprofv3 counters); analysed when the frame has them
+OPTIONAL_LEVELS: tuple[str, ...] = ("lds",)
+ALL_LEVELS: tuple[str, ...] = LEVELS + OPTIONAL_LEVELS
+
+
+def recorded_levels(frame: pd.DataFrame, levels: tuple[str, ...] = LEVELS) -> tuple[str, ...]:
+    """``levels`` plus each optional level the frame records (a finite ``<level>_bytes`` on some row, or
+    the analysis columns of it), when ``levels`` is the default: an AMD workload's LDS joins DRAM, L2, L1."""
+    if tuple(levels) != LEVELS:
+        return tuple(levels)
+    extra = tuple(lv for lv in OPTIONAL_LEVELS
+                  if f"intensity_{lv}_flop_per_byte" in frame
+                  or (f"{lv}_bytes" in frame and pd.to_numeric(frame[f"{lv}_bytes"], errors="coerce").notna().any()))
+    return tuple(levels) + extra
 SOURCES = ("counters", "spec", "user", "measured")
 CLOCK_BASES = ("as profiled", "boost", "base-locked", "measured", "as published")
 
@@ -88,9 +102,9 @@ class Peaks:
         bad = set(self.compute) - set(COMPUTE_KEYS)
         if bad:
             raise ValueError(f"unknown compute key(s) {sorted(bad)}; known: {', '.join(COMPUTE_KEYS)}")
-        bad = set(self.bandwidth) - set(LEVELS)
+        bad = set(self.bandwidth) - set(ALL_LEVELS)
         if bad:
-            raise ValueError(f"unknown level(s) {sorted(bad)}; known: {', '.join(LEVELS)}")
+            raise ValueError(f"unknown level(s) {sorted(bad)}; known: {', '.join(ALL_LEVELS)}")
         object.__setattr__(self, "compute", MappingProxyType(dict(self.compute)))
         object.__setattr__(self, "bandwidth", MappingProxyType(dict(self.bandwidth)))
 
@@ -216,7 +230,7 @@ def _load_toml(path: Path) -> Peaks:
     detail = str(data.get("detail", f"peaks file {path.name}"))
     groups: dict[str, dict[str, Peak]] = {"compute": dict(base.compute) if base else {},
                                           "bandwidth": dict(base.bandwidth) if base else {}}
-    allowed = {"compute": COMPUTE_KEYS, "bandwidth": LEVELS}
+    allowed = {"compute": COMPUTE_KEYS, "bandwidth": ALL_LEVELS}
     for section, keys in allowed.items():
         table = data.get(section, {})
         if not isinstance(table, dict):

@@ -144,3 +144,26 @@ def read_sysinfo(folder: Path) -> dict[str, Any]:
     if frame.empty:
         raise CorruptReportError(folder / SYSINFO, "has a header but no row")
     return {str(k).strip(): str(v).strip() for k, v in frame.iloc[0].items()}
+
+
+#: formats whose ``sm_count`` holds compute units (CUs), not SMs
+AMD_FORMATS = ("rocprof-compute", "rocprofv3", "rocprofv3-csv", "rocpd")
+
+
+def device_labels(frame: pd.DataFrame) -> str:
+    """``MI210 (104 CUs), A100-SXM4-40GB (108 SMs)``: the devices of a frame with their units, so AMD
+    and NVIDIA rows side by side do not read CUs as SMs."""
+    if "device_name" not in frame:
+        return ""
+    amd = frame["format"].isin(AMD_FORMATS) if "format" in frame else pd.Series(False, index=frame.index)
+    if "compute_capability" in frame:  # an AMD GPU read from another format (an xplane of JAX on an MI300X)
+        amd = amd | frame["compute_capability"].astype("string").str.startswith("gfx").fillna(False)
+    counts = pd.to_numeric(frame.get("sm_count"), errors="coerce") if "sm_count" in frame else None
+    labels = set()
+    for i, name in frame["device_name"].items():
+        if pd.isna(name):
+            continue
+        n = counts.get(i) if counts is not None else None
+        unit = "CUs" if bool(amd.get(i)) else "SMs"
+        labels.add(f"{name} ({int(n)} {unit})" if n is not None and pd.notna(n) else str(name))
+    return ", ".join(sorted(labels))

@@ -24,8 +24,8 @@ from roofline.errors import (
     UnknownFormatError,
     UnsupportedFormatError,
 )
-from roofline.ingest import (ncu_csv, ncu_rep, nsys, rocprof_compute, rocprofv3, rocprofv3_csv, torch_trace, xplane,
-                             xprof_trace)
+from roofline.ingest import (ncu_csv, ncu_rep, nsys, rocpd, rocprof_compute, rocprofv3, rocprofv3_csv, torch_trace,
+                             xplane, xprof_trace)
 from roofline.ingest.common import describe_content, head
 
 
@@ -61,6 +61,8 @@ FORMATS: dict[str, Format] = {
                (), rocprofv3.read),
         Format("rocprofv3-csv", "rocprofv3 --output-format csv: *kernel_trace.csv (+ its counter_collection.csv, "
                "agent_info.csv), or a counter_collection.csv", (), rocprofv3_csv.read),
+        Format("rocpd", "rocprofv3 --output-format rocpd SQLite (.db: rocpd_*_<uuid> tables; dispatches, agents, "
+               "counters)", rocpd.SUFFIXES, rocpd.read),
     )
 }
 
@@ -89,6 +91,8 @@ def sniff(path: str | Path) -> str:
     found: str | None = None
     if data.startswith(ncu_rep.MAGIC):
         found = "ncu-rep"
+    elif data.startswith(nsys.MAGIC) and rocpd.is_rocpd(path):
+        found = "rocpd"  # rocprofv3's SQLite; nsys exports have no rocpd_* table
     elif data.startswith(nsys.MAGIC):
         nsys.connect(path).close()  # an SQLite file that is not an nsys export is a typed error here
         found = "nsys-sqlite"
@@ -158,7 +162,8 @@ def expand(paths: Iterable[str | Path]) -> list[Path]:
             workloads = [d for d in sorted({p, *(f.parent for f in files)}) if rocprof_compute.is_workload(d)]
             out.extend(sorted(workloads + [f for f in files if f.name.lower().endswith(PROFILE_SUFFIXES)
                                            and not any(w in f.parents for w in workloads)
-                                           and not rocprofv3_csv.is_companion(f)]))
+                                           and not rocprofv3_csv.is_companion(f)
+                                           and not (f.suffix.lower() in rocpd.SUFFIXES and not rocpd.is_rocpd(f))]))
         else:
             out.append(p)
     return unique_real(out)

@@ -13,8 +13,9 @@ as 64 bytes everywhere), so ``read(..., definitions="3.7")`` selects the newer o
 ``"3.6"`` is the one the measured ``roofline.csv`` roofs of these workloads were drawn against.
 Peaks: the measured ``roofline.csv`` roofs (labelled ``measured``, with their low/high spread)
 where the folder has one, else the architecture model from ``sysinfo.csv`` (see ``amd_arch``).
-LDS bytes are recorded (``lds_bytes``, ``peak_lds_bytes_per_s``) but are not a hierarchy level
-yet: the analysis levels are DRAM, L2 and L1 (docs/amd.md).
+LDS bytes (``lds_bytes``, ``peak_lds_bytes_per_s``) are the optional fourth level the analysis adds
+where they are recorded (docs/amd.md). A ``pmc_perf.csv`` in rocprof-compute's rocpd (long) form is
+merged per dispatch as rocprof-compute does.
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ MFMA_TYPES: tuple[tuple[str, str, str], ...] = (
 #: columns this reader adds after the canonical ones (kept by conform_kernels; docs/amd.md)
 EXTRA_COLUMNS = (*(c for _, c, _ in MFMA_TYPES), "lds_bytes", "lds_bytes_source", "peak_lds_bytes_per_s",
                  "peak_lds_bytes_per_s_source", "dispatch_id", "agent_id", "xcd_count")
+#: the AMD readers' extra columns with their types (rocprof-compute, rocprofv3 JSON/CSV, rocpd), which batch
+#: datasets keep beside the canonical ones (null on rows of other formats); peak_* go with the roofs used
+EXTRA_DTYPES: dict[str, str] = {
+    **{c: "float64" for _, c, _ in MFMA_TYPES}, "lds_bytes": "float64", "lds_bytes_source": "string",
+    "peak_lds_bytes_per_s": "float64", "peak_lds_bytes_per_s_source": "string", "dispatch_id": "Int64",
+    "agent_id": "Int64", "queue_id": "Int64", "xcd_count": "Int64",
+}
 
 
 def is_workload(path: str | Path) -> bool:
@@ -85,7 +93,10 @@ def load_pmc(folder: Path) -> tuple[pd.DataFrame, str]:
     taken from the first; names, sizes and timestamps of a dispatch come from the first pass."""
     if pmc_path(folder).is_file() or not _pass_files(folder):
         path = pmc_path(folder)
-        return read_csv(path, dtype=str, keep_default_na=False), path.name
+        frame = read_csv(path, dtype=str, keep_default_na=False)
+        if {"Counter_Name", "Counter_Value", "Dispatch_ID"} <= set(frame.columns):
+            return _rocpd_form(frame), f"{path.name} (rocpd form: spans are the median over passes)"
+        return frame, path.name
     passes = _pass_files(folder)
     ident: pd.DataFrame | None = None
     counters: dict[str, pd.Series] = {}
@@ -108,9 +119,38 @@ def load_pmc(folder: Path) -> tuple[pd.DataFrame, str]:
     return frame, f"{passes[0].name} … {passes[-1].name} ({len(passes)} passes)"
 
 
+def _rocpd_form(long: pd.DataFrame) -> pd.DataFrame:
+    """The long ``pmc_perf.csv`` that rocprof-compute ≥ 3.2 writes with ``--format-rocprof-output rocpd``
+    (the ``counters_collection`` view of each pass's rocpd database, passes one after another) → one row
+    per dispatch, as its ``process_rocpd_csv`` merges it: rows grouped by dispatch, each counter a column
+    (a counter written twice keeps its last value, as rocprof-compute's dict does), and the span the
+    median of the rows' End − Start (each pass re-ran the dispatch); Start is kept as the first row's."""
+    long = long.copy()
+    key = ["Dispatch_ID", *(c for c in ("Kernel_Name", "Grid_Size", "Workgroup_Size", "LDS_Per_Workgroup")
+                            if c in long.columns)]
+    ident = long.drop_duplicates(key).set_index(key)
+    values = pd.to_numeric(long["Counter_Value"], errors="coerce")
+    wide = values.groupby([*(long[k] for k in key), long["Counter_Name"]], sort=False).last().unstack()
+    wide.columns = [str(c) for c in wide.columns]
+    keep = [c for c in ident.columns if c not in ("Counter_Name", "Counter_Value")]
+    frame = pd.concat([ident[keep], wide.reindex(ident.index).map(lambda v: "" if pd.isna(v) else repr(v))],
+                      axis=1).reset_index()
+    if {"Start_Timestamp", "End_Timestamp"} <= set(long.columns):
+        start = pd.to_numeric(long["Start_Timestamp"], errors="coerce")
+        span = (pd.to_numeric(long["End_Timestamp"], errors="coerce") - start).groupby(
+            [long[k] for k in key], sort=False).median().reindex(ident.index)
+        first = pd.to_numeric(frame["Start_Timestamp"], errors="coerce").to_numpy()
+        end = first + span.to_numpy()
+        frame["End_Timestamp"] = ["" if pd.isna(e) else str(int(e)) if float(e).is_integer() else repr(float(e))
+                                  for e in end]
+    return frame
+
+
 def looks_like_pmc_perf(head: bytes) -> bool:
     """True for the head of a ``pmc_perf.csv`` (never for an ncu CSV: no ``"ID","Process ID"``)."""
     first = head.split(b"\n", 1)[0]
+    if b"Dispatch_ID" in first and b"GPU_ID" in first and b"Counter_Name" in first and b"Counter_Value" in first:
+        return True  # the rocpd (long) form rocprof-compute writes with --format-rocprof-output rocpd
     return first.startswith(b"Dispatch_ID,") and (b"SQ_" in first or b"GRBM_" in first or b"TCC_" in first)
 
 

@@ -104,7 +104,8 @@ _PEAKS_KEYS = {"peak_flop_per_s_fp64": "fp64", "peak_flop_per_s_fp32": "fp32", "
                "peak_flop_per_s_tensor:mfma_fp32": "tensor_fp32", "peak_flop_per_s_tensor:mfma_fp64": "tensor_fp64",
                "peak_flop_per_s_tensor:mfma_fp8": "tensor_fp8", "peak_flop_per_s_tensor:mfma_int8": "tensor_int8",
                "peak_flop_per_s_tensor:mfma_fp6_fp4": "tensor_fp4",
-               "peak_dram_bytes_per_s": "dram", "peak_l2_bytes_per_s": "l2", "peak_l1_bytes_per_s": "l1"}
+               "peak_dram_bytes_per_s": "dram", "peak_l2_bytes_per_s": "l2", "peak_l1_bytes_per_s": "l1",
+               "peak_lds_bytes_per_s": "lds"}
 
 
 def is_peaks_file(value: str | Path) -> bool:
@@ -135,7 +136,7 @@ def peaks_from(value: str | Path, device: int = 0) -> Any:
             if key:
                 spread = f", low {lo / 1e9:g} – high {hi / 1e9:g}" if lo and hi else ""
                 pk = Peak(v, "measured", f"roofline.csv device {device} {name}{spread}", "measured")
-                (bandwidth if key in ("dram", "l2", "l1") else compute)[key] = pk
+                (bandwidth if key in ("dram", "l2", "l1", "lds") else compute)[key] = pk
     else:
         info = read_sysinfo(p.parent)
         device_name = f"{info.get('gpu_model', '?')} model ({p})"
@@ -146,5 +147,5 @@ def peaks_from(value: str | Path, device: int = 0) -> Any:
                 basis = "as published" if key == "dram" else "boost"
                 pk = Peak(v, "spec", "architecture model: " + src.removeprefix("model: "), basis,
                           None if key == "dram" else clk)
-                (bandwidth if key in ("dram", "l2", "l1") else compute)[key] = pk
+                (bandwidth if key in ("dram", "l2", "l1", "lds") else compute)[key] = pk
     return Peaks(device_name, compute, bandwidth)

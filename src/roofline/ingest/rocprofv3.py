@@ -192,7 +192,7 @@ def _process_rows(path: Path, proc: Process, definitions: str) -> pd.DataFrame:
 
 
 def dispatch_rows(path: Path, fmt: str, dispatches: list[Dispatch], names: dict[int, str], agents: dict[int, Agent],
-                  per_dispatch: dict[int, dict[str, float]] | None, definitions: str, where: str,
+                  per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, definitions: str, where: str,
                   counters_where: str) -> pd.DataFrame:
     """Canonical rows of rocprofv3 dispatches (JSON or CSV): names by kernel id, agents by handle, and
     summed counter values by dispatch id (None: no counters were collected)."""
@@ -254,14 +254,21 @@ def _blocks(work_items: int, group: int) -> int | None:
     return -(-work_items // group) if group > 0 else None
 
 
-def _counters(per_dispatch: dict[int, dict[str, float]] | None, disp: list[Dispatch], agent_of: list[Agent | None],
-              definitions: str, cols: dict[str, Any], extra: dict[str, Any], where: str) -> None:
-    if not per_dispatch:
+def _counters(per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, disp: list[Dispatch],
+              agent_of: list[Agent | None], definitions: str, cols: dict[str, Any], extra: dict[str, Any],
+              where: str) -> None:
+    if per_dispatch is None or len(per_dispatch) == 0:
         for q in ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes"):
             cols[source_column(q)] = NO_COUNTERS
         extra["lds_bytes_source"] = NO_COUNTERS
         return
-    wide = pd.DataFrame([dict(per_dispatch.get(d.dispatch_info.dispatch_id, {})) for d in disp])
+    ids = [d.dispatch_info.dispatch_id for d in disp]
+    if isinstance(per_dispatch, pd.DataFrame):  # already wide: dispatch id × counter (the rocpd reader)
+        wide = per_dispatch.reindex(ids).reset_index(drop=True)
+        counted = np.asarray(pd.Index(ids).isin(per_dispatch.index))
+    else:
+        wide = pd.DataFrame([dict(per_dispatch.get(i, {})) for i in ids])
+        counted = np.array([i in per_dispatch for i in ids])
     ctr = rocprof_compute.Counters(wide, where,
                                    "collect with rocprofv3 --pmc <the counters named in docs/amd.md>")
     arch = next((a.name for a in agent_of if a), "")
@@ -269,7 +276,6 @@ def _counters(per_dispatch: dict[int, dict[str, float]] | None, disp: list[Dispa
     # LDS banks per CU: rocprofv3 does not record it; CDNA GPUs have 32 (rocprof-compute sysinfo)
     banks = 32.0 if amd_arch.family(arch) else None
     rocprof_compute.derive_counters(ctr, arch, wave, banks, definitions, cols, extra)
-    counted = np.array([d.dispatch_info.dispatch_id in per_dispatch for d in disp])
     if not counted.all():  # dispatches without a counter record: unavailable, not 0
         for q in ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes",
                   "lds_bytes"):
@@ -285,15 +291,18 @@ def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, 
     n = len(agent_of)
     paths = cols.get("tensor_path") or [None] * n
     wanted = ("peak_flop_per_s_fp64", "peak_flop_per_s_fp32", "peak_flop_per_s_fp16", "peak_l2_bytes_per_s",
-              "peak_l1_bytes_per_s", "peak_dram_bytes_per_s", "peak_flop_per_s_tensor")
+              "peak_l1_bytes_per_s", "peak_dram_bytes_per_s", "peak_flop_per_s_tensor", "peak_lds_bytes_per_s")
     values = {c: np.full(n, np.nan) for c in wanted}
     sources = {c: np.empty(n, dtype=object) for c in wanted}
     groups: dict[tuple[int, str | None], list[int]] = defaultdict(list)  # (agent, MFMA path) -> rows
     for j, a in enumerate(agent_of):
         groups[(a.id.handle if a else -1, paths[j])].append(j)
     agents = {a.id.handle: a for a in agent_of if a}
+    # LDS banks per CU: not recorded; 32 on every CDNA GPU (rocprof-compute sysinfo), as the LDS bytes assume
     models = {h: amd_arch.model_peaks({"gpu_arch": a.name, "gpu_model": a.product_name, "cu_per_gpu": a.cu_count,
-                                       "max_sclk": a.max_engine_clk_fcompute}) for h, a in agents.items()}
+                                       "max_sclk": a.max_engine_clk_fcompute,
+                                       "lds_banks_per_cu": 32 if amd_arch.family(a.name) else None})
+              for h, a in agents.items()}
     for (handle, path), rows in groups.items():
         model = models.get(handle, {})
         name = agents[handle].name if handle in agents else "?"
@@ -303,6 +312,8 @@ def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, 
                 value, src = model[key]
                 values[c][rows] = value
                 src = src.replace("(sysinfo.csv)", "(rocprofv3 agent)")
+                if c == "peak_lds_bytes_per_s":
+                    src += "; 32 LDS banks per CU assumed (every CDNA GPU; rocprofv3 does not record it)"
             elif c == "peak_dram_bytes_per_s":
                 src = f"{UNAVAILABLE}: rocprofv3 records no HBM bandwidth; give it with --peaks FILE.toml"
             elif c == "peak_l2_bytes_per_s":
@@ -311,4 +322,5 @@ def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, 
                 src = f"{UNAVAILABLE}: no architecture model for agent {name}"
             sources[c][rows] = src
     for c in wanted:
-        cols[c], cols[source_column(c)] = values[c], sources[c]
+        target = extra if c == "peak_lds_bytes_per_s" else cols  # LDS: an extra column, as in rocprof-compute rows
+        target[c], target[source_column(c)] = values[c], sources[c]

@@ -17,9 +17,9 @@ from roofline.report.chart_data import LEVEL_LABELS, axis_limits, points, roofs,
 #: the HTML report's colours for the bound
 BOUND_COLOURS = {"compute-bound": "#d62728", "memory-bound": "#1f77b4", "latency-limited": "#8c8c8c",
                  "unavailable": "#e0a800"}
-_SYMBOLS = {"dram": "circle", "l2": "square", "l1": "triangle-up"}
+_SYMBOLS = {"dram": "circle", "l2": "square", "l1": "triangle-up", "lds": "diamond"}
 _ROOF_COLOURS = {"fp64": "#6a3d9a", "fp32": "#1f78b4", "fp16": "#33a02c", "tensor": "#e31a1c"}
-_DASH = {"dram": "solid", "l2": "dash", "l1": "dot"}
+_DASH = {"dram": "solid", "l2": "dash", "l1": "dot", "lds": "dashdot"}
 
 
 def _esc(s: object) -> str:

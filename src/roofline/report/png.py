@@ -37,8 +37,8 @@ from roofline.report.chart_data import (  # noqa: E402
     unplotted_count,
 )
 
-LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^"}
-LEVEL_STYLES = {"dram": "-", "l2": "--", "l1": ":"}
+LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^", "lds": "D"}
+LEVEL_STYLES = {"dram": "-", "l2": "--", "l1": ":", "lds": "-."}
 JOIN_LIMIT = 500
 PRECISION_COLOURS = {"fp64": "#6a3d9a", "fp32": "#1f78b4", "fp16": "#33a02c", "tensor": "#e31a1c"}
 

@@ -23,7 +23,7 @@
   });
   function start(D) {
     var M = D.meta, K = D.kernels, N = M.count, LEVELS = M.levels;
-    var SYMBOLS = {dram: 'circle', l2: 'square', l1: 'triangle-up'};
+    var SYMBOLS = {dram: 'circle', l2: 'square', l1: 'triangle-up', lds: 'diamond'};
     var ROOF_COLOURS = {fp64: '#6a3d9a', fp32: '#1f78b4', fp16: '#33a02c', tensor: '#e31a1c'};
     // point colours carry a meaning, named in the legend: the bound, or the precision (then the same
     // colour as that precision's flat roof)
@@ -32,7 +32,7 @@
       precision: {fp64: '#6a3d9a', fp32: '#1f78b4', fp16: '#33a02c', tensor: '#e31a1c', none: '#8c8c8c'}
     };
     var OTHER_COLOUR = '#e0a800';
-    var DASH = {dram: 'solid', l2: 'dash', l1: 'dot'};
+    var DASH = {dram: 'solid', l2: 'dash', l1: 'dot', lds: 'dashdot'};
     // SVG markers up to SVG_LIMIT points; above it the points go on a 2D canvas laid over the plot
     // area (drawn from the same traces, which plotly then keeps invisible). A canvas draws 50,000
     // points in tens of milliseconds on the CPU, where plotly's WebGL traces cost seconds in a browser

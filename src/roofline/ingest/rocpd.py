@@ -1,0 +1,189 @@
+"""rocpd SQLite (``rocprofv3 --output-format rocpd``, its default since ROCm 7.0): one row per dispatch.
+
+A rocpd database holds one set of tables per profiled process, each name suffixed with the run's
+UUID (``rocpd_kernel_dispatch_<uuid>``, ``rocpd_info_agent_<uuid>``, ``rocpd_info_kernel_symbol_<uuid>``,
+``rocpd_pmc_event_<uuid>``, ``rocpd_info_pmc_<uuid>``, ``rocpd_memory_copy_<uuid>``, ...), and views
+without the suffix (``rocpd_kernel_dispatch``, ``kernels``, ``counters_collection``, ...). The
+schema is rocprofiler-sdk's ``source/share/rocprofiler-sdk-rocpd/*.sql`` (ROCm/rocm-systems @
+1b1610f). The suffixed tables are read, each UUID as one process (a merged database has several;
+the views show only one), never the views: they are INNER JOINs that drop a dispatch whose event,
+thread or region row is missing.
+
+- dispatches: ``rocpd_kernel_dispatch`` (``start``/``end`` ns, agent, queue, grid and workgroup
+  sizes in work-items); names from ``rocpd_info_kernel_symbol.display_name`` (the formatted name);
+  agents from ``rocpd_info_agent`` (``name`` = gfx arch, ``product_name``; CUs, wave size and max
+  engine clock from its ``extdata``, the agent struct rocprofiler-sdk stores as JSON);
+- counters: ``rocpd_pmc_event`` (one row per hardware instance) joined to its dispatch through
+  ``event_id`` and named by ``rocpd_info_pmc``; summed per dispatch and counter, as the
+  ``counters_collection`` view does, then the same rocprof-compute definitions as the JSON and CSV
+  readers (rows are built by :func:`roofline.ingest.rocprofv3.dispatch_rows`).
+
+The file is untrusted: opened read-only (``mode=ro``, ``query_only``, ``trusted_schema = OFF``);
+table names come from ``sqlite_master`` and are matched against a fixed pattern before use.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError
+from roofline.ingest import rocprofv3 as v3
+from roofline.ingest.common import check_exists, provenance_record
+from roofline.schema import conform_kernels, set_provenance
+
+FORMAT = "rocpd"
+SUFFIXES = (".db", ".rocpd")
+_DISPATCH = re.compile(r"rocpd_kernel_dispatch((?:_[0-9A-Fa-f]+)*)")
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open read-only; a file that is not a readable SQLite database is a typed error naming it."""
+    check_exists(path)
+    try:
+        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        con.execute("PRAGMA query_only = ON")
+        con.execute("PRAGMA trusted_schema = OFF")  # no functions with side effects from views/triggers
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise CorruptReportError(path, f"not a readable SQLite database ({exc})") from None
+    return con
+
+
+def _names(con: sqlite3.Connection, kind: str = "table") -> set[str]:
+    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = ?", (kind,))}
+
+
+def is_rocpd(path: str | Path) -> bool:
+    """An SQLite file with rocpd tables (``rocpd_kernel_dispatch*`` or ``rocpd_metadata*``); nsys exports have none."""
+    try:
+        con = connect(Path(path))
+    except Exception:  # noqa: BLE001 - a sniff never raises: the reader names the problem
+        return False
+    try:
+        return any(n.startswith(("rocpd_kernel_dispatch", "rocpd_metadata", "rocpd_info_agent"))
+                   for n in _names(con) | _names(con, "view"))
+    finally:
+        con.close()
+
+
+def _suffixes(con: sqlite3.Connection) -> list[str]:
+    """The UUID suffix of every process's table set (``""`` for an unsuffixed table)."""
+    return sorted(m.group(1) for n in _names(con) if (m := _DISPATCH.fullmatch(n)))
+
+
+def _require(path: Path, tables: set[str], name: str) -> str:
+    if name not in tables:
+        raise FormatMismatchError(path, f"is a rocpd database without the {name} table "
+                                        "(was rocprofv3 run with --kernel-trace or --pmc?)")
+    return name
+
+
+def read(path: str | Path, definitions: str = "3.6") -> pd.DataFrame:
+    path = Path(path)
+    con = connect(path)
+    try:
+        tables = _names(con)
+        suffixes = _suffixes(con)
+        if not suffixes:
+            what = "rocpd" if any(t.startswith("rocpd_") for t in tables) else "SQLite"
+            raise FormatMismatchError(path, f"is an {what} database without a rocpd_kernel_dispatch_<uuid> table"
+                                            " (no kernel dispatch was traced)")
+        frames, copies, commands, meta_tags = [], 0, [], {}
+        for s in suffixes:
+            frame, n_copies, command, tags = _process(con, path, tables, s, definitions)
+            if not frame.empty:
+                frames.append(frame)
+            copies += n_copies
+            commands += [command] if command else []
+            meta_tags = meta_tags or tags
+    except sqlite3.DatabaseError as exc:
+        raise CorruptReportError(path, f"rocpd query failed ({exc})") from None
+    finally:
+        con.close()
+    if not frames:
+        raise NoKernelsError(path, "no row in rocpd_kernel_dispatch (was rocprofv3 run with --kernel-trace?)")
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    frame["kernel_id"] = range(len(frame))
+    frame = conform_kernels(frame)
+    meta = provenance_record(path, FORMAT, tool="rocprofv3 (rocprofiler-sdk, rocpd)", reader=f"sqlite3 {sqlite3.sqlite_version}",
+                             command_line=commands[0] if commands else None, processes=len(suffixes),
+                             dispatches=len(frame), definitions=definitions, memory_copies=copies,
+                             rocpd_schema_version=meta_tags.get("schema_version"), rocpd_guid=meta_tags.get("guid"))
+    return set_provenance(frame, [meta])
+
+
+def _json(text: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if isinstance(text, (str, bytes)) and text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _agents(con: sqlite3.Connection, table: str) -> dict[int, v3.Agent]:
+    out: dict[int, v3.Agent] = {}
+    for aid, kind, absolute, logical, name, product, ext in con.execute(
+            f'SELECT id, type, absolute_index, logical_index, name, product_name, extdata FROM "{table}"'):
+        e = _json(ext)
+        out[int(aid)] = v3.Agent(
+            id=v3.Handle(int(aid)), type=2 if kind == "GPU" else 1, name=str(e.get("name") or name or ""),
+            product_name=str(product or e.get("product_name") or ""), cu_count=int(e.get("cu_count") or 0),
+            num_xcc=int(e.get("num_xcc") or 0), wave_front_size=int(e.get("wave_front_size") or 0),
+            max_engine_clk_fcompute=int(e.get("max_engine_clk_fcompute") or 0),
+            node_id=int(absolute if absolute is not None else aid),
+            logical_node_id=int(logical if logical is not None else e.get("logical_node_id", aid)))
+    return out
+
+
+def _counter_table(con: sqlite3.Connection, pmc_event: str, pmc_info: str,
+                   event_dispatch: dict[int, int]) -> pd.DataFrame | None:
+    """Dispatch id × counter name: Σ over the instance rows (what the ``counters_collection`` view does),
+    grouped in pandas rather than by the view's join, which SQLite runs row by row without an index."""
+    names = {int(i): str(n) for i, n in con.execute(f'SELECT id, name FROM "{pmc_info}"')}
+    rows = pd.read_sql_query(f'SELECT event_id, pmc_id, value FROM "{pmc_event}"', con)
+    rows = rows[rows["event_id"].isin(list(event_dispatch))]  # counters of a dispatch this table has
+    if rows.empty:
+        return None
+    wide = rows.groupby(["event_id", "pmc_id"])["value"].sum(min_count=1).unstack()
+    wide.index = wide.index.map(event_dispatch)
+    wide.columns = [names.get(int(c), f"pmc_id {c}") for c in wide.columns]
+    return wide.T.groupby(level=0).sum(min_count=1).T if wide.columns.duplicated().any() else wide
+
+
+def _process(con: sqlite3.Connection, path: Path, tables: set[str], s: str,
+             definitions: str) -> tuple[pd.DataFrame, int, str | None, dict[str, str]]:
+    kd = _require(path, tables, f"rocpd_kernel_dispatch{s}")
+    agents = _agents(con, _require(path, tables, f"rocpd_info_agent{s}"))
+    sym = _require(path, tables, f"rocpd_info_kernel_symbol{s}")
+    names = {int(k): str(d or m or f"kernel_id {k}")
+             for k, d, m in con.execute(f'SELECT id, display_name, kernel_name FROM "{sym}"')}
+    disp, event_dispatch = [], {}
+    for r in con.execute('SELECT start, "end", agent_id, queue_id, kernel_id, dispatch_id, workgroup_size_x, '
+                         f'workgroup_size_y, workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, event_id FROM "{kd}"'):
+        disp.append(v3.Dispatch(start_timestamp=int(r[0]), end_timestamp=int(r[1]), dispatch_info=v3.DispatchInfo(
+            agent_id=v3.Handle(int(r[2])), queue_id=v3.Handle(int(r[3] or 0)), kernel_id=int(r[4]),
+            dispatch_id=int(r[5]), workgroup_size=v3.Dim3(*r[6:9]), grid_size=v3.Dim3(*r[9:12]))))
+        if r[12] is not None:
+            event_dispatch[int(r[12])] = int(r[5])
+    per_dispatch = None
+    pmc_event, pmc_info = f"rocpd_pmc_event{s}", f"rocpd_info_pmc{s}"
+    if pmc_event in tables and pmc_info in tables:
+        per_dispatch = _counter_table(con, pmc_event, pmc_info, event_dispatch)
+    rows = v3.dispatch_rows(path, FORMAT, disp, names, agents, per_dispatch, definitions, kd,
+                            f"{pmc_event} (rocpd)")
+    copies = (con.execute(f'SELECT count(*) FROM "rocpd_memory_copy{s}"').fetchone()[0]
+              if f"rocpd_memory_copy{s}" in tables else 0)
+    command = None
+    if f"rocpd_info_process{s}" in tables:
+        got = con.execute(f'SELECT command FROM "rocpd_info_process{s}" LIMIT 1').fetchone()
+        command = str(got[0]) if got and got[0] else None
+    tags: dict[str, str] = {}
+    if f"rocpd_metadata{s}" in tables:
+        tags = {str(t): str(v) for t, v in con.execute(f'SELECT tag, value FROM "rocpd_metadata{s}"')}
+    return rows, int(copies), command, tags
