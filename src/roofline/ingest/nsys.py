@@ -277,7 +277,8 @@ def _names(ids: np.ndarray, table: dict[int, str], fixed: _Labels | None = None)
 
 
 def _take(values: list[Any], idx: np.ndarray) -> pd.api.extensions.ExtensionArray:
-    return pd.array(pa.array(values, pa.string()).take(pa.array(idx)), dtype="string")
+    # straight into pandas' Arrow-backed string array: pd.array(..., dtype="string") re-validates every value
+    return pd.arrays.ArrowStringArray(pa.array(values, pa.string()).take(pa.array(idx)))
 
 
 def _const(value: str, n: int) -> pd.api.extensions.ExtensionArray:
@@ -497,4 +498,4 @@ def _peaks(frame: pd.DataFrame, why: str) -> pd.DataFrame:
 def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.api.extensions.ExtensionArray | None:
     found = nsys_nvtx.attach(con, _columns(con, "NVTX_EVENTS"), "StringIds" in tables, rows[:, F["_rt_tid"]],
                              rows[:, F["_rt_start"]], NULL)
-    return None if found is None else _take(*found)
+    return None if found is None else pd.arrays.ArrowStringArray(found)
