@@ -21,6 +21,7 @@ import sqlite3
 import subprocess
 import tempfile
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -161,48 +162,57 @@ def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
     return set_provenance(frame, [rec])
 
 
-def _inner(con: sqlite3.Connection, table: str, kind: int) -> str | None:
-    """One activity table's rows in the layout of FIELDS (missing columns: the NULL sentinel)."""
-    have = _columns(con, table)
-    if not {"start", "end"} <= have:
-        return None
-    exprs = []
-    for f in FIELDS:
-        if f in ("_rt_tid", "_rt_start"):
-            continue
-        value = str(kind) if f == "_kind" else f'IFNULL(x."{f}", {NULL})' if f in have else str(NULL)
-        exprs.append(f'{value} AS "f_{f}"')
-    return f'SELECT {", ".join(exprs)} FROM "{table}" AS x'
+def _select(con: sqlite3.Connection, table: str, fields: tuple[str, ...]) -> tuple[str, list[int]]:
+    """A query of a table's columns among ``fields`` and their positions in ``fields``. NULL becomes the
+    sentinel (IFNULL) only in columns the schema lets be NULL: every other column is fetched as is,
+    which costs about a third less per value (a crafted file breaking its own NOT NULL is then a typed error)."""
+    info = {r[1]: bool(r[3]) for r in con.execute(f'PRAGMA table_info("{table}")')}
+    exprs, pos = [], []
+    for i, f in enumerate(fields):
+        if f in info:
+            exprs.append(f'"{f}"' if info[f] else f'IFNULL("{f}", {NULL})')
+            pos.append(i)
+    return f'SELECT {", ".join(exprs)} FROM "{table}"', pos
 
 
 def _fetch(path: Path, con: sqlite3.Connection, tables: set[str]) -> np.ndarray:
-    """Every kernel, memcpy and memset row as an (n, len(FIELDS)) int64 array, with its runtime call."""
-    inner = [q for t, k in ((KERNEL_TABLE, KIND_KERNEL), (MEMCPY_TABLE, KIND_MEMCPY), (MEMSET_TABLE, KIND_MEMSET))
-             if t in tables and (q := _inner(con, t, k)) is not None]
-    if not inner:
+    """Every kernel, memcpy and memset row as an (n, len(FIELDS)) int64 array, with its runtime call.
+
+    One query per activity table with only the columns it has (no padding of NULLs through SQL): each
+    chunk is placed into the full-width layout in NumPy."""
+    parts = []
+    for table, kind in ((KERNEL_TABLE, KIND_KERNEL), (MEMCPY_TABLE, KIND_MEMCPY), (MEMSET_TABLE, KIND_MEMSET)):
+        if table not in tables or not {"start", "end"} <= _columns(con, table):
+            continue
+        sql, pos = _select(con, table, FIELDS)
+        for chunk in _int_chunks(path, con, sql):
+            wide = np.full((len(chunk), len(FIELDS)), NULL, dtype=np.int64)
+            wide[:, pos] = chunk
+            wide[:, F["_kind"]] = kind
+            parts.append(wide)
+    if not parts:
         return np.empty((0, len(FIELDS)), dtype=np.int64)
-    cols = [str(NULL) if f in ("_rt_tid", "_rt_start") else f'"f_{f}"' for f in FIELDS]
-    rows = _int_rows(path, con, f"SELECT {', '.join(cols)} FROM ({' UNION ALL '.join(inner)})", len(FIELDS))
+    rows = np.concatenate(parts)
+    del parts
     if RUNTIME_TABLE in tables and {"correlationId", "globalTid", "start"} <= _columns(con, RUNTIME_TABLE):
-        rt = _int_rows(path, con, f'SELECT IFNULL(correlationId, {NULL}), IFNULL(globalTid, {NULL}), '
-                                  f'IFNULL(start, {NULL}) FROM "{RUNTIME_TABLE}"', 3)
+        sql, _ = _select(con, RUNTIME_TABLE, ("correlationId", "globalTid", "start"))
+        chunks = list(_int_chunks(path, con, sql))
+        rt = np.concatenate(chunks) if chunks else np.empty((0, 3), dtype=np.int64)
         _link_runtime(rows, rt)
     return rows
 
 
-def _int_rows(path: Path, con: sqlite3.Connection, sql: str, width: int) -> np.ndarray:
-    """A query's rows as one int64 array, fetched in chunks (one C-level conversion per chunk)."""
+def _int_chunks(path: Path, con: sqlite3.Connection, sql: str) -> Iterator[np.ndarray]:
+    """A query's rows as int64 arrays of up to CHUNK rows (one C-level conversion per chunk)."""
     cur = con.execute(sql)
-    chunks = []
     while True:
         batch = cur.fetchmany(CHUNK)
         if not batch:
-            break
+            return
         try:
-            chunks.append(np.array(batch, dtype=np.int64))
-        except (TypeError, ValueError, OverflowError) as exc:  # text or floats where ids and ns belong
+            yield np.array(batch, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError) as exc:  # text, floats or NULL where ids and ns belong
             raise CorruptReportError(path, f"non-integer value in an activity table ({exc})") from None
-    return np.concatenate(chunks) if chunks else np.empty((0, width), dtype=np.int64)
 
 
 def _link_runtime(rows: np.ndarray, rt: np.ndarray) -> None:
@@ -340,13 +350,17 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
                         ("graph_id", "graphId"), ("graph_node_id", "graphNodeId")):
         out[name] = _masked(col[field])
     why = _devices(out, con, tables, col["deviceId"])
-    return _peaks(_assemble(out, n), why)
+    _peaks(out, col["deviceId"], why)
+    return _assemble(out, n)
 
 
-def _assemble(out: dict[str, Any], n: int) -> pd.DataFrame:
-    """One DataFrame in the canonical column order; columns not given are all-missing of their dtype."""
+def _assemble(out: dict[str, Any], n: int, only: Any = None) -> pd.DataFrame:
+    """One DataFrame in the canonical column order (those ``only`` accepts); columns not given are all-missing
+    of their dtype."""
     cols: dict[str, Any] = {}
     for c, dtype in kernel_dtypes().items():
+        if only is not None and not only(c):
+            continue
         if c in out:
             cols[c] = out[c]
         elif dtype == "float64":
@@ -479,20 +493,38 @@ def _devices(out: dict[str, Any], con: sqlite3.Connection, tables: set[str], dev
     return why if not gpus else "the device is not in the spec table (`roofline devices`); pass --peaks"
 
 
-def _peaks(frame: pd.DataFrame, why: str) -> pd.DataFrame:
-    """Compute and L1 roofs from the spec table by device name; every roof left empty says why."""
+#: what the spec table's roofs depend on, besides the peak columns themselves
+_PEAK_INPUTS = {"device_name", "compute_capability", "sm_count", "sm_boost_clock_hz", "sm_clock_hz", "tensor_path"}
+
+
+def _peaks(out: dict[str, Any], dev: np.ndarray, why: str) -> None:
+    """Compute and L1 roofs from the spec table by device name; every roof left empty says why.
+
+    Every input of the spec table (name, CC, SMs, clocks, DRAM roof) is per device in a timeline, so
+    the table is applied to one row per device and its columns spread to the launches by one take."""
     from roofline.hardware.specs import fill_spec_peaks
 
-    frame = fill_spec_peaks(frame)
+    _, first, inv = np.unique(dev, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+
+    def wanted(c: str) -> bool:
+        return c.startswith("peak_") or c in _PEAK_INPUTS
+
+    small = fill_spec_peaks(_assemble({c: v[first] for c, v in out.items() if wanted(c)}, len(first), wanted))
     l2 = source_column("peak_l2_bytes_per_s")
-    for c in [c for c in frame.columns if c.startswith("peak_") and c.endswith("_source")]:
-        missing = frame[c].isna()
-        if missing.all():
-            frame[c] = _const(f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters"
-                              if c == l2 else f"{UNAVAILABLE}: {why}", len(frame))
-        elif missing.any():
-            frame[c] = frame[c].fillna(f"{UNAVAILABLE}: {why}")
-    return frame
+    for c in small.columns:
+        if not c.startswith("peak_"):
+            continue
+        if c.endswith("_source"):
+            missing = small[c].isna()
+            if missing.all():
+                small[c] = f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters" \
+                    if c == l2 else f"{UNAVAILABLE}: {why}"
+            elif missing.any():
+                small[c] = small[c].fillna(f"{UNAVAILABLE}: {why}")
+            out[c] = pd.arrays.ArrowStringArray(pa.array(small[c].array, pa.string()).take(pa.array(inv)))
+        else:
+            out[c] = small[c].to_numpy(dtype="float64", na_value=np.nan)[inv]
 
 
 def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.api.extensions.ExtensionArray | None:

@@ -52,13 +52,13 @@ def attach(con: sqlite3.Connection, have: set[str], strings: bool, tid: np.ndarr
         batch = cur.fetchmany(CHUNK)
         if not batch:
             break
-        cols = list(zip(*batch))
-        nums.append(np.array(cols[:5], dtype=np.int64).T)
-        texts.extend(cols[5])
+        block = np.array(batch, dtype=object)  # one C-level pass; the name column stays objects
+        nums.append(block[:, :5].astype(np.int64))
+        texts.append(block[:, 5])
     if not nums:
         return None
     r = np.concatenate(nums)
-    names = np.array(texts, dtype=object)
+    names = np.concatenate(texts)
     created = r[:, 2] == DOMAIN_CREATE
     domains = {int(d): x for d, x in zip(r[created, 1].tolist(), names[created].tolist()) if isinstance(x, str)}
     r, names = r[~created], names[~created]
@@ -160,15 +160,21 @@ def _pushpop(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) -> 
         if not bad.any():
             break
         j[bad] = parent[j[bad]]
-    # paths level by level: a range's path is its parent's path + "/" + its name
-    path = pa.array(names.tolist(), pa.string())
+    # paths only of the ranges some launch is in (and their ancestors), level by level: a range's path is
+    # its parent's path + "/" + its name (most ranges of a PyTorch run hold no launch: aten::view, ...)
+    need = np.zeros(n, dtype=bool)
+    front = np.unique(j[j >= 0])
+    while len(front):
+        front = front[~need[front]]
+        need[front] = True
+        front = np.unique(parent[front][parent[front] >= 0])
     levels: list[pa.Array] = []
     at = np.zeros(n, dtype=np.int64)  # a range's position in its level's array
     base = np.zeros(n, dtype=np.int64)  # ... and in all levels concatenated
     total = 0
-    for d in range(int(depth.max()) + 1 if n else 0):
-        sel = np.flatnonzero(depth == d)
-        mine = path.take(pa.array(sel))
+    for d in range(int(depth[need].max()) + 1 if need.any() else 0):
+        sel = np.flatnonzero(need & (depth == d))
+        mine = pa.array(names[sel].tolist(), pa.string())
         if d:
             mine = pc.binary_join_element_wise(levels[-1].take(pa.array(at[parent[sel]])), mine, "/")
         at[sel] = np.arange(len(sel))
