@@ -29,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 
 from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError, UnsupportedFormatError
-from roofline.ingest import nsys_nvtx
+from roofline.ingest import nsys_nvtx, nsys_ranks
 from roofline.ingest.common import check_exists, head, provenance_record
 from roofline.schema import UNAVAILABLE, kernel_dtypes, set_provenance, source_column
 
@@ -338,6 +338,10 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
     }
     if nvtx is not None:
         out["nvtx_range"] = nvtx
+    rank, rank_texts, rank_code = nsys_ranks.ranks(con, tables, pd.Series(out["process"]),
+                                                   None if nvtx is None else pd.Series(nvtx))
+    out["rank"] = pd.arrays.IntegerArray(rank, rank < 0)
+    out["rank_source"] = _take(rank_texts, rank_code)
     for c, v in (("source_file", str(path)), ("format", "nsys-sqlite"), ("metric_set", "nsys timeline"),
                  ("duration_s_source", "nsys: CUPTI activity end - start"), ("l2_bytes_source", NO_BYTES),
                  ("l1_bytes_source", NO_BYTES)):
