@@ -40,6 +40,7 @@ META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # newer, older export sc
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
+ACTIVITY_TABLES = (KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE)
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
 #: NULL in an integer column, as fetched (SQL IFNULL): keeps every chunk one int64 array
 NULL = -(2**63)
@@ -147,8 +148,9 @@ def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
     info = meta(con, tables)
     rows = _fetch(path, con, tables)
     if not len(rows):
-        raise NoKernelsError(path, "the nsys export has no kernel, memcpy or memset rows (CUDA trace off, "
-                                   "or a trimmed export)")
+        absent = [t for t in ACTIVITY_TABLES if t not in tables]
+        raise NoKernelsError(path, "the nsys export has no kernel, memcpy or memset rows (CUDA trace off, or a "
+                                   "trimmed export)" + (f"; no {', '.join(absent)} table" if absent else ""))
     rows = rows[np.argsort(rows[:, F["start"]], kind="stable")]
     nvtx = _nvtx(con, tables, rows) if "NVTX_EVENTS" in tables else None
     frame = _frame(path, con, tables, rows, nvtx)
@@ -158,8 +160,25 @@ def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
                             kernels=int((rows[:, F["_kind"]] == KIND_KERNEL).sum()),
                             copies=int((rows[:, F["_kind"]] != KIND_KERNEL).sum()),
                             devices={str(k): v[0] for k, v in gpus.items()},
-                            device_table=next((t for t, _ in GPU_TABLES if t in tables), None))
+                            device_table=next((t for t, _ in GPU_TABLES if t in tables), None),
+                            missing_tables=missing_tables(tables))
     return set_provenance(frame, [rec])
+
+
+#: tables of an export besides the activity tables, and what a reading loses without them (trimmed exports)
+OPTIONAL_TABLES = {
+    "StringIds": "kernel names (kernel_name, kernel_short_name, mangled_name are NA)",
+    RUNTIME_TABLE: "the runtime calls that made the launches (no NVTX range, no rank from NVTX; attribution: orphan)",
+    "NVTX_EVENTS": "NVTX ranges (nvtx_range is NA: NVTX not traced, or trimmed away)",
+    "PROCESSES": "process names (process is 'pid N')",
+    "META_DATA_EXPORT or EXPORT_META_DATA": "the export schema and nsys version",
+    "TARGET_INFO_GPU or TARGET_INFO_CUDA_GPU": "the device's name and properties (no roofs from the export)",
+}
+
+
+def missing_tables(tables: set[str]) -> dict[str, str]:
+    """{table: what is lost} for the tables of :data:`OPTIONAL_TABLES` this export lacks."""
+    return {t: lost for t, lost in OPTIONAL_TABLES.items() if not any(x in tables for x in t.split(" or "))}
 
 
 def _select(con: sqlite3.Connection, table: str, fields: tuple[str, ...]) -> tuple[str, list[int]]:
@@ -182,8 +201,11 @@ def _fetch(path: Path, con: sqlite3.Connection, tables: set[str]) -> np.ndarray:
     chunk is placed into the full-width layout in NumPy."""
     parts = []
     for table, kind in ((KERNEL_TABLE, KIND_KERNEL), (MEMCPY_TABLE, KIND_MEMCPY), (MEMSET_TABLE, KIND_MEMSET)):
-        if table not in tables or not {"start", "end"} <= _columns(con, table):
+        if table not in tables:
             continue
+        if not {"start", "end"} <= (have := _columns(con, table)):
+            lack = " and ".join(c for c in ("start", "end") if c not in have)
+            raise CorruptReportError(path, f"the nsys export's {table} table has no {lack} column")
         sql, pos = _select(con, table, FIELDS)
         for chunk in _int_chunks(path, con, sql):
             wide = np.full((len(chunk), len(FIELDS)), NULL, dtype=np.int64)
@@ -331,10 +353,13 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
                                                       np.where(shm[1] == NULL, 0, shm[1]),
                                                       (shm[0] == NULL) & (shm[1] == NULL)),
         "attribution": _take(["runtime launch (correlationId)",
-                              "orphan: no runtime API call with its correlationId in the export"],
+                              "orphan: no runtime API call with its correlationId in the export" if RUNTIME_TABLE in tables
+                              else f"orphan: the export has no {RUNTIME_TABLE} table (trimmed export)"],
                              (col["_rt_tid"] == NULL).astype(np.int64)),
         "process": _processes(con, tables, col["globalPid"]),
-        "flags": _take([None, "no valid start/end in the export"], (~ok).astype(np.int64)),
+        "flags": _take([None, "no valid start/end in the export", "no kernel name: the export has no StringIds table",
+                        "no valid start/end in the export; no kernel name: the export has no StringIds table"],
+                       (~ok).astype(np.int64) + 2 * ((kind == KIND_KERNEL) & ("StringIds" not in tables))),
     }
     if nvtx is not None:
         out["nvtx_range"] = nvtx
