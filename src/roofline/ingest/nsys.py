@@ -339,6 +339,7 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
     strings = _strings(con, np.concatenate([col["demangledName"], col["shortName"], col["mangledName"]])) \
         if "StringIds" in tables else {}
     nums, texts = _costs(col, kinds)
+    procs = _processes(con, tables, col["globalPid"])
     shm = col["staticSharedMemory"], col["dynamicSharedMemory"]
     out: dict[str, Any] = {
         "kernel_id": pd.arrays.IntegerArray(np.arange(n, dtype=np.int64), np.zeros(n, dtype=bool)),
@@ -356,15 +357,14 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
                               "orphan: no runtime API call with its correlationId in the export" if RUNTIME_TABLE in tables
                               else f"orphan: the export has no {RUNTIME_TABLE} table (trimmed export)"],
                              (col["_rt_tid"] == NULL).astype(np.int64)),
-        "process": _processes(con, tables, col["globalPid"]),
+        "process": _take(*procs),
         "flags": _take([None, "no valid start/end in the export", "no kernel name: the export has no StringIds table",
                         "no valid start/end in the export; no kernel name: the export has no StringIds table"],
                        (~ok).astype(np.int64) + 2 * ((kind == KIND_KERNEL) & ("StringIds" not in tables))),
     }
     if nvtx is not None:
         out["nvtx_range"] = nvtx
-    rank, rank_texts, rank_code = nsys_ranks.ranks(con, tables, pd.Series(out["process"]),
-                                                   None if nvtx is None else pd.Series(nvtx))
+    rank, rank_texts, rank_code = nsys_ranks.ranks(con, tables, *procs, nvtx)
     out["rank"] = pd.arrays.IntegerArray(rank, rank < 0)
     out["rank_source"] = _take(rank_texts, rank_code)
     for c, v in (("source_file", str(path)), ("format", "nsys-sqlite"), ("metric_set", "nsys timeline"),
@@ -451,7 +451,8 @@ def _costs(col: dict[str, np.ndarray], kinds: _Labels) -> tuple[dict[str, np.nda
     return nums, texts
 
 
-def _processes(con: sqlite3.Connection, tables: set[str], gpid: np.ndarray) -> pd.api.extensions.ExtensionArray:
+def _processes(con: sqlite3.Connection, tables: set[str], gpid: np.ndarray) -> tuple[list[str | None], np.ndarray]:
+    """Process labels ``<name> (pid N)`` and per row an index into them."""
     uniq, inv = np.unique(gpid, return_inverse=True)
     present = [int(g) for g in uniq.tolist() if g != NULL]
     names: dict[int, str] = {}
@@ -460,7 +461,7 @@ def _processes(con: sqlite3.Connection, tables: set[str], gpid: np.ndarray) -> p
             f"SELECT globalPid, pid, name FROM PROCESSES WHERE globalPid IN ({','.join(map(str, present))})")}
     labels = [names.get(int(g), f"pid {(int(g) >> TID_BITS) & 0xFFFFFF}") if g != NULL else None
               for g in uniq.tolist()]
-    return _take(labels, inv.reshape(-1))
+    return labels, inv.reshape(-1)
 
 
 #: device-property tables, newest first, and their column for (id, name, SMs, CC major, CC minor, clock Hz,

@@ -24,6 +24,8 @@ from pathlib import PurePosixPath
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from roofline.schema import UNAVAILABLE
 
@@ -31,7 +33,8 @@ from roofline.schema import UNAVAILABLE
 #: MVAPICH, Slurm, Cray PALS, torch.distributed)
 RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID",
                   "PALS_RANKID", "RANK")
-NVTX_RANK = r"(?<![A-Za-z0-9_])rank[\s_#:=-]*(\d+)"  # "rank 3", "Rank_3", "rank=3"; not "lora_rank=16"
+#: "rank 3", "Rank_3", "rank=3"; not "lora_rank=16" (RE2, Arrow's regex engine: no lookbehind)
+NVTX_RANK = r"(?i)(?:^|[^A-Za-z0-9_])rank[\s_#:=-]*(?P<rank>\d+)"
 ARG_RANK = re.compile(r"^--(?:global[-_])?rank(?:=(\d+))?$")
 
 
@@ -78,15 +81,14 @@ def _from_args(args: list[str]) -> tuple[int, str] | None:
     return None
 
 
-def ranks(con: sqlite3.Connection, tables: set[str], process: pd.Series,
-          nvtx: pd.Series | None) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """Per launch: rank (-1: none), the source texts, and per launch an index into them."""
-    n = len(process)
+def ranks(con: sqlite3.Connection, tables: set[str], labels: list[str | None], proc: np.ndarray,
+          nvtx: pd.api.extensions.ExtensionArray | None) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """Per launch of process ``labels[proc]``: rank (-1: none), the source texts, and an index into them."""
+    n = len(proc)
     rank = np.full(n, -1, dtype=np.int64)
     code = np.zeros(n, dtype=np.int64)
     texts: list[str] = []
-    names = process.astype("string")
-    gpu = sorted(str(p) for p in names.dropna().unique())
+    gpu = sorted(x for x in labels if x is not None)
 
     def say(mask: np.ndarray, value: int, text: str) -> None:
         rank[mask] = value
@@ -95,21 +97,26 @@ def ranks(con: sqlite3.Connection, tables: set[str], process: pd.Series,
         code[mask] = texts.index(text)
 
     done = np.zeros(n, dtype=bool)
-    if nvtx is not None and nvtx.notna().any():
-        found = nvtx.astype("string").str.extract(NVTX_RANK, flags=re.IGNORECASE)[0]
-        ranged = nvtx.notna().to_numpy()
-        for p in gpu:
-            on = (names == p).fillna(False).to_numpy()
-            values = set(found[on].dropna())
+    arrow = pa.array(nvtx) if nvtx is not None else None
+    # the regex only where some range says "rank" at all (one vectorised substring test first)
+    if arrow is not None and pc.any(pc.match_substring(arrow, "rank", ignore_case=True)).as_py():
+        found = pc.struct_field(pc.extract_regex(arrow, NVTX_RANK), [0])
+        value = pd.to_numeric(pd.Series(found.to_pandas()), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        ranged = pc.is_valid(arrow).to_numpy(zero_copy_only=False)
+        for i, p in enumerate(labels):
+            on = proc == i
+            if p is None or not on.any():
+                continue
+            values = set(value[on & ranged].tolist())
             # every launch of the process inside a range names the same rank: a rank range around its work
-            if len(values) == 1 and found[on & ranged].notna().all():
-                v = int(values.pop())
-                say(on, v, f"NVTX range 'rank {v}' around the launches of {p}")
+            if len(values) == 1 and np.isfinite(v := values.pop()):
+                say(on, int(v), f"NVTX range 'rank {int(v)}' around the launches of {p}")
                 done |= on
+    names_known = np.array([x is not None for x in labels], dtype=bool)[proc] if len(labels) else np.zeros(n, bool)
     if not done.all():
         command, args, env = _capture(con, tables)
         single = len(gpu) == 1 and command is not None and gpu[0].startswith(PurePosixPath(command).name + " (pid")
-        left = ~done & names.notna().to_numpy()
+        left = ~done & names_known
         if single and left.any():
             var = next((k for k in RANK_VARIABLES if k in env and env[k][0].isdigit()), None)
             arg = _from_args(args)
