@@ -4,7 +4,6 @@ typed error naming the missing table. Copies of the real fixtures are trimmed in
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +13,7 @@ from roofline.errors import CorruptReportError, NoKernelsError, RooflineError
 from roofline.ingest import nsys
 
 from conftest import shared
+from test_ingest_nsys import _sql
 
 BEFORE = "nsys/nsys2026.2_h100x2_mfu-before.sqlite"
 CLOVER = "nsys/nsys2024.5_a100x2_cloverleaf-mpi-cuda.sqlite"
@@ -23,12 +23,7 @@ def _copy(tmp_path: Path, fixture: str, *statements: str) -> Path:
     p = tmp_path / Path(fixture).name
     shutil.copyfile(shared(fixture), p)
     p.chmod(0o644)
-    con = sqlite3.connect(p)
-    for st in statements:
-        con.execute(st)
-    con.commit()
-    con.close()
-    return p
+    return _sql(p, *statements)
 
 
 @pytest.mark.parametrize("table", ["StringIds", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "PROCESSES",

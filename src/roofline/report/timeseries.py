@@ -25,11 +25,8 @@ NO_STEP = "(no step range)"
 
 
 def _finite(v: object) -> float | None:
-    try:
-        f = float(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return f if np.isfinite(f) else None
+    """A number for the page's JSON; missing is None (render() turns ±inf into None as well)."""
+    return None if v is None or pd.isna(v) else float(v)  # type: ignore[arg-type]
 
 
 def step_points(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, object]]:
