@@ -4,12 +4,11 @@ checked in real headless Chromium (the browser fixtures of tests/test_report_htm
 from __future__ import annotations
 
 import pytest
+from conftest import analysed, kernel_row
+from test_report_html import _screenshot, browser, open_page  # noqa: F401 - pytest fixtures (one Chromium per module)
 
 from roofline.report import html
 from roofline.report.timeseries import step_points
-
-from conftest import analysed, kernel_row
-from test_report_html import _screenshot, browser, open_page  # noqa: F401 - pytest fixtures (one Chromium per module)
 
 XSS = "<img src=x onerror=alert(3)>"
 

@@ -20,15 +20,20 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError, UnsupportedFormatError
+from roofline.errors import (
+    CorruptReportError,
+    FormatMismatchError,
+    NoKernelsError,
+    UnsupportedFormatError,
+)
 from roofline.ingest import nsys_nvtx, nsys_ranks
 from roofline.ingest.common import check_exists, head, provenance_record
 from roofline.schema import UNAVAILABLE, kernel_dtypes, set_provenance, source_column
