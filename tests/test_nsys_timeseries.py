@@ -4,9 +4,10 @@ checked in real headless Chromium (the browser fixtures of tests/test_report_htm
 from __future__ import annotations
 
 import pytest
-from conftest import analysed, kernel_row
+from conftest import analysed, kernel_row, shared
 from test_report_html import _screenshot, browser, open_page  # noqa: F401 - pytest fixtures (one Chromium per module)
 
+import roofline
 from roofline.report import html
 from roofline.report.timeseries import step_points
 
@@ -68,3 +69,20 @@ def test_no_step_chart_without_steps(tmp_path, open_page):  # noqa: F811
     page, problems = open_page(html.write(analysed(rows), tmp_path / "nosteps.html"))
     assert page.evaluate("window.rooflineReport.state.steps") == 0
     assert page.evaluate("document.getElementById('steps').hidden") and problems == []
+
+
+def test_step_points_of_a_real_kineto_trace():
+    """The A100 16-rank trace records ProfilerStep#550-554: one point each, its rate recomputed here from the
+    kernel rows (FLOPs and DRAM bytes of the step's timed kernels over their summed time)."""
+    frame = roofline.analyze(roofline.read(shared("traces/torch_a100-80gb_16rank-nccl_rank0_shapes.pt.trace.json.gz")))
+    pts = step_points(frame, ("dram",))
+    assert [p["label"] for p in pts] == [f"ProfilerStep#{k}" for k in range(550, 555)]
+    assert [p["kernels"] for p in pts] == [2116, 1262, 1262, 1262, 1262]
+    assert [p["start_s"] for p in pts] == [None] * 5  # a Kineto frame has no start_ns: x is the step number
+    for p in pts:
+        rows = frame[frame["nvtx_range"].str.contains(p["label"] + "(?![0-9])", regex=True).fillna(False)]
+        timed = rows[rows["duration_s"] > 0]
+        t = timed["duration_s"].sum()
+        assert p["time"] == pytest.approx(t)
+        assert p["achieved"] == pytest.approx(timed["flop_total"].sum() / t)
+        assert p["bw_dram"] == pytest.approx(timed["dram_bytes"].sum() / t)
