@@ -98,3 +98,19 @@ def test_older_schema_of_a_real_export_reads_the_same(tmp_path):
                                                  "peak_dram_bytes_per_s_source")]
     pd.testing.assert_frame_equal(old[same], new[same])
     assert old["peak_dram_bytes_per_s_source"].str.startswith("nsys TARGET_INFO_CUDA_GPU memoryBandwidth").all()
+
+
+def test_nvtx_with_wide_domain_ids_and_ranges_that_do_not_nest(tmp_path):
+    """Domain ids of 2^40 cannot travel packed with the thread and event type: the unpacked query gives the
+    same labels. Push/pop ranges that overlap without nesting (a damaged export) take the stack walk."""
+    from nsys_synthetic import TID, make_export
+
+    plain = nsys.read(make_export(tmp_path / "plain.sqlite"))["nvtx_range"].tolist()
+    wide = _sql(make_export(tmp_path / "wide.sqlite"), f"UPDATE NVTX_EVENTS SET domainId = {2**40} WHERE domainId = 7")
+    assert nsys.read(wide)["nvtx_range"].tolist() == plain
+    odd = _sql(make_export(tmp_path / "odd.sqlite"),
+               f"INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) VALUES (800, 2600, 59, 'B', {TID}, 0)")
+    k = nsys.read(odd)
+    k = k[k["copy_kind"].isna()]
+    # B opens inside "step" (500-1500) and outlives it: it counts as step's child while it is open
+    assert k["nvtx_range"].tolist() == ["train", "train/step/B;mydomain:io", "train/step/B", "train"]
