@@ -179,11 +179,12 @@ def _pushpop(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) -> 
     # paths only of the ranges some launch is in (and their ancestors), level by level: a range's path is
     # its parent's path + "/" + its name (most ranges of a PyTorch run hold no launch: aten::view, ...)
     need = np.zeros(n, dtype=bool)
-    front = np.unique(j[j >= 0])
-    while len(front):
+    front = j[j >= 0]
+    while len(front):  # up the tree; a range already marked stops its branch (no sort: repeats are harmless)
         front = front[~need[front]]
         need[front] = True
-        front = np.unique(parent[front][parent[front] >= 0])
+        front = parent[front]
+        front = front[front >= 0]
     levels: list[pa.Array] = []
     at = np.zeros(n, dtype=np.int64)  # a range's position in its level's array
     base = np.zeros(n, dtype=np.int64)  # ... and in all levels concatenated
