@@ -435,6 +435,8 @@ def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | No
             if isinstance(prov, dict) and prov.get("no_gpu_work"):
                 click.echo(f"{prov['source_file']}: no GPU kernels: {prov['no_gpu_work']}")
         for prov in result.attrs.get("roofline.provenance", []) if by is None else []:  # traces: what is not priced
+            for table, lost in (prov.get("missing_tables") or {}).items() if isinstance(prov, dict) else ():
+                click.echo(f"{prov.get('source_file', '')}: no {table} table in the export; lost: {lost}")
             missing = prov.get("unmodelled_ops") if isinstance(prov, dict) else None
             if missing:
                 click.echo(f"{prov.get('source_file', '')}: GPU time without FLOPs or bytes: " + ", ".join(

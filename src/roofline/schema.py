@@ -49,6 +49,7 @@ IDENTITY_COLUMNS: dict[str, str] = {
     "sm_count": "Int64",
     "metric_set": "string",
     "rank": "Int64",  # distributed rank of a trace (distributedInfo.rank); None for ncu reports
+    "rank_source": "string",  # nsys: where the rank came from, or why there is none (ingest/nsys_ranks.py)
     # timelines (nsys exports): where and when a launch ran, and how it was launched
     "process": "string",  # "<name> (pid N)" of the launching process
     "device_id": "Int64",

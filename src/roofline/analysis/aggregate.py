@@ -87,14 +87,19 @@ def aggregate(
         out[source_column(f"peak_{lv}_bytes_per_s")] = f"mean of the kernels' {lv} roofs, weighted by their time"
         out[source_column(f"{lv}_bytes")] = UNAVAILABLE + f": no {lv} bytes for any timed kernel of the group"
     out["tensor_path"] = g["tensor_path"].agg(_only) if "tensor_path" in work else pd.NA
+    if by == "rank" and "rank_source" in work:  # nsys: where each rank came from, or why there is none
+        out["rank_source"] = g["rank_source"].agg(lambda s: "; ".join(sorted(set(s.dropna().astype(str)))) or pd.NA)
     out[source_column("flop_fp32")] = UNAVAILABLE + ": no FLOP counters in any timed kernel of the group"
 
     rows = hierarchical(out.reset_index(drop=True), levels, latency_threshold_pct)
     rows.index = out.index
     partial = _partial_notes(missing.sub(untimed, axis=0), out["kernel_count"] - untimed, untimed)
     note = rows["analysis_note"].astype(object)
+    ranked = [f"rank from {x}" if isinstance(x, str) and not x.startswith(UNAVAILABLE) else
+              (f"rank {x}" if isinstance(x, str) else None)
+              for x in (out["rank_source"] if "rank_source" in out else [None] * len(out))]
     rows["analysis_note"] = pd.Series(
-        ["; ".join(x for x in (p, n) if isinstance(x, str) and x) or None for p, n in zip(partial, note)],
+        ["; ".join(x for x in (r, p, n) if isinstance(x, str) and x) or None for r, p, n in zip(ranked, partial, note)],
         index=rows.index, dtype="string",
     )
     result = pd.concat([out[["kernel_count", *sums]], rows], axis=1).reset_index()

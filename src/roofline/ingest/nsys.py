@@ -20,6 +20,7 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError, UnsupportedFormatError
-from roofline.ingest import nsys_nvtx
+from roofline.errors import (
+    CorruptReportError,
+    FormatMismatchError,
+    NoKernelsError,
+    UnsupportedFormatError,
+)
+from roofline.ingest import nsys_nvtx, nsys_ranks
 from roofline.ingest.common import check_exists, head, provenance_record
 from roofline.schema import UNAVAILABLE, kernel_dtypes, set_provenance, source_column
 
@@ -39,6 +45,7 @@ META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # newer, older export sc
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
+ACTIVITY_TABLES = (KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE)
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
 #: NULL in an integer column, as fetched (SQL IFNULL): keeps every chunk one int64 array
 NULL = -(2**63)
@@ -146,8 +153,9 @@ def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
     info = meta(con, tables)
     rows = _fetch(path, con, tables)
     if not len(rows):
-        raise NoKernelsError(path, "the nsys export has no kernel, memcpy or memset rows (CUDA trace off, "
-                                   "or a trimmed export)")
+        absent = [t for t in ACTIVITY_TABLES if t not in tables]
+        raise NoKernelsError(path, "the nsys export has no kernel, memcpy or memset rows (CUDA trace off, or a "
+                                   "trimmed export)" + (f"; no {', '.join(absent)} table" if absent else ""))
     rows = rows[np.argsort(rows[:, F["start"]], kind="stable")]
     nvtx = _nvtx(con, tables, rows) if "NVTX_EVENTS" in tables else None
     frame = _frame(path, con, tables, rows, nvtx)
@@ -157,52 +165,81 @@ def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
                             kernels=int((rows[:, F["_kind"]] == KIND_KERNEL).sum()),
                             copies=int((rows[:, F["_kind"]] != KIND_KERNEL).sum()),
                             devices={str(k): v[0] for k, v in gpus.items()},
-                            device_table=next((t for t, _ in GPU_TABLES if t in tables), None))
+                            device_table=next((t for t, _ in GPU_TABLES if t in tables), None),
+                            missing_tables=missing_tables(tables))
     return set_provenance(frame, [rec])
 
 
-def _inner(con: sqlite3.Connection, table: str, kind: int) -> str | None:
-    """One activity table's rows in the layout of FIELDS (missing columns: the NULL sentinel)."""
-    have = _columns(con, table)
-    if not {"start", "end"} <= have:
-        return None
-    exprs = []
-    for f in FIELDS:
-        if f in ("_rt_tid", "_rt_start"):
-            continue
-        value = str(kind) if f == "_kind" else f'IFNULL(x."{f}", {NULL})' if f in have else str(NULL)
-        exprs.append(f'{value} AS "f_{f}"')
-    return f'SELECT {", ".join(exprs)} FROM "{table}" AS x'
+#: tables of an export besides the activity tables, and what a reading loses without them (trimmed exports)
+OPTIONAL_TABLES = {
+    "StringIds": "kernel names (kernel_name, kernel_short_name, mangled_name are NA)",
+    RUNTIME_TABLE: "the runtime calls that made the launches (no NVTX range, no rank from NVTX; attribution: orphan)",
+    "NVTX_EVENTS": "NVTX ranges (nvtx_range is NA: NVTX not traced, or trimmed away)",
+    "PROCESSES": "process names (process is 'pid N')",
+    "META_DATA_EXPORT or EXPORT_META_DATA": "the export schema and nsys version",
+    "TARGET_INFO_GPU or TARGET_INFO_CUDA_GPU": "the device's name and properties (no roofs from the export)",
+}
+
+
+def missing_tables(tables: set[str]) -> dict[str, str]:
+    """{table: what is lost} for the tables of :data:`OPTIONAL_TABLES` this export lacks."""
+    return {t: lost for t, lost in OPTIONAL_TABLES.items() if not any(x in tables for x in t.split(" or "))}
+
+
+def _select(con: sqlite3.Connection, table: str, fields: tuple[str, ...]) -> tuple[str, list[int]]:
+    """A query of a table's columns among ``fields`` and their positions in ``fields``. NULL becomes the
+    sentinel (IFNULL) only in columns the schema lets be NULL: every other column is fetched as is,
+    which costs about a third less per value (a crafted file breaking its own NOT NULL is then a typed error)."""
+    info = {r[1]: bool(r[3]) for r in con.execute(f'PRAGMA table_info("{table}")')}
+    exprs, pos = [], []
+    for i, f in enumerate(fields):
+        if f in info:
+            exprs.append(f'"{f}"' if info[f] else f'IFNULL("{f}", {NULL})')
+            pos.append(i)
+    return f'SELECT {", ".join(exprs)} FROM "{table}"', pos
 
 
 def _fetch(path: Path, con: sqlite3.Connection, tables: set[str]) -> np.ndarray:
-    """Every kernel, memcpy and memset row as an (n, len(FIELDS)) int64 array, with its runtime call."""
-    inner = [q for t, k in ((KERNEL_TABLE, KIND_KERNEL), (MEMCPY_TABLE, KIND_MEMCPY), (MEMSET_TABLE, KIND_MEMSET))
-             if t in tables and (q := _inner(con, t, k)) is not None]
-    if not inner:
+    """Every kernel, memcpy and memset row as an (n, len(FIELDS)) int64 array, with its runtime call.
+
+    One query per activity table with only the columns it has (no padding of NULLs through SQL): each
+    chunk is placed into the full-width layout in NumPy."""
+    parts = []
+    for table, kind in ((KERNEL_TABLE, KIND_KERNEL), (MEMCPY_TABLE, KIND_MEMCPY), (MEMSET_TABLE, KIND_MEMSET)):
+        if table not in tables:
+            continue
+        if not {"start", "end"} <= (have := _columns(con, table)):
+            lack = " and ".join(c for c in ("start", "end") if c not in have)
+            raise CorruptReportError(path, f"the nsys export's {table} table has no {lack} column")
+        sql, pos = _select(con, table, FIELDS)
+        for chunk in _int_chunks(path, con, sql):
+            wide = np.full((len(chunk), len(FIELDS)), NULL, dtype=np.int64)
+            wide[:, pos] = chunk
+            wide[:, F["_kind"]] = kind
+            parts.append(wide)
+    if not parts:
         return np.empty((0, len(FIELDS)), dtype=np.int64)
-    cols = [str(NULL) if f in ("_rt_tid", "_rt_start") else f'"f_{f}"' for f in FIELDS]
-    rows = _int_rows(path, con, f"SELECT {', '.join(cols)} FROM ({' UNION ALL '.join(inner)})", len(FIELDS))
+    rows = np.concatenate(parts)
+    del parts
     if RUNTIME_TABLE in tables and {"correlationId", "globalTid", "start"} <= _columns(con, RUNTIME_TABLE):
-        rt = _int_rows(path, con, f'SELECT IFNULL(correlationId, {NULL}), IFNULL(globalTid, {NULL}), '
-                                  f'IFNULL(start, {NULL}) FROM "{RUNTIME_TABLE}"', 3)
+        sql, _ = _select(con, RUNTIME_TABLE, ("correlationId", "globalTid", "start"))
+        chunks = list(_int_chunks(path, con, sql))
+        rt = np.concatenate(chunks) if chunks else np.empty((0, 3), dtype=np.int64)
         _link_runtime(rows, rt)
     return rows
 
 
-def _int_rows(path: Path, con: sqlite3.Connection, sql: str, width: int) -> np.ndarray:
-    """A query's rows as one int64 array, fetched in chunks (one C-level conversion per chunk)."""
+def _int_chunks(path: Path, con: sqlite3.Connection, sql: str) -> Iterator[np.ndarray]:
+    """A query's rows as int64 arrays of up to CHUNK rows (one C-level conversion per chunk)."""
     cur = con.execute(sql)
-    chunks = []
     while True:
         batch = cur.fetchmany(CHUNK)
         if not batch:
-            break
+            return
         try:
-            chunks.append(np.array(batch, dtype=np.int64))
-        except (TypeError, ValueError, OverflowError) as exc:  # text or floats where ids and ns belong
+            yield np.array(batch, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError) as exc:  # text, floats or NULL where ids and ns belong
             raise CorruptReportError(path, f"non-integer value in an activity table ({exc})") from None
-    return np.concatenate(chunks) if chunks else np.empty((0, width), dtype=np.int64)
 
 
 def _link_runtime(rows: np.ndarray, rt: np.ndarray) -> None:
@@ -277,7 +314,8 @@ def _names(ids: np.ndarray, table: dict[int, str], fixed: _Labels | None = None)
 
 
 def _take(values: list[Any], idx: np.ndarray) -> pd.api.extensions.ExtensionArray:
-    return pd.array(pa.array(values, pa.string()).take(pa.array(idx)), dtype="string")
+    # straight into pandas' Arrow-backed string array: pd.array(..., dtype="string") re-validates every value
+    return pd.arrays.ArrowStringArray(pa.array(values, pa.string()).take(pa.array(idx)))
 
 
 def _const(value: str, n: int) -> pd.api.extensions.ExtensionArray:
@@ -306,6 +344,7 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
     strings = _strings(con, np.concatenate([col["demangledName"], col["shortName"], col["mangledName"]])) \
         if "StringIds" in tables else {}
     nums, texts = _costs(col, kinds)
+    procs = _processes(con, tables, col["globalPid"])
     shm = col["staticSharedMemory"], col["dynamicSharedMemory"]
     out: dict[str, Any] = {
         "kernel_id": pd.arrays.IntegerArray(np.arange(n, dtype=np.int64), np.zeros(n, dtype=bool)),
@@ -320,13 +359,19 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
                                                       np.where(shm[1] == NULL, 0, shm[1]),
                                                       (shm[0] == NULL) & (shm[1] == NULL)),
         "attribution": _take(["runtime launch (correlationId)",
-                              "orphan: no runtime API call with its correlationId in the export"],
+                              "orphan: no runtime API call with its correlationId in the export" if RUNTIME_TABLE in tables
+                              else f"orphan: the export has no {RUNTIME_TABLE} table (trimmed export)"],
                              (col["_rt_tid"] == NULL).astype(np.int64)),
-        "process": _processes(con, tables, col["globalPid"]),
-        "flags": _take([None, "no valid start/end in the export"], (~ok).astype(np.int64)),
+        "process": _take(*procs),
+        "flags": _take([None, "no valid start/end in the export", "no kernel name: the export has no StringIds table",
+                        "no valid start/end in the export; no kernel name: the export has no StringIds table"],
+                       (~ok).astype(np.int64) + 2 * ((kind == KIND_KERNEL) & ("StringIds" not in tables))),
     }
     if nvtx is not None:
         out["nvtx_range"] = nvtx
+    rank, rank_texts, rank_code = nsys_ranks.ranks(con, tables, *procs, nvtx)
+    out["rank"] = pd.arrays.IntegerArray(rank, rank < 0)
+    out["rank_source"] = _take(rank_texts, rank_code)
     for c, v in (("source_file", str(path)), ("format", "nsys-sqlite"), ("metric_set", "nsys timeline"),
                  ("duration_s_source", "nsys: CUPTI activity end - start"), ("l2_bytes_source", NO_BYTES),
                  ("l1_bytes_source", NO_BYTES)):
@@ -339,13 +384,17 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
                         ("graph_id", "graphId"), ("graph_node_id", "graphNodeId")):
         out[name] = _masked(col[field])
     why = _devices(out, con, tables, col["deviceId"])
-    return _peaks(_assemble(out, n), why)
+    _peaks(out, col["deviceId"], why)
+    return _assemble(out, n)
 
 
-def _assemble(out: dict[str, Any], n: int) -> pd.DataFrame:
-    """One DataFrame in the canonical column order; columns not given are all-missing of their dtype."""
+def _assemble(out: dict[str, Any], n: int, only: Any = None) -> pd.DataFrame:
+    """One DataFrame in the canonical column order (those ``only`` accepts); columns not given are all-missing
+    of their dtype."""
     cols: dict[str, Any] = {}
     for c, dtype in kernel_dtypes().items():
+        if only is not None and not only(c):
+            continue
         if c in out:
             cols[c] = out[c]
         elif dtype == "float64":
@@ -407,7 +456,8 @@ def _costs(col: dict[str, np.ndarray], kinds: _Labels) -> tuple[dict[str, np.nda
     return nums, texts
 
 
-def _processes(con: sqlite3.Connection, tables: set[str], gpid: np.ndarray) -> pd.api.extensions.ExtensionArray:
+def _processes(con: sqlite3.Connection, tables: set[str], gpid: np.ndarray) -> tuple[list[str | None], np.ndarray]:
+    """Process labels ``<name> (pid N)`` and per row an index into them."""
     uniq, inv = np.unique(gpid, return_inverse=True)
     present = [int(g) for g in uniq.tolist() if g != NULL]
     names: dict[int, str] = {}
@@ -416,7 +466,7 @@ def _processes(con: sqlite3.Connection, tables: set[str], gpid: np.ndarray) -> p
             f"SELECT globalPid, pid, name FROM PROCESSES WHERE globalPid IN ({','.join(map(str, present))})")}
     labels = [names.get(int(g), f"pid {(int(g) >> TID_BITS) & 0xFFFFFF}") if g != NULL else None
               for g in uniq.tolist()]
-    return _take(labels, inv.reshape(-1))
+    return labels, inv.reshape(-1)
 
 
 #: device-property tables, newest first, and their column for (id, name, SMs, CC major, CC minor, clock Hz,
@@ -478,23 +528,41 @@ def _devices(out: dict[str, Any], con: sqlite3.Connection, tables: set[str], dev
     return why if not gpus else "the device is not in the spec table (`roofline devices`); pass --peaks"
 
 
-def _peaks(frame: pd.DataFrame, why: str) -> pd.DataFrame:
-    """Compute and L1 roofs from the spec table by device name; every roof left empty says why."""
+#: what the spec table's roofs depend on, besides the peak columns themselves
+_PEAK_INPUTS = {"device_name", "compute_capability", "sm_count", "sm_boost_clock_hz", "sm_clock_hz", "tensor_path"}
+
+
+def _peaks(out: dict[str, Any], dev: np.ndarray, why: str) -> None:
+    """Compute and L1 roofs from the spec table by device name; every roof left empty says why.
+
+    Every input of the spec table (name, CC, SMs, clocks, DRAM roof) is per device in a timeline, so
+    the table is applied to one row per device and its columns spread to the launches by one take."""
     from roofline.hardware.specs import fill_spec_peaks
 
-    frame = fill_spec_peaks(frame)
+    _, first, inv = np.unique(dev, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+
+    def wanted(c: str) -> bool:
+        return c.startswith("peak_") or c in _PEAK_INPUTS
+
+    small = fill_spec_peaks(_assemble({c: v[first] for c, v in out.items() if wanted(c)}, len(first), wanted))
     l2 = source_column("peak_l2_bytes_per_s")
-    for c in [c for c in frame.columns if c.startswith("peak_") and c.endswith("_source")]:
-        missing = frame[c].isna()
-        if missing.all():
-            frame[c] = _const(f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters"
-                              if c == l2 else f"{UNAVAILABLE}: {why}", len(frame))
-        elif missing.any():
-            frame[c] = frame[c].fillna(f"{UNAVAILABLE}: {why}")
-    return frame
+    for c in small.columns:
+        if not c.startswith("peak_"):
+            continue
+        if c.endswith("_source"):
+            missing = small[c].isna()
+            if missing.all():
+                small[c] = f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters" \
+                    if c == l2 else f"{UNAVAILABLE}: {why}"
+            elif missing.any():
+                small[c] = small[c].fillna(f"{UNAVAILABLE}: {why}")
+            out[c] = pd.arrays.ArrowStringArray(pa.array(small[c].array, pa.string()).take(pa.array(inv)))
+        else:
+            out[c] = small[c].to_numpy(dtype="float64", na_value=np.nan)[inv]
 
 
 def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.api.extensions.ExtensionArray | None:
     found = nsys_nvtx.attach(con, _columns(con, "NVTX_EVENTS"), "StringIds" in tables, rows[:, F["_rt_tid"]],
                              rows[:, F["_rt_start"]], NULL)
-    return None if found is None else _take(*found)
+    return None if found is None else pd.arrays.ArrowStringArray(found)

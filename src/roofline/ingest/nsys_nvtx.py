@@ -18,108 +18,195 @@ import sqlite3
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 PUSHPOP, STARTEND, DOMAIN_CREATE = 59, 60, 75
 OPEN = np.iinfo(np.int64).max  # a range never closed in the capture encloses everything after its start
 CHUNK = 65536
 MATRIX_LIMIT = 4_000_000  # launches × start/end ranges tested at once
+PACK_THREADS = 64  # launching threads named in one CASE
 
 
 def attach(con: sqlite3.Connection, have: set[str], strings: bool, tid: np.ndarray, t: np.ndarray,
-           null: int) -> tuple[list[str | None], np.ndarray] | None:
-    """(labels, per-launch index into labels; 0 is no range) for launches made on thread ``tid`` at ``t``."""
+           null: int) -> pa.Array | None:
+    """Per launch made on thread ``tid`` at ``t``: its ranges' label (an Arrow string array; null: no range)."""
     if not {"start", "eventType", "globalTid"} <= have:
         return None
     launched = np.unique(tid[tid != null])
     if not len(launched):
         return None
-    text = "n.text" if "text" in have else "NULL"
-    text_id = f"IFNULL(n.textId, {null})" if "textId" in have and strings else str(null)
+    # a range's name: its text, else its registered string (textId), fetched as one column
+    name = ("IFNULL(n.text, n.textId)" if "textId" in have and strings else "n.text") if "text" in have else \
+        ("n.textId" if "textId" in have and strings else "NULL")
     end = f"IFNULL(n.end, {OPEN})" if "end" in have else str(OPEN)
     dom = "IFNULL(n.domainId, 0)" if "domainId" in have else "0"
     tids = ",".join(str(int(x)) for x in launched)  # integers from the export: safe to inline
-    # no ORDER BY and no per-row StringIds subquery: NumPy sorts, registered strings are looked up once
-    cur = con.execute(f"SELECT n.globalTid, {dom}, n.eventType, n.start, {end}, {text_id}, {text} "
-                      f"FROM NVTX_EVENTS n WHERE n.eventType IN ({PUSHPOP}, {STARTEND}) AND n.start IS NOT NULL "
-                      f"AND n.globalTid IN ({tids})")
+    # one scan for the ranges and the domain names; no ORDER BY, no per-row StringIds subquery (NumPy sorts,
+    # registered strings are looked up once). Every value fetched costs ~150 ns in sqlite3, so the thread
+    # (as its index among the launching threads), domain and event type travel packed in one integer
+    # where they fit (a few launching threads, domain ids below 2^31), else as three columns.
+    doms = f" OR n.eventType = {DOMAIN_CREATE}" if "domainId" in have and "text" in have else ""
+    packed = len(launched) <= PACK_THREADS and ("domainId" not in have or con.execute(
+        f"SELECT 1 FROM NVTX_EVENTS WHERE domainId < 0 OR domainId >= {2**31} LIMIT 1").fetchone() is None)
+    if packed:
+        which = " ".join(f"WHEN {int(x)} THEN {i}" for i, x in enumerate(launched))
+        key = f"((CASE n.globalTid {which} ELSE {len(launched)} END) << 40) | ({dom} << 8) | n.eventType"
+    else:
+        key = f"IFNULL(n.globalTid, {null}), {dom}, n.eventType"
+    cur = con.execute(f"SELECT {key}, n.start, {end}, {name} "
+                      f"FROM NVTX_EVENTS n WHERE (n.eventType IN ({PUSHPOP}, {STARTEND}) AND n.start IS NOT NULL "
+                      f"AND n.globalTid IN ({tids})){doms}")
+    width = 3 if packed else 5
     nums, texts = [], []
     while True:
         batch = cur.fetchmany(CHUNK)
         if not batch:
             break
-        cols = list(zip(*batch))
-        nums.append(np.array(cols[:6], dtype=np.int64).T)
-        texts.extend(cols[6])
+        block = np.array(batch, dtype=object)  # one C-level pass; the name column stays objects
+        part = block[:, :width].astype(np.int64)
+        if packed:  # back to (thread, domain, event type, start, end)
+            k = part[:, 0]
+            thread = np.append(launched, null)[k >> 40]
+            part = np.column_stack([thread, (k >> 8) & 0xFFFFFFFF, k & 0xFF, part[:, 1], part[:, 2]])
+        nums.append(part)
+        texts.append(block[:, width])
     if not nums:
         return None
     r = np.concatenate(nums)
-    names = np.array(texts, dtype=object)
-    unnamed = np.flatnonzero(np.equal(names, None))
-    if len(unnamed):
-        ids = r[unnamed, 5]
-        want = sorted({int(i) for i in ids.tolist() if i != null})
-        found: dict[int, str] = {}
-        for lo in range(0, len(want), 900):
-            part = want[lo:lo + 900]
-            found.update(con.execute(f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(part))})",
-                                     part).fetchall())
-        names[unnamed] = [found.get(int(i), "(unnamed)") for i in ids.tolist()]
+    names = np.concatenate(texts)
+    created = r[:, 2] == DOMAIN_CREATE
+    domains = {int(d): x for d, x in zip(r[created, 1].tolist(), names[created].tolist()) if isinstance(x, str)}
+    r, names = r[~created], names[~created]
+    if not len(r):
+        return None
+    _resolve_names(con, names)
     order = np.lexsort((-r[:, 4], r[:, 3], r[:, 2], r[:, 1], r[:, 0]))  # equal starts: the outer (longer) first
-    r, names = r[order, :5], names[order]
-    domains: dict[int, str] = {}
-    if "domainId" in have and "text" in have:
-        domains = {int(d): str(x) for d, x in con.execute(
-            f"SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = {DOMAIN_CREATE} AND text IS NOT NULL")}
-    return _label_launches(r, names, domains, tid, t)
+    return _label_launches(r[order], names[order], domains, tid, t)
+
+
+def _resolve_names(con: sqlite3.Connection, names: np.ndarray) -> None:
+    """Registered strings (the ints among the names) from StringIds, in place; no name: ``(unnamed)``."""
+    other = [i for i, x in enumerate(names.tolist()) if not isinstance(x, str)]
+    if not other:
+        return
+    ids = names[other].tolist()
+    want = sorted({int(i) for i in ids if isinstance(i, int)})
+    found: dict[int, str] = {}
+    for lo in range(0, len(want), 900):
+        part = want[lo:lo + 900]
+        found.update(con.execute(f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(part))})",
+                                 part).fetchall())
+    names[other] = [found.get(i, "(unnamed)") if isinstance(i, int) else "(unnamed)" for i in ids]
 
 
 def _label_launches(r: np.ndarray, names: np.ndarray, domains: dict[int, str], tid: np.ndarray,
-                    t: np.ndarray) -> tuple[list[str | None], np.ndarray]:
-    out = np.zeros(len(tid), dtype=np.int64)
-    labels: list[str | None] = [None]
+                    t: np.ndarray) -> pa.Array:
+    """Per launch, the label of the ranges enclosing it, built per (thread, domain, kind) group with Arrow
+    string kernels (no Python string per launch)."""
     cut = np.flatnonzero(np.any(r[1:, :3] != r[:-1, :3], axis=1)) + 1
-    groups = np.split(np.arange(len(r)), cut)
-    by_tid: dict[int, list[np.ndarray]] = {}
-    for g in groups:
-        by_tid.setdefault(int(r[g[0], 0]), []).append(g)
+    bounds = np.concatenate([[0], cut, [len(r)]])
+    by_tid: dict[int, list[tuple[int, int]]] = {}
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        by_tid.setdefault(int(r[lo, 0]), []).append((lo, hi))
+    order = np.argsort(tid, kind="stable")
+    sorted_tid = tid[order]
+    pieces, where = [], []
     for g_tid, gs in by_tid.items():
-        idx = np.flatnonzero(tid == g_tid)
+        idx = order[np.searchsorted(sorted_tid, g_tid, "left"):np.searchsorted(sorted_tid, g_tid, "right")]
         if not len(idx):
             continue
         tt = t[idx]
-        # one column per (domain, kind) group: a code for the ranges that enclose each launch
-        codes, decoders, doms = [], [], []
-        for g in gs:
-            d, kind = int(r[g[0], 1]), int(r[g[0], 2])
-            s, e = r[g, 3], r[g, 4]
+        per_domain: dict[int, pa.Array] = {}  # groups come sorted by domain, push/pop before start/end
+        for lo, hi in gs:
+            d, kind = int(r[lo, 1]), int(r[lo, 2])
+            s, e = r[lo:hi, 3], r[lo:hi, 4]
             if kind == PUSHPOP:
-                code, dec = _pushpop(s, e, names[g], tt)
+                part = _pushpop(s, e, names[lo:hi], tt)
             else:
-                code, dec = _startend(s, e, names[g], tt)
-            codes.append(code)
-            decoders.append(dec)
-            doms.append(d)
-        base = len(labels)
-        if len(codes) == 1:  # one domain, one kind on this thread (the usual case): a path per range
-            uniq, inv = np.unique(codes[0], return_inverse=True)
-            dec, prefix = decoders[0], _prefix(doms[0], domains)
-            labels.extend(prefix + dec(c) if c >= 0 else "" for c in uniq.tolist())
-            combos = uniq
-        else:
-            combos, inv = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
-            labels.extend(_label(combo, decoders, doms, domains) for combo in combos.tolist())
-        out[idx] = base + inv.reshape(-1)
-    # combinations without any range were given labels too: map those to 0
-    none = [i for i, x in enumerate(labels) if x == ""]
-    if none:
-        out[np.isin(out, none)] = 0
-    return [x if x != "" else None for x in labels], out
+                code, dec = _startend(s, e, names[lo:hi], tt)
+                uniq, inv = np.unique(code, return_inverse=True)
+                part = pa.array([dec(c) if c >= 0 else None for c in uniq.tolist()], pa.string()).take(
+                    pa.array(inv.reshape(-1)))
+            per_domain[d] = _join(per_domain.get(d), part, "/")
+        label = None
+        for d, part in per_domain.items():
+            if d:  # named domains are prefixed with their name (NvtxDomainCreate)
+                part = pc.binary_join_element_wise(domains.get(d, f"domain {d}") + ":", part, "")
+            label = _join(label, part, ";")
+        pieces.append(label)
+        where.append(idx)
+    out = pa.nulls(len(tid), pa.string())
+    if pieces:
+        idx = np.concatenate(where)
+        pos = np.full(len(tid), len(idx), dtype=np.int64)
+        pos[idx] = np.arange(len(idx))
+        out = pa.concat_arrays([*pieces, pa.nulls(1, pa.string())]).take(pa.array(pos))
+    return pc.if_else(pc.equal(out, ""), pa.scalar(None, pa.string()), out)  # an empty label is no label
 
 
-def _pushpop(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, Any]:
-    """Index of the innermost enclosing range per launch (-1: none) and a decoder to the outer→inner names."""
+def _join(a: pa.Array | None, b: pa.Array, sep: str) -> pa.Array:
+    """``a + sep + b`` where both are set, else whichever is (Arrow's own null skipping drops rows)."""
+    if a is None:
+        return b
+    return pc.coalesce(pc.binary_join_element_wise(a, b, sep), a, b)
+
+
+def _pushpop(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) -> pa.Array:
+    """Per launch, the path outer/.../inner of the push/pop ranges enclosing it (null: none).
+
+    Ranges are sorted by start (equal starts: longer first). Push/pop ranges nest, so a range's depth is
+    the number of ranges still open at its start, (its index) - (ranges ended before it), and its parent
+    the last range one level up before it; a set that does not nest (damaged export) falls back to a stack."""
+    n = len(s)
+    idx = np.arange(n, dtype=np.int64)
+    depth = idx - np.searchsorted(np.sort(e), s, side="left")
+    key = depth * (n + 1) + idx
+    by_level = np.argsort(key, kind="stable")
+    pos = np.searchsorted(key[by_level], (depth - 1) * (n + 1) + idx) - 1
+    parent = np.where(depth > 0, by_level[np.maximum(pos, 0)], -1)
+    has = parent >= 0
+    nested = bool((depth >= 0).all() and (e >= s).all() and (depth[parent[has]] == depth[has] - 1).all()
+                  and (e[has] <= e[parent[has]]).all() and (s[parent[has]] <= s[has]).all())
+    if not nested:
+        parent, depth = _stack_parents(s, e)
+    j = np.searchsorted(s, t, side="right") - 1
+    while True:  # the latest-starting range before t, or its nearest ancestor still open at t
+        bad = (j >= 0) & (e[np.maximum(j, 0)] < t)
+        if not bad.any():
+            break
+        j[bad] = parent[j[bad]]
+    # paths only of the ranges some launch is in (and their ancestors), level by level: a range's path is
+    # its parent's path + "/" + its name (most ranges of a PyTorch run hold no launch: aten::view, ...)
+    need = np.zeros(n, dtype=bool)
+    front = j[j >= 0]
+    while len(front):  # up the tree; a range already marked stops its branch (no sort: repeats are harmless)
+        front = front[~need[front]]
+        need[front] = True
+        front = parent[front]
+        front = front[front >= 0]
+    levels: list[pa.Array] = []
+    at = np.zeros(n, dtype=np.int64)  # a range's position in its level's array
+    base = np.zeros(n, dtype=np.int64)  # ... and in all levels concatenated
+    total = 0
+    for d in range(int(depth[need].max()) + 1 if need.any() else 0):
+        sel = np.flatnonzero(need & (depth == d))
+        mine = pa.array(names[sel].tolist(), pa.string())
+        if d:
+            mine = pc.binary_join_element_wise(levels[-1].take(pa.array(at[parent[sel]])), mine, "/")
+        at[sel] = np.arange(len(sel))
+        base[sel] = total + at[sel]
+        total += len(sel)
+        levels.append(mine)
+    where = np.where(j >= 0, base[np.maximum(j, 0)], total)
+    return pa.concat_arrays([*levels, pa.nulls(1, pa.string())]).take(pa.array(where))
+
+
+def _stack_parents(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Parent and depth of each range by a stack walk (ranges that overlap without nesting)."""
     n = len(s)
     parent = np.full(n, -1, dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int64)
     stack: list[int] = []
     el = e.tolist()
     for i, si in enumerate(s.tolist()):  # ranges by start: pop those closed before this one opens
@@ -127,28 +214,9 @@ def _pushpop(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) -> 
             stack.pop()
         if stack:
             parent[i] = stack[-1]
+            depth[i] = len(stack)
         stack.append(i)
-    j = np.searchsorted(s, t, side="right") - 1
-    while True:
-        bad = (j >= 0) & (e[np.maximum(j, 0)] < t)
-        if not bad.any():
-            break
-        j[bad] = parent[j[bad]]
-
-    memo: dict[int, str] = {}
-    pl, nl = parent.tolist(), names.tolist()
-
-    def decode(code: int) -> str:  # "outer/.../inner"; each range's path is built once, from its parent's
-        todo = []
-        while code >= 0 and code not in memo:
-            todo.append(code)
-            code = pl[code]
-        path = memo.get(code, "")
-        for c in reversed(todo):
-            path = memo[c] = f"{path}/{nl[c]}" if path else str(nl[c])
-        return path
-
-    return j, decode
+    return parent, depth
 
 
 def _startend(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, Any]:
@@ -172,24 +240,3 @@ def _startend(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) ->
         return "/".join(str(names[i]) for i in members.get(c, ()))
 
     return code, decode
-
-
-def _label(combo: list[int], decoders: list[Any], doms: list[int], domains: dict[int, str]) -> str:
-    """One launch's label from its code per (domain, kind) group; groups come sorted by domain."""
-    parts: list[str] = []
-    cur_d, cur = None, []
-    for c, dec, d in zip(combo, decoders, doms):
-        if c < 0:
-            continue
-        if d != cur_d and cur:
-            parts.append(_prefix(cur_d, domains) + "/".join(cur))
-            cur = []
-        cur_d = d
-        cur.append(dec(c))
-    if cur:
-        parts.append(_prefix(cur_d, domains) + "/".join(cur))
-    return ";".join(parts)
-
-
-def _prefix(d: int | None, domains: dict[int, str]) -> str:
-    return "" if not d else f"{domains.get(d, f'domain {d}')}:"

@@ -33,6 +33,7 @@ from roofline import __version__
 from roofline.analysis.aggregate import aggregate
 from roofline.hardware.peaks import LEVELS
 from roofline.report.chart_data import LEVEL_LABELS, roofs, short_source
+from roofline.report.timeseries import step_points
 from roofline.schema import PRECISIONS, get_provenance, source_column
 
 #: longest kernel name kept in the page (cutlass names run to 5 kB; the table shows the start)
@@ -206,6 +207,7 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         "roofs": _roof_lines(frame, levels) if len(frame) else {},
         "peaks": _peak_table(frame, levels) if len(frame) else [],
         "groups": _groups(frame, levels) if len(frame) else [],
+        "steps": step_points(frame, levels),  # the step chart (report/timeseries.py)
     }
     data, dropped = finite_only(data)  # JSON has no inf/NaN: nulls, and their count as the flag
     data["meta"]["non_finite_values"] = dropped
@@ -226,6 +228,7 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         data_encoding=encoding,
         plotly_js=Markup(plotly_js()),  # noqa: S704 - our vendored plotly.js bundle
         report_js=Markup(_asset("report.js")),  # noqa: S704 - our own script, no data in it
+        timeseries_js=Markup(_asset("timeseries.js")),  # noqa: S704 - our own script, no data in it
         css=Markup(_asset("report.css")),  # noqa: S704
     )
 

@@ -83,7 +83,7 @@
         dv.appendChild(el('option', deviceName(d) + ' (' + (s.drawn ? s.drawn + ' of ' + s.n + ' kernel(s) drawable' : 'nothing drawable') + ')')).value = d;
       });
       state.device = dv.value || '';
-      dv.addEventListener('input', function () { state.device = dv.value; RANGE = null; drawPeaks(); applyFilters(); if (anyDrawn) drawPrograms(); });
+      dv.addEventListener('input', function () { state.device = dv.value; RANGE = null; drawPeaks(); applyFilters(); if (anyDrawn) drawPrograms(); drawSteps(); });
       var cb = document.getElementById('f-colour');
       cb.addEventListener('input', function () { state.colour = cb.value; drawKernels(); });
       var b = document.getElementById('f-bound');
@@ -473,6 +473,8 @@
     header(document.getElementById('top-table'), false);
     if (anyDrawn) { drawPrograms(); }
     mark('programs');
+    function drawSteps() { state.steps = window.rooflineSteps ? window.rooflineSteps(D, state.device, esc, si) : 0; }  // timeseries.js
+    drawSteps();
     applyFilters();
     mark('kernels');
     var gd = document.getElementById('kernel-chart');

@@ -1,0 +1,73 @@
+"""One roofline point per training step over the run: the data of the HTML report's step chart.
+
+Steps are the ranges ``analysis/aggregate.py`` finds by name in the NVTX path of each kernel
+(PyTorch's ``ProfilerStep#N`` in Kineto traces and nsys timelines, NVTX ranges such as ``step 3``).
+A step's point is its kernels' FLOPs over their total time (achieved FLOP/s) and their bytes per
+memory level over the same time (achieved bandwidth), with the intensity per level: the aggregate's
+own numbers, so the chart and ``--by step`` agree. Steps are ordered by the number in their name,
+then by when their first kernel started where the profile records it (``start_ns``). The page draws
+the chart for a device with at least :data:`MIN_STEPS` steps (``templates/timeseries.js``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from roofline.analysis.aggregate import STEP_RANGE, aggregate
+
+#: a run with fewer steps has no time series worth a chart
+MIN_STEPS = 2
+NO_STEP = "(no step range)"
+
+
+def _finite(v: object) -> float | None:
+    """A number for the page's JSON; missing is None (render() turns ±inf into None as well)."""
+    return None if v is None or pd.isna(v) else float(v)  # type: ignore[arg-type]
+
+
+def step_points(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, object]]:
+    """Per (device, step): label, index, start (s after the first step, or None), kernel time, achieved
+    FLOP/s, bandwidth and intensity per level; devices with fewer than MIN_STEPS steps are left out."""
+    if frame.empty or "nvtx_range" not in frame or not frame["nvtx_range"].notna().any():
+        return []
+    agg = aggregate(frame, by="step", levels=levels)
+    agg = agg[agg["step"] != NO_STEP]
+    if agg.empty:
+        return []
+    starts: dict[tuple[str, str], float] = {}
+    if "start_ns" in frame and frame["start_ns"].notna().any():
+        step = frame["nvtx_range"].astype("string").str.extract(STEP_RANGE, flags=re.IGNORECASE)[0]
+        dev = frame["device_name"].astype("string").fillna("(unknown device)")
+        t = pd.to_numeric(frame["start_ns"], errors="coerce")
+        first = t.groupby([step, dev], dropna=True).min()
+        starts = {(str(s), str(d)): float(v) for (s, d), v in first.items() if np.isfinite(v)}
+    out: list[dict[str, object]] = []
+    for device, sub in agg.groupby("device_name", sort=False):
+        if len(sub) < MIN_STEPS:
+            continue
+        rows = []
+        for _, g in sub.iterrows():
+            label = str(g["step"])
+            num = re.findall(r"\d+", label)
+            t0 = starts.get((label, str(device)))
+            rows.append((int(num[-1]) if num else 0, t0 if t0 is not None else np.inf, label, g))
+        rows.sort(key=lambda r: (r[0], r[1], r[2]))
+        origin = min((r[1] for r in rows), default=np.inf)
+        for index, start, label, g in rows:
+            time = _finite(g["duration_s"])
+            item: dict[str, object] = {
+                "device": "" if device == "(unknown device)" else str(device), "label": label, "index": index,
+                "start_s": (start - origin) * 1e-9 if np.isfinite(start) and np.isfinite(origin) else None,
+                "time": time, "kernels": int(g["kernel_count"]), "achieved": _finite(g["achieved_flop_per_s"]),
+                "bound": str(g["bound"]),
+            }
+            for lv in levels:
+                nbytes = _finite(g.get(f"{lv}_bytes"))
+                item[f"bw_{lv}"] = nbytes / time if nbytes is not None and time else None
+                item[f"int_{lv}"] = _finite(g.get(f"intensity_{lv}_flop_per_byte"))
+            out.append(item)
+    return out
