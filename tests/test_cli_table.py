@@ -100,3 +100,18 @@ def test_cli_table_default_top_all_and_streamed_records():
     assert nd.returncode == 0 and len(lines) == 61 and all(json.loads(ln)["format"] == "torch-trace" for ln in lines)
     arr = json.loads(_cli("analyze", trace, "--format", "json").stdout)
     assert [r["kernel_id"] for r in arr] == [json.loads(ln)["kernel_id"] for ln in lines]
+
+
+def test_integer_work_is_counted_in_operations_not_flops():
+    """An int8 tensor-core GEMM (IMMA) does integer operations: the table prints OP and OP/s for its rows,
+    FLOP for the floating-point ones beside it (the A100 CUTLASS int8 report: two IMMA launches, one mixed)."""
+    from conftest import shared
+    from roofline.analysis.analyze import analyze
+    from roofline.ingest.ncu_rep import read
+
+    frame = analyze(read(shared("ncu/sm80_a100_cutlass-b2b-int8-gemm_full-nvtx.ncu-rep")))
+    lines = format_table(frame).splitlines()
+    imma = [ln for ln in lines if "tensor:imma_int8" in ln]
+    assert len(imma) == 2 and all(" MOP " in ln and "TOP/s" in ln for ln in imma)
+    mixed = next(ln for ln in lines if " mixed " in ln)
+    assert "FLOP" in mixed and " OP" not in mixed

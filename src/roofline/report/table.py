@@ -81,6 +81,17 @@ def _si(v: float, unit: str) -> str:
     return f"{v:.3g} {unit}"
 
 
+_INTEGER = re.compile(r"int\d|imma|(?:^|[_:])i8\b", re.IGNORECASE)
+
+
+def _op_units(rows: pd.DataFrame, unit: str) -> list[str]:
+    """Per row: integer work (int8/int4 tensor or MFMA paths) counts operations, not floating-point ones."""
+    if unit not in ("FLOP", "FLOP/s") or "compute_precision" not in rows.columns:
+        return [unit] * len(rows)
+    prec = rows["compute_precision"].astype("string").fillna("")
+    return [unit.replace("FLOP", "OP") if _INTEGER.search(p) else unit for p in prec.tolist()]
+
+
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -188,7 +199,9 @@ def format_table(frame: pd.DataFrame, levels: tuple[str, ...] = ("dram", "l2", "
                 vals = vals.map(lambda t: _cut(t, max_name))
             shown[h] = vals
         else:
-            shown[h] = [_si(float(v) if v is not None and not pd.isna(v) else math.nan, u) for v in s]
+            units = _op_units(rows, u)
+            shown[h] = [_si(float(v) if v is not None and not pd.isna(v) else math.nan, unit)
+                        for v, unit in zip(s, units)]
     lines = [shown.to_string(index=False)]
     if len(rows) < n_total:
         lines.append(f"shown: {len(rows):,} of {n_total:,} rows, longest first; {more} for more")
