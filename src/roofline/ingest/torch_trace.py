@@ -27,12 +27,13 @@ import pandas as pd
 
 from roofline.errors import NoKernelsError, path_text
 from roofline.ingest.common import check_exists, json_bytes, provenance_record
+from roofline.ingest.torch_trace_columns import factorized, repeated
 from roofline.ingest.torch_trace_decode import NULL, RANGE_CAT, Args, Event, decode, range_events, shapes
 from roofline.ingest.torch_trace_summary import estimates, unmodelled
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.kernel_precision import decide as precision_evidence
 from roofline.metrics.op_models import NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
-from roofline.schema import UNAVAILABLE, kernels_from_columns, set_provenance
+from roofline.schema import UNAVAILABLE, kernel_dtypes, kernels_from_columns, set_provenance
 
 CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "runtime"})
@@ -467,20 +468,27 @@ class _Rows:
 
         rows = sorted(self.rows, key=lambda r: r[0])
         n = len(rows)
+        dtypes = kernel_dtypes()
         cols: dict[str, Any] = dict(zip(ROW_COLUMNS, zip(*rows)))
-        cols.update(zip(COST_COLUMNS, zip(*cols.pop("_cost"))))
-        props = {d: self._device(d) for d in set(cols["_device"])}
-        per_device = [props[d] for d in cols.pop("_device")]
-        for i, c in enumerate(("device_name", "sm_count", "compute_capability")):
-            cols[c] = [p[i] for p in per_device]
+        cols.update(factorized(cols.pop("_cost"), COST_COLUMNS))  # rows share their signature's cost tuple
+        devices = cols.pop("_device")
+        props = {d: self._device(d) for d in set(devices)}
+        names = ("device_name", "sm_count", "compute_capability")
+        if len(props) == 1:  # one device (the usual trace): one value per column
+            cols.update({c: repeated(v, n, dtypes[c]) for c, v in zip(names, next(iter(props.values())))})
+        else:
+            per_device = [props[d] for d in devices]
+            for i, c in enumerate(names):
+                cols[c] = [p[i] for p in per_device]
         for c in ("_grid", "_block"):
             dims = cols.pop(c)
             for i, axis in enumerate("xyz"):
                 cols[f"{c[1:]}_{axis}"] = [d[i] if d is not None else None for d in dims]
         del cols["_ts"]
-        cols.update({"format": "torch-trace", "replay_ok": True, "l2_bytes_source": NO_CACHE,
-                     "l1_bytes_source": NO_CACHE, "kernel_id": np.arange(n), "rank": rank,
-                     "source_file": path_text(path)})
+        cols.update({"format": "torch-trace", "replay_ok": True, "kernel_id": np.arange(n), "rank": rank,
+                     **{c: repeated(v, n, "string") for c, v in (("l2_bytes_source", NO_CACHE),
+                                                                ("l1_bytes_source", NO_CACHE),
+                                                                ("source_file", path_text(path)))}})
         return fill_spec_peaks(kernels_from_columns(cols, n))
 
     def _device(self, dev: Any) -> tuple[Any, Any, Any]:
