@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import gc
 from collections import defaultdict
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,7 @@ class _Threads:
     def __init__(self, ops: list[Event]) -> None:
         self.ops = ops
         self.threads: dict[tuple[Any, Any], tuple[list[float], list[int]]] | None = None
+        self.ends: dict[tuple[Any, Any], list[Any]] = {}  # per thread, in the same order: each op's end
 
     def _index(self) -> dict[tuple[Any, Any], tuple[list[float], list[int]]]:
         if self.threads is None:
@@ -97,9 +99,11 @@ class _Threads:
                 except TypeError:  # an unhashable pid/tid (damaged trace): no thread to look the op up by
                     continue
             self.threads = {}
+            starts = [o.ts for o in self.ops]
             for key, idx in per.items():
-                idx.sort(key=lambda i: self.ops[i].ts)
-                self.threads[key] = ([self.ops[i].ts for i in idx], idx)
+                idx.sort(key=starts.__getitem__)  # (a C-level key: this sort ran a lambda per op)
+                self.threads[key] = ([starts[i] for i in idx], idx)
+                self.ends[key] = [self.ops[i].ts + self.ops[i].dur for i in idx]
         return self.threads
 
     def _thread(self, op: Event) -> tuple[list[float], list[int]] | None:
@@ -148,10 +152,10 @@ class _Threads:
         if not found:
             return None
         starts, idx = found
+        ends = self.ends[(pid, tid)]
         j = bisect.bisect_right(starts, ts) - 1
         for k in range(j, max(-1, j - 64), -1):  # nested ops: the latest start that still holds ts
-            o = self.ops[idx[k]]
-            if o.ts + o.dur >= ts:
+            if ends[k] >= ts:
                 return idx[k]
         return None
 
@@ -186,7 +190,7 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
             if kind == 1:
                 a = e.args
                 if a is not None:
-                    ext = _ext(a)
+                    ext = a.external_id if a.external_id is not None else a.external_id_lc  # (_ext, inlined)
                     if ext is not None and ext not in by_ext:
                         by_ext[ext] = len(ops)
                 ops.append(e)
@@ -212,9 +216,23 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
     threads = _Threads(ops)
     groups: dict[int, list[Event]] = defaultdict(list)
     orphans: list[tuple[Event, str]] = []
+    innermost = threads.innermost
     for e in gpu:
         try:
-            op, label = _link(e.args, runtimes, by_ext, threads)
+            # the usual case inline (a launch whose External id names an op, or the innermost op holding
+            # the launch on its thread); _link decides everything else (labels, a launch-less event)
+            a = e.args
+            rt = runtimes.get(a.correlation) if a is not None and a.correlation is not None else None
+            if rt is not None:
+                ra = rt.args
+                ext = ra.external_id if ra.external_id is not None else ra.external_id_lc
+                op = by_ext.get(ext) if ext is not None else None
+                if op is None:
+                    op = innermost(rt.pid, rt.tid, rt.ts)
+                if op is not None:
+                    groups[op].append(e)
+                    continue
+            op, label = _link(a, runtimes, by_ext, threads)
         except TypeError:
             op, label = None, "orphan: unusable correlation or External id"
         if op is None:
@@ -315,9 +333,12 @@ class _Rows:
         grid = block = None
         if margs is not None:
             grid, block = _dim3(margs.grid), _dim3(margs.block)
+        c = self._cost11(op, evs, margs, label)
+        if len(c) != 14:  # the 11 columns every row has, + NO_OP_COLUMNS
+            c += NO_OP_COLUMNS
         self.rows.append((ts, name, name if op is not None else _short(name), main.name,
                           _step(self.steps, ts) if self.steps else None, dev, dur_us * 1e-6, src, label,
-                          grid, block, self._cost(op, evs, margs, label), *self._inputs(op)))
+                          grid, block, c, *self._inputs(op)))
 
     def _inputs(self, op: Event | None) -> tuple[str | None, str | None]:
         """The op's recorded Input Dims and Input type, as the trace wrote them (JSON text)."""
@@ -385,10 +406,6 @@ class _Rows:
             a = o.args
             later.append(shapes(a.input_dims if a.input_dims is not NULL else a.input_dims_lc) if a is not None else None)
         return conv_out_from_consumer(dims, later)
-
-    def _cost(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
-        c = self._cost11(op, evs, margs, label)
-        return c if len(c) == len(COST_COLUMNS) else c + NO_OP_COLUMNS  # (the 11 columns every row has)
 
     def _cost11(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
         args = op.args if op is not None else None
@@ -583,7 +600,7 @@ def _short(name: Any) -> str:
 
 
 def _trace_meta(top: dict, events: list, gpu: list, orphans: list, groups: dict, skipped: int) -> dict[str, Any]:
-    total = sum(float(e.dur) for e in gpu)
+    total = sum(map(float, map(attrgetter("dur"), gpu)))  # (the same additions, in the same order)
     orphan = sum(float(e.dur) for e, _ in orphans)
     return {
         "trace_events": len(events), "gpu_events": len(gpu), "ops_with_gpu_work": len(groups),
