@@ -452,14 +452,21 @@ class _Rows:
                 return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why, None, None, host)
             return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, device,
                     "memcpy/memset args: bytes (device-to-device copies read and write: × 2)")
-        if op is None:
-            why = f"{UNAVAILABLE}: {label}; no CPU op shapes to model it"
-        elif args is None or (args.input_dims is NULL and args.input_dims_lc is NULL) or \
-                not shapes(args.input_dims if args.input_dims is not NULL else args.input_dims_lc):
-            why = f"{UNAVAILABLE}: no Input Dims for {op.name}; record with torch.profiler.profile(record_shapes=True)"
-        else:
-            why = NO_MODEL.format(u=UNAVAILABLE, op=op.name)
-        return (NAN, NAN, NAN, NAN, why, why, why, why, None, NAN, why)
+        # the reason depends on the label, the op's name or its signature only: one tuple per distinct one
+        # (a trace recorded without shapes has thousands of rows of the same few reasons)
+        memo = ("orphan", label) if op is None else ("no args", str(op.name)) if args is None else ("no model", key)
+        found = self.costs.get(memo)
+        if found is None:
+            if op is None:
+                why = f"{UNAVAILABLE}: {label}; no CPU op shapes to model it"
+            elif args is None or (args.input_dims is NULL and args.input_dims_lc is NULL) or \
+                    not shapes(args.input_dims if args.input_dims is not NULL else args.input_dims_lc):
+                why = (f"{UNAVAILABLE}: no Input Dims for {op.name}; "
+                       "record with torch.profiler.profile(record_shapes=True)")
+            else:
+                why = NO_MODEL.format(u=UNAVAILABLE, op=op.name)
+            found = self.costs[memo] = (NAN, NAN, NAN, NAN, why, why, why, why, None, NAN, why, *NO_OP_COLUMNS)
+        return found
 
     def add_range(self, e: Any) -> None:
         """A CUPTI range-profiler event: measured FP instruction counts, FLOPs = add + mul + 2·fma."""
