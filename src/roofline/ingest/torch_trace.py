@@ -504,10 +504,10 @@ class _Rows:
             per_device = [props[d] for d in devices]
             for i, c in enumerate(names):
                 cols[c] = [p[i] for p in per_device]
-        for c in ("_grid", "_block"):
-            dims = cols.pop(c)
-            for i, axis in enumerate("xyz"):
-                cols[f"{c[1:]}_{axis}"] = [d[i] if d is not None else None for d in dims]
+        for c in ("_grid", "_block"):  # one pass and a C-level transposition, not a list per axis
+            none3 = (None, None, None)
+            cols.update(zip((f"{c[1:]}_{axis}" for axis in "xyz"),
+                            zip(*[d if d is not None else none3 for d in cols.pop(c)])))
         del cols["_ts"]
         cols.update({"format": "torch-trace", "replay_ok": True, "kernel_id": np.arange(n), "rank": rank,
                      **{c: repeated(v, n, "string") for c, v in (("l2_bytes_source", NO_CACHE),
