@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import gc
 from collections import defaultdict
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from roofline.ingest.common import check_exists, json_bytes, provenance_record
 from roofline.ingest.torch_trace_columns import factorized, repeated
 from roofline.ingest.torch_trace_decode import NULL, RANGE_CAT, Args, Event, decode, range_events, shapes
 from roofline.ingest.torch_trace_summary import estimates, unmodelled
+from roofline.ingest.torch_trace_threads import Threads as _Threads  # (torch_graphs imports it from here)
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.kernel_precision import decide as precision_evidence
 from roofline.metrics.op_models import NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
@@ -45,6 +46,7 @@ KINDS = {**{c: 1 for c in CPU_CATS}, **{c: 2 for c in KERNEL_CATS | COPY_CATS}, 
          RANGE_CAT: 4, "user_annotation": 5}
 NUMBER = (int, float)
 NAN = float("nan")
+INF = float("inf")
 NO_CACHE = (f"{UNAVAILABLE}: a PyTorch trace has no cache counters; profile the kernel with "
             "ncu --section SpeedOfLight_HierarchicalSingleRooflineChart for L2/L1")
 NO_MODEL = "{u}: no FLOP model for {op} (time is counted; see docs/traces.md for the ops modelled)"
@@ -80,84 +82,6 @@ def read(path: str | Path) -> pd.DataFrame:
     finally:
         if enabled:
             gc.enable()
-
-
-class _Threads:
-    """CPU ops per (pid, tid) sorted by start, for innermost-op lookups; built on first use."""
-
-    def __init__(self, ops: list[Event]) -> None:
-        self.ops = ops
-        self.threads: dict[tuple[Any, Any], tuple[list[float], list[int]]] | None = None
-        self.ends: dict[tuple[Any, Any], list[Any]] = {}  # per thread, in the same order: each op's end
-
-    def _index(self) -> dict[tuple[Any, Any], tuple[list[float], list[int]]]:
-        if self.threads is None:
-            per: dict[tuple[Any, Any], list[int]] = defaultdict(list)
-            for i, o in enumerate(self.ops):
-                try:
-                    per[(o.pid, o.tid)].append(i)
-                except TypeError:  # an unhashable pid/tid (damaged trace): no thread to look the op up by
-                    continue
-            self.threads = {}
-            starts = [o.ts for o in self.ops]
-            for key, idx in per.items():
-                idx.sort(key=starts.__getitem__)  # (a C-level key: this sort ran a lambda per op)
-                self.threads[key] = ([starts[i] for i in idx], idx)
-                self.ends[key] = [self.ops[i].ts + self.ops[i].dur for i in idx]
-        return self.threads
-
-    def _thread(self, op: Event) -> tuple[list[float], list[int]] | None:
-        """(start times, op indices) of ``op``'s thread."""
-        try:
-            return self._index().get((op.pid, op.tid))
-        except TypeError:  # an unhashable pid/tid
-            return None
-
-    def following(self, op: Event, limit: int = 8) -> list[Event]:
-        """The ops that start after ``op`` ends on its thread, in order (at most ``limit``)."""
-        found = self._thread(op)
-        if not found:
-            return []
-        starts, idx = found
-        j = bisect.bisect_left(starts, float(op.ts) + float(op.dur))
-        return [self.ops[i] for i in idx[j:j + limit]]
-
-    def within(self, op: Event, limit: int = 4096) -> list[Event]:
-        """The ops that start inside ``op``'s span on its thread, in order."""
-        found = self._thread(op)
-        if not found:
-            return []
-        starts, idx = found
-        lo = bisect.bisect_right(starts, float(op.ts))
-        hi = bisect.bisect_right(starts, float(op.ts) + float(op.dur))
-        return [self.ops[i] for i in idx[lo:min(hi, lo + limit)]]
-
-    def enclosing(self, op: Event) -> Event | None:
-        """The innermost other op whose span holds ``op`` on its thread (its caller)."""
-        found = self._thread(op)
-        if not found:
-            return None
-        starts, idx = found
-        end = float(op.ts) + float(op.dur)
-        j = bisect.bisect_right(starts, float(op.ts)) - 1
-        for k in range(j, max(-1, j - 64), -1):
-            o = self.ops[idx[k]]
-            if o is not op and float(o.ts) + float(o.dur) >= end and o.dur >= op.dur:
-                return o
-        return None
-
-    def innermost(self, pid: Any, tid: Any, ts: float) -> int | None:
-        threads = self.threads if self.threads is not None else self._index()
-        found = threads.get((pid, tid))
-        if not found:
-            return None
-        starts, idx = found
-        ends = self.ends[(pid, tid)]
-        j = bisect.bisect_right(starts, ts) - 1
-        for k in range(j, max(-1, j - 64), -1):  # nested ops: the latest start that still holds ts
-            if ends[k] >= ts:
-                return idx[k]
-        return None
 
 
 def _ext(a: Args) -> Any:
@@ -490,7 +414,7 @@ class _Rows:
     def frame(self, path: Path, rank: Any) -> pd.DataFrame:
         from roofline.hardware.specs import fill_spec_peaks
 
-        rows = sorted(self.rows, key=lambda r: r[0])
+        rows = sorted(self.rows, key=itemgetter(0))
         n = len(rows)
         dtypes = kernel_dtypes()
         cols: dict[str, Any] = dict(zip(ROW_COLUMNS, zip(*rows)))
@@ -574,7 +498,7 @@ def _dim3(v: Any) -> list[int] | None:
 
 
 def _step(steps: list[tuple[float, float, str]], ts: float) -> str | None:
-    j = bisect.bisect_right(steps, (ts, float("inf"), "")) - 1
+    j = bisect.bisect_right(steps, (ts, INF, "")) - 1
     return steps[j][2] if j >= 0 and steps[j][1] >= ts else None
 
 
