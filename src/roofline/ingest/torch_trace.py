@@ -273,7 +273,7 @@ class _Rows:
     def _inputs(self, op: Event | None) -> tuple[str | None, str | None]:
         """The op's recorded Input Dims and Input type, as the trace wrote them (JSON text)."""
         a = op.args if op is not None else None
-        if a is None:
+        if a is None or (a.input_dims is NULL and a.input_dims_lc is NULL and a.input_type is NULL):
             return None, None
         dims = a.input_dims if a.input_dims is not NULL else a.input_dims_lc
         return (None if dims is NULL else self._text(dims)), (None if a.input_type is NULL else self._text(a.input_type))
@@ -339,11 +339,14 @@ class _Rows:
 
     def _cost11(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
         args = op.args if op is not None else None
-        for a in (args, margs):  # an estimate the trace carries (Inductor/Triton): used as recorded
-            if a is not None and (a.kernel_flop is not None or a.kernel_num_gb is not None):
-                est = estimates(a, args, str(op.name) if op is not None else "")
-                if est is not None:
-                    return est
+        # an estimate the trace carries (Inductor/Triton), on the op or else its kernel: used as recorded
+        if (args is not None and (args.kernel_flop is not None or args.kernel_num_gb is not None)) or \
+                (margs is not None and (margs.kernel_flop is not None or margs.kernel_num_gb is not None)):
+            for a in (args, margs):
+                if a is not None and (a.kernel_flop is not None or a.kernel_num_gb is not None):
+                    est = estimates(a, args, str(op.name) if op is not None else "")
+                    if est is not None:
+                        return est
         if args is not None:
             name = str(op.name)  # type: ignore[union-attr]
             dims = args.input_dims if args.input_dims is not NULL else args.input_dims_lc
