@@ -90,8 +90,10 @@ def _ext(a: Args) -> Any:
 
 def _build(path: Path, raw: bytes | list[bytes], events: list[Event], top: dict[str, Any]) -> pd.DataFrame:
     """The frame of decoded events. ``raw`` (the JSON, or read()'s one-item holder of it) is decoded again
-    only for CUPTI range events; a holder is emptied before the rows are built, so that the JSON (54 MB for
-    the V100 trace) is freed before the frame's peak, unless raw shapes (``msgspec.Raw``) still point into it."""
+    only for CUPTI range events. With a holder (read() is the caller and uses neither afterwards), the
+    holder and ``events`` are emptied after the scan, before the rows are built: the JSON (54 MB for the
+    V100 trace; unless raw shapes, ``msgspec.Raw``, still point into it) and the events the reader does
+    not use (flow arrows, instant events, Python frames) are freed before the frame's memory peak."""
     props = top.get("deviceProperties")
     devices = {p.get("id"): p for p in (props if isinstance(props, list) else []) if isinstance(p, dict)}
     dist = top.get("distributedInfo")
@@ -133,9 +135,11 @@ def _build(path: Path, raw: bytes | list[bytes], events: list[Event], top: dict[
                 steps.append((ts, ts + dur, e.name))
         except TypeError:  # an unhashable cat, correlation or External id: not an event we can use
             continue
+    n_events = len(events)
     if raw.__class__ is list:
         held, raw = raw, (raw[0] if has_ranges else b"")  # type: ignore[index]
         held.clear()  # type: ignore[union-attr]
+        events.clear()  # (the ops, launches and GPU events kept are referenced by the scan's lists)
     ranges = _ranges(path, raw) if has_ranges else []  # type: ignore[arg-type]
     if not gpu and not ranges:
         why = "no GPU events (kernel, memcpy, memset or CUPTI range): a CPU-only trace, nothing to put on a GPU roofline"
@@ -190,7 +194,7 @@ def _build(path: Path, raw: bytes | list[bytes], events: list[Event], top: dict[
     import msgspec
 
     meta = provenance_record(path, "torch-trace", reader=f"msgspec {msgspec.__version__}")
-    meta.update(_trace_meta(top, events, gpu + ranges, orphans, groups, skipped))
+    meta.update(_trace_meta(top, n_events, gpu + ranges, orphans, groups, skipped))
     meta["unmodelled_ops"] = unmodelled(frame)
     if graph_notes:
         meta["graph_replays"] = graph_notes
@@ -539,11 +543,11 @@ def _short(name: Any) -> str:
     return base.rsplit(" ", 1)[-1].rsplit("::", 1)[-1] or name[:60]
 
 
-def _trace_meta(top: dict, events: list, gpu: list, orphans: list, groups: dict, skipped: int) -> dict[str, Any]:
+def _trace_meta(top: dict, n_events: int, gpu: list, orphans: list, groups: dict, skipped: int) -> dict[str, Any]:
     total = sum(map(float, map(attrgetter("dur"), gpu)))  # (the same additions, in the same order)
     orphan = sum(float(e.dur) for e, _ in orphans)
     return {
-        "trace_events": len(events), "gpu_events": len(gpu), "ops_with_gpu_work": len(groups),
+        "trace_events": n_events, "gpu_events": len(gpu), "ops_with_gpu_work": len(groups),
         "gpu_time_s": total * 1e-6, "orphan_gpu_time_s": orphan * 1e-6,
         "attributed_share": (total - orphan) / total if total else None,
         "events_without_ts_or_dur": skipped,
