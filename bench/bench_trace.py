@@ -13,6 +13,10 @@ fixture traces, the 216k-event V100 and the 132k-event H100 OWLv2 trace), all in
   ``VmHWM`` from /proc/self/status (``ru_maxrss`` would include the parent's, inherited across
   fork+exec), against the decompressed JSON size; the child's VmHWM right after the imports is
   reported too, so the read's own share is visible;
+* with ``--ab-base DIR`` (the ``src`` of another commit, e.g. ``git archive 7c91ebd src | tar -x -C
+  /tmp/base``): that commit's ``torch_trace.py`` and ``torch_trace_summary.py``, loaded beside this
+  one, alternating with the floor and this reader in CPU time and wall time (on a shared machine a
+  single run's ratio is noisy; an A/B in one process is what tells a change from the load);
 * HTA: Holistic Trace Analysis ``TraceAnalysis(trace_dir=...)`` on a copy of the file, run in its
   own virtualenv (``--hta-python``; HTA pins pandas/numpy versions of its own), timed inside it.
 
@@ -20,6 +24,7 @@ Targets: issue 16, roofline within 1.2x of the floor on the 216k-event trace; is
 floor and >= 10x faster than HTA on both, peak memory <= 3x the decompressed JSON.
 
     .venv/bin/python bench/bench_trace.py [--trace PATH ...] [--repeat 5] [--hta-python /tmp/hta-venv/bin/python]
+        [--ab-base /tmp/base/src]
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import gc
 import gzip
+import importlib.util
 import json
 import shutil
 import statistics
@@ -106,6 +112,38 @@ def alternating(fns: dict[str, object], repeat: int) -> dict[str, list[float]]:
     return out
 
 
+def ab(path: Path, base_src: Path, repeat: int) -> None:
+    """Floor, the other commit's reader and this one, alternating, timed in CPU and wall seconds."""
+
+    def load(name: str, rel: str):  # type: ignore[no-untyped-def]
+        spec = importlib.util.spec_from_file_location(name, base_src / rel)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+
+    base = load("base_torch_trace", "roofline/ingest/torch_trace.py")
+    if (base_src / "roofline/ingest/torch_trace_summary.py").exists():
+        base.unmodelled = load("base_torch_trace_summary", "roofline/ingest/torch_trace_summary.py").unmodelled
+    fns = {"floor": lambda: floor(path), "base": lambda: base.read(path), "this": lambda: torch_trace.read(path)}
+    for fn in fns.values():
+        fn()
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
+    wall: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            gc.collect()
+            c0, w0 = time.process_time(), time.perf_counter()
+            fn()
+            cpu[k].append(time.process_time() - c0)
+            wall[k].append(time.perf_counter() - w0)
+    for clock, r in (("cpu", cpu), ("wall", wall)):
+        best = {k: min(v) for k, v in r.items()}
+        med = {k: statistics.median(v) for k, v in r.items()}
+        print(f"A/B ({clock}, {repeat} rounds): " + " | ".join(f"{k} {best[k]:.3f} s ({med[k]:.3f})" for k in r)
+              + f" | base ÷ floor {best['base'] / best['floor']:.2f} ({med['base'] / med['floor']:.2f})"
+              + f" | this ÷ floor {best['this'] / best['floor']:.2f} ({med['this'] / med['floor']:.2f})")
+
+
 def memory(path: Path) -> tuple[int, int, int]:
     """(VmHWM after imports, VmHWM after the read, rows) of a fresh child process reading ``path``."""
     out = subprocess.run([sys.executable, "-c", MEMORY_SNIPPET, str(path)], capture_output=True, text=True,
@@ -114,7 +152,7 @@ def memory(path: Path) -> tuple[int, int, int]:
     return before, after, rows
 
 
-def bench(path: Path, repeat: int, hta_python: str | None) -> None:
+def bench(path: Path, repeat: int, hta_python: str | None, base_src: Path | None = None) -> None:
     results = alternating({"floor (gunzip + orjson.loads)": lambda: floor(path),
                            "roofline torch_trace.read": lambda: torch_trace.read(path)}, repeat)
     # where roofline's time goes: the same stages read() runs, timed one by one (GC off, as in read())
@@ -145,6 +183,8 @@ def bench(path: Path, repeat: int, hta_python: str | None) -> None:
     print(f"peak memory (VmHWM, fresh process): {after / 1e6:.0f} MB = {after / len(raw):.2f}× the JSON "
           f"({before / 1e6:.0f} MB after imports; the read adds {(after - before) / 1e6:.0f} MB = "
           f"{(after - before) / len(raw):.2f}× the JSON)")
+    if base_src is not None:
+        ab(path, base_src, repeat)
 
 
 def main() -> None:
@@ -152,9 +192,10 @@ def main() -> None:
     ap.add_argument("--trace", type=Path, action="append", default=None, help="a trace (repeatable)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--hta-python", default=None, help="python of a virtualenv with HolisticTraceAnalysis")
+    ap.add_argument("--ab-base", type=Path, default=None, help="src folder of another commit to A/B against")
     args = ap.parse_args()
     for path in args.trace or DEFAULT:
-        bench(path, args.repeat, args.hta_python)
+        bench(path, args.repeat, args.hta_python, args.ab_base)
 
 
 if __name__ == "__main__":
