@@ -1,17 +1,30 @@
 #!/usr/bin/env python
 """Benchmark PyTorch trace ingest against the JSON parse alone and against HTA.
 
-Times, best and median of ``--repeat`` runs after a warm-up, for one trace (default: the 216k-event
-V100 trace of the fixtures):
+Times, best and median of ``--repeat`` runs after a warm-up, for each trace (default: the two large
+fixture traces, the 216k-event V100 and the 132k-event H100 OWLv2 trace), all in one run:
 
 * floor: read the file, gunzip, ``orjson.loads`` with the cyclic GC off (what any reader must do);
 * roofline: ``roofline.ingest.torch_trace.read`` (parse, link, model FLOPs/bytes, typed frame);
+  floor and roofline alternate (floor, roofline, floor, ...) so that a load change on a shared
+  machine hits both;
+* the stages of roofline's time (gunzip, typed decode, scan/link/rows/frame), each timed alone;
+* peak memory: a fresh child process imports roofline, reads the trace once and reports its
+  ``VmHWM`` from /proc/self/status (``ru_maxrss`` would include the parent's, inherited across
+  fork+exec), against the decompressed JSON size; the child's VmHWM right after the imports is
+  reported too, so the read's own share is visible;
+* with ``--ab-base DIR`` (the ``src`` of another commit, e.g. ``git archive 7c91ebd src | tar -x -C
+  /tmp/base``): that commit's ``torch_trace.py`` and ``torch_trace_summary.py``, loaded beside this
+  one, alternating with the floor and this reader in CPU time and wall time (on a shared machine a
+  single run's ratio is noisy; an A/B in one process is what tells a change from the load);
 * HTA: Holistic Trace Analysis ``TraceAnalysis(trace_dir=...)`` on a copy of the file, run in its
   own virtualenv (``--hta-python``; HTA pins pandas/numpy versions of its own), timed inside it.
 
-Targets (issue 5): roofline within 2× of the floor, and at least 5× faster than HTA.
+Targets: issue 16, roofline within 1.2x of the floor on the 216k-event trace; issue 23, <= 0.8x the
+floor and >= 10x faster than HTA on both, peak memory <= 3x the decompressed JSON.
 
-    .venv/bin/python bench/bench_trace.py [--trace PATH] [--repeat 5] [--hta-python /tmp/hta-venv/bin/python]
+    .venv/bin/python bench/bench_trace.py [--trace PATH ...] [--repeat 5] [--hta-python /tmp/hta-venv/bin/python]
+        [--ab-base /tmp/base/src]
 """
 
 from __future__ import annotations
@@ -19,10 +32,12 @@ from __future__ import annotations
 import argparse
 import gc
 import gzip
+import importlib.util
 import json
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,7 +48,9 @@ from roofline.ingest import torch_trace
 from roofline.ingest.common import json_bytes
 from roofline.ingest.torch_trace_decode import decode
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared/fixtures/traces/torch_v100_2rank-nccl_rank1_large216k.pt.trace.json.gz"
+TRACES = Path(__file__).resolve().parents[2] / "shared/fixtures/traces"
+DEFAULT = [TRACES / "torch_v100_2rank-nccl_rank1_large216k.pt.trace.json.gz",
+           TRACES / "torch2.6_h100_owlv2-large_infer_flops-flag_132k.pt.trace.json.gz"]
 HTA_SNIPPET = """
 import sys, time, json, statistics
 from hta.trace_analysis import TraceAnalysis
@@ -43,6 +60,19 @@ ts = []
 for _ in range(n):
     t0 = time.perf_counter(); TraceAnalysis(trace_dir=d); ts.append(time.perf_counter() - t0)
 print(json.dumps(ts))
+"""
+#: run in a fresh interpreter: VmHWM (peak resident set) after the imports, then after one read
+MEMORY_SNIPPET = """
+import sys
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+from roofline.ingest import torch_trace
+import roofline.hardware.specs, roofline.metrics.op_models  # (imported by the read; counted as imports)
+before = hwm()
+frame = torch_trace.read(sys.argv[1])
+print(before, hwm(), len(frame))
 """
 
 
@@ -68,36 +98,104 @@ def timed(fn, repeat: int) -> list[float]:
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", type=Path, default=DEFAULT)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--hta-python", default=None, help="python of a virtualenv with HolisticTraceAnalysis")
-    args = ap.parse_args()
-    results = {"floor (gunzip + orjson.loads)": timed(lambda: floor(args.trace), args.repeat),
-               "roofline torch_trace.read": timed(lambda: torch_trace.read(args.trace), args.repeat)}
+def alternating(fns: dict[str, object], repeat: int) -> dict[str, list[float]]:
+    """Each function once as a warm-up, then ``repeat`` rounds of one call of each, in turn."""
+    for fn in fns.values():
+        fn()  # type: ignore[operator]
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()  # type: ignore[operator]
+            out[name].append(time.perf_counter() - t0)
+    return out
+
+
+def ab(path: Path, base_src: Path, repeat: int) -> None:
+    """Floor, the other commit's reader and this one, alternating, timed in CPU and wall seconds."""
+
+    def load(name: str, rel: str):  # type: ignore[no-untyped-def]
+        spec = importlib.util.spec_from_file_location(name, base_src / rel)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+
+    base = load("base_torch_trace", "roofline/ingest/torch_trace.py")
+    if (base_src / "roofline/ingest/torch_trace_summary.py").exists():
+        base.unmodelled = load("base_torch_trace_summary", "roofline/ingest/torch_trace_summary.py").unmodelled
+    fns = {"floor": lambda: floor(path), "base": lambda: base.read(path), "this": lambda: torch_trace.read(path)}
+    for fn in fns.values():
+        fn()
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
+    wall: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            gc.collect()
+            c0, w0 = time.process_time(), time.perf_counter()
+            fn()
+            cpu[k].append(time.process_time() - c0)
+            wall[k].append(time.perf_counter() - w0)
+    for clock, r in (("cpu", cpu), ("wall", wall)):
+        best = {k: min(v) for k, v in r.items()}
+        med = {k: statistics.median(v) for k, v in r.items()}
+        print(f"A/B ({clock}, {repeat} rounds): " + " | ".join(f"{k} {best[k]:.3f} s ({med[k]:.3f})" for k in r)
+              + f" | base ÷ floor {best['base'] / best['floor']:.2f} ({med['base'] / med['floor']:.2f})"
+              + f" | this ÷ floor {best['this'] / best['floor']:.2f} ({med['this'] / med['floor']:.2f})")
+
+
+def memory(path: Path) -> tuple[int, int, int]:
+    """(VmHWM after imports, VmHWM after the read, rows) of a fresh child process reading ``path``."""
+    out = subprocess.run([sys.executable, "-c", MEMORY_SNIPPET, str(path)], capture_output=True, text=True,
+                         check=True)
+    before, after, rows = (int(x) for x in out.stdout.split())
+    return before, after, rows
+
+
+def bench(path: Path, repeat: int, hta_python: str | None, base_src: Path | None = None) -> None:
+    results = alternating({"floor (gunzip + orjson.loads)": lambda: floor(path),
+                           "roofline torch_trace.read": lambda: torch_trace.read(path)}, repeat)
     # where roofline's time goes: the same stages read() runs, timed one by one (GC off, as in read())
-    raw = json_bytes(args.trace)
-    results["  of which: gunzip"] = timed(lambda: json_bytes(args.trace), args.repeat)
+    raw = json_bytes(path)
+    results["  of which: gunzip"] = timed(lambda: json_bytes(path), repeat)
     gc.disable()
     try:
-        results["  of which: typed decode (msgspec)"] = timed(lambda: decode(args.trace, raw), args.repeat)
-        events, top = decode(args.trace, raw)
+        results["  of which: typed decode (msgspec)"] = timed(lambda: decode(path, raw), repeat)
+        events, top = decode(path, raw)
         results["  of which: scan, link, rows, frame"] = timed(
-            lambda: torch_trace._build(args.trace, raw, events, top), args.repeat)
+            lambda: torch_trace._build(path, raw, events, top), repeat)
     finally:
         gc.enable()
-    if args.hta_python:
+    if hta_python:
         with tempfile.TemporaryDirectory() as d:
-            shutil.copy(args.trace, Path(d) / args.trace.name)
-            out = subprocess.run([args.hta_python, "-c", HTA_SNIPPET, d, str(args.repeat)], capture_output=True,
+            shutil.copy(path, Path(d) / path.name)
+            out = subprocess.run([hta_python, "-c", HTA_SNIPPET, d, str(repeat)], capture_output=True,
                                  text=True, check=True)
             results["HTA TraceAnalysis load"] = json.loads(out.stdout.strip().splitlines()[-1])
+    before, after, rows = memory(path)
     base = min(results["roofline torch_trace.read"])
-    print(f"{args.trace.name}: {len(torch_trace.read(args.trace))} rows")
-    print(f"{'case':34s} {'best s':>8s} {'median s':>9s} {'roofline ÷ case (best)':>24s}")
+    base_med = statistics.median(results["roofline torch_trace.read"])
+    print(f"\n{path.name}: {rows} rows, {len(events)} events, {len(raw) / 1e6:.1f} MB of JSON")
+    print(f"{'case':36s} {'best s':>8s} {'median s':>9s} {'roofline ÷ case':>16s} {'(median)':>9s}")
     for name, ts in results.items():
-        print(f"{name:34s} {min(ts):8.3f} {statistics.median(ts):9.3f} {base / min(ts):24.2f}")
+        print(f"{name:36s} {min(ts):8.3f} {statistics.median(ts):9.3f} {base / min(ts):16.2f} "
+              f"{base_med / statistics.median(ts):9.2f}")
+    print(f"peak memory (VmHWM, fresh process): {after / 1e6:.0f} MB = {after / len(raw):.2f}× the JSON "
+          f"({before / 1e6:.0f} MB after imports; the read adds {(after - before) / 1e6:.0f} MB = "
+          f"{(after - before) / len(raw):.2f}× the JSON)")
+    if base_src is not None:
+        ab(path, base_src, repeat)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", type=Path, action="append", default=None, help="a trace (repeatable)")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--hta-python", default=None, help="python of a virtualenv with HolisticTraceAnalysis")
+    ap.add_argument("--ab-base", type=Path, default=None, help="src folder of another commit to A/B against")
+    args = ap.parse_args()
+    for path in args.trace or DEFAULT:
+        bench(path, args.repeat, args.hta_python, args.ab_base)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import gc
 from collections import defaultdict
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +28,17 @@ import pandas as pd
 
 from roofline.errors import NoGpuWorkError, NoKernelsError, path_text
 from roofline.ingest.common import check_exists, json_bytes, provenance_record
+from roofline.ingest.torch_trace_columns import factorized, repeated
 from roofline.ingest.torch_trace_decode import NULL, RANGE_CAT, Args, Event, decode, range_events, shapes
 from roofline.ingest.torch_trace_summary import estimates, unmodelled
+from roofline.ingest.torch_trace_threads import Threads as _Threads  # (torch_graphs imports it from here)
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.kernel_precision import decide as precision_evidence
 from roofline.metrics.moe import CALLEE_OPS
 from roofline.metrics.op_models import NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
 from roofline.metrics.paged_attention import OPS as PAGED_OPS
 from roofline.metrics.paged_attention import paged_cost
-from roofline.schema import UNAVAILABLE, kernels_from_columns, set_provenance
+from roofline.schema import UNAVAILABLE, kernel_dtypes, kernels_from_columns, set_provenance
 
 CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "runtime"})
@@ -46,6 +49,7 @@ KINDS = {**{c: 1 for c in CPU_CATS}, **{c: 2 for c in KERNEL_CATS | COPY_CATS}, 
          RANGE_CAT: 4, "user_annotation": 5}
 NUMBER = (int, float)
 NAN = float("nan")
+INF = float("inf")
 NO_CACHE = (f"{UNAVAILABLE}: a PyTorch trace has no cache counters; profile the kernel with "
             "ncu --section SpeedOfLight_HierarchicalSingleRooflineChart for L2/L1")
 NO_MODEL = "{u}: no FLOP model for {op} (time is counted; see docs/traces.md for the ops modelled)"
@@ -71,97 +75,27 @@ def read(path: str | Path) -> pd.DataFrame:
     """The canonical frame of a Kineto trace: one row per CPU op with GPU work, plus orphan GPU events."""
     path = Path(path)
     check_exists(path)
-    raw = json_bytes(path)
+    held = [json_bytes(path)]  # (a holder, not a local: _build drops the JSON once it knows it is not needed)
     enabled = gc.isenabled()
     gc.disable()  # the decode makes hundreds of thousands of small objects; cyclic GC only slows it
     try:
-        events, top = decode(path, raw)
-        return _build(path, raw, events, top)
+        events, top = decode(path, held[0])
+        return _build(path, held, events, top)
     finally:
         if enabled:
             gc.enable()
-
-
-class _Threads:
-    """CPU ops per (pid, tid) sorted by start, for innermost-op lookups; built on first use."""
-
-    def __init__(self, ops: list[Event]) -> None:
-        self.ops = ops
-        self.threads: dict[tuple[Any, Any], tuple[list[float], list[int]]] | None = None
-
-    def _index(self) -> dict[tuple[Any, Any], tuple[list[float], list[int]]]:
-        if self.threads is None:
-            per: dict[tuple[Any, Any], list[int]] = defaultdict(list)
-            for i, o in enumerate(self.ops):
-                try:
-                    per[(o.pid, o.tid)].append(i)
-                except TypeError:  # an unhashable pid/tid (damaged trace): no thread to look the op up by
-                    continue
-            self.threads = {}
-            for key, idx in per.items():
-                idx.sort(key=lambda i: self.ops[i].ts)
-                self.threads[key] = ([self.ops[i].ts for i in idx], idx)
-        return self.threads
-
-    def _thread(self, op: Event) -> tuple[list[float], list[int]] | None:
-        """(start times, op indices) of ``op``'s thread."""
-        try:
-            return self._index().get((op.pid, op.tid))
-        except TypeError:  # an unhashable pid/tid
-            return None
-
-    def following(self, op: Event, limit: int = 8) -> list[Event]:
-        """The ops that start after ``op`` ends on its thread, in order (at most ``limit``)."""
-        found = self._thread(op)
-        if not found:
-            return []
-        starts, idx = found
-        j = bisect.bisect_left(starts, float(op.ts) + float(op.dur))
-        return [self.ops[i] for i in idx[j:j + limit]]
-
-    def within(self, op: Event, limit: int = 4096) -> list[Event]:
-        """The ops that start inside ``op``'s span on its thread, in order."""
-        found = self._thread(op)
-        if not found:
-            return []
-        starts, idx = found
-        lo = bisect.bisect_right(starts, float(op.ts))
-        hi = bisect.bisect_right(starts, float(op.ts) + float(op.dur))
-        return [self.ops[i] for i in idx[lo:min(hi, lo + limit)]]
-
-    def enclosing(self, op: Event) -> Event | None:
-        """The innermost other op whose span holds ``op`` on its thread (its caller)."""
-        found = self._thread(op)
-        if not found:
-            return None
-        starts, idx = found
-        end = float(op.ts) + float(op.dur)
-        j = bisect.bisect_right(starts, float(op.ts)) - 1
-        for k in range(j, max(-1, j - 64), -1):
-            o = self.ops[idx[k]]
-            if o is not op and float(o.ts) + float(o.dur) >= end and o.dur >= op.dur:
-                return o
-        return None
-
-    def innermost(self, pid: Any, tid: Any, ts: float) -> int | None:
-        threads = self.threads if self.threads is not None else self._index()
-        found = threads.get((pid, tid))
-        if not found:
-            return None
-        starts, idx = found
-        j = bisect.bisect_right(starts, ts) - 1
-        for k in range(j, max(-1, j - 64), -1):  # nested ops: the latest start that still holds ts
-            o = self.ops[idx[k]]
-            if o.ts + o.dur >= ts:
-                return idx[k]
-        return None
 
 
 def _ext(a: Args) -> Any:
     return a.external_id if a.external_id is not None else a.external_id_lc
 
 
-def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> pd.DataFrame:
+def _build(path: Path, raw: bytes | list[bytes], events: list[Event], top: dict[str, Any]) -> pd.DataFrame:
+    """The frame of decoded events. ``raw`` (the JSON, or read()'s one-item holder of it) is decoded again
+    only for CUPTI range events. With a holder (read() is the caller and uses neither afterwards), the
+    holder and ``events`` are emptied after the scan, before the rows are built: the JSON (54 MB for the
+    V100 trace; unless raw shapes, ``msgspec.Raw``, still point into it) and the events the reader does
+    not use (flow arrows, instant events, Python frames) are freed before the frame's memory peak."""
     props = top.get("deviceProperties")
     devices = {p.get("id"): p for p in (props if isinstance(props, list) else []) if isinstance(p, dict)}
     dist = top.get("distributedInfo")
@@ -187,7 +121,7 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
             if kind == 1:
                 a = e.args
                 if a is not None:
-                    ext = _ext(a)
+                    ext = a.external_id if a.external_id is not None else a.external_id_lc  # (_ext, inlined)
                     if ext is not None and ext not in by_ext:
                         by_ext[ext] = len(ops)
                 ops.append(e)
@@ -203,7 +137,12 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
                 steps.append((ts, ts + dur, e.name))
         except TypeError:  # an unhashable cat, correlation or External id: not an event we can use
             continue
-    ranges = _ranges(path, raw) if has_ranges else []
+    n_events = len(events)
+    if raw.__class__ is list:
+        held, raw = raw, (raw[0] if has_ranges else b"")  # type: ignore[index]
+        held.clear()  # type: ignore[union-attr]
+        events.clear()  # (the ops, launches and GPU events kept are referenced by the scan's lists)
+    ranges = _ranges(path, raw) if has_ranges else []  # type: ignore[arg-type]
     if not gpu and not ranges:
         why = "no GPU events (kernel, memcpy, memset or CUPTI range): a CPU-only trace, nothing to put on a GPU roofline"
         if skipped:
@@ -215,9 +154,23 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
     threads = _Threads(ops)
     groups: dict[int, list[Event]] = defaultdict(list)
     orphans: list[tuple[Event, str]] = []
+    innermost = threads.innermost
     for e in gpu:
         try:
-            op, label = _link(e.args, runtimes, by_ext, threads)
+            # the usual case inline (a launch whose External id names an op, or the innermost op holding
+            # the launch on its thread); _link decides everything else (labels, a launch-less event)
+            a = e.args
+            rt = runtimes.get(a.correlation) if a is not None and a.correlation is not None else None
+            if rt is not None:
+                ra = rt.args
+                ext = ra.external_id if ra.external_id is not None else ra.external_id_lc
+                op = by_ext.get(ext) if ext is not None else None
+                if op is None:
+                    op = innermost(rt.pid, rt.tid, rt.ts)
+                if op is not None:
+                    groups[op].append(e)
+                    continue
+            op, label = _link(a, runtimes, by_ext, threads)
         except TypeError:
             op, label = None, "orphan: unusable correlation or External id"
         if op is None:
@@ -246,7 +199,7 @@ def _build(path: Path, raw: bytes, events: list[Event], top: dict[str, Any]) -> 
     import msgspec
 
     meta = provenance_record(path, "torch-trace", reader=f"msgspec {msgspec.__version__}")
-    meta.update(_trace_meta(top, events, gpu + ranges, orphans, groups, skipped))
+    meta.update(_trace_meta(top, n_events, gpu + ranges, orphans, groups, skipped))
     meta["unmodelled_ops"] = unmodelled(frame)
     if graph_notes:
         meta["graph_replays"] = graph_notes
@@ -321,14 +274,17 @@ class _Rows:
         grid = block = None
         if margs is not None:
             grid, block = _dim3(margs.grid), _dim3(margs.block)
+        c = self._cost11(op, evs, margs, label)
+        if len(c) != 14:  # the 11 columns every row has, + NO_OP_COLUMNS
+            c += NO_OP_COLUMNS
         self.rows.append((ts, name, name if op is not None else _short(name), main.name,
                           _step(self.steps, ts) if self.steps else None, dev, dur_us * 1e-6, src, label,
-                          grid, block, self._cost(op, evs, margs, label), *self._inputs(op)))
+                          grid, block, c, *self._inputs(op)))
 
     def _inputs(self, op: Event | None) -> tuple[str | None, str | None]:
         """The op's recorded Input Dims and Input type, as the trace wrote them (JSON text)."""
         a = op.args if op is not None else None
-        if a is None:
+        if a is None or (a.input_dims is NULL and a.input_dims_lc is NULL and a.input_type is NULL):
             return None, None
         dims = a.input_dims if a.input_dims is not NULL else a.input_dims_lc
         return (None if dims is NULL else self._text(dims)), (None if a.input_type is NULL else self._text(a.input_type))
@@ -408,17 +364,16 @@ class _Rows:
             later.append(shapes(a.input_dims if a.input_dims is not NULL else a.input_dims_lc) if a is not None else None)
         return conv_out_from_consumer(dims, later)
 
-    def _cost(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
-        c = self._cost11(op, evs, margs, label)
-        return c if len(c) == len(COST_COLUMNS) else c + NO_OP_COLUMNS  # (the 11 columns every row has)
-
     def _cost11(self, op: Event | None, evs: list[Event], margs: Args | None, label: str) -> tuple[Any, ...]:
         args = op.args if op is not None else None
-        for a in (args, margs):  # an estimate the trace carries (Inductor/Triton): used as recorded
-            if a is not None and (a.kernel_flop is not None or a.kernel_num_gb is not None):
-                est = estimates(a, args, str(op.name) if op is not None else "")
-                if est is not None:
-                    return est
+        # an estimate the trace carries (Inductor/Triton), on the op or else its kernel: used as recorded
+        if (args is not None and (args.kernel_flop is not None or args.kernel_num_gb is not None)) or \
+                (margs is not None and (margs.kernel_flop is not None or margs.kernel_num_gb is not None)):
+            for a in (args, margs):
+                if a is not None and (a.kernel_flop is not None or a.kernel_num_gb is not None):
+                    est = estimates(a, args, str(op.name) if op is not None else "")
+                    if est is not None:
+                        return est
         if args is not None:
             name = str(op.name)  # type: ignore[union-attr]
             dims = args.input_dims if args.input_dims is not NULL else args.input_dims_lc
@@ -457,14 +412,21 @@ class _Rows:
                 return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why, None, None, host)
             return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, device,
                     "memcpy/memset args: bytes (device-to-device copies read and write: × 2)")
-        if op is None:
-            why = f"{UNAVAILABLE}: {label}; no CPU op shapes to model it"
-        elif args is None or (args.input_dims is NULL and args.input_dims_lc is NULL) or \
-                not shapes(args.input_dims if args.input_dims is not NULL else args.input_dims_lc):
-            why = f"{UNAVAILABLE}: no Input Dims for {op.name}; record with torch.profiler.profile(record_shapes=True)"
-        else:
-            why = NO_MODEL.format(u=UNAVAILABLE, op=op.name)
-        return (NAN, NAN, NAN, NAN, why, why, why, why, None, NAN, why)
+        # the reason depends on the label, the op's name or its signature only: one tuple per distinct one
+        # (a trace recorded without shapes has thousands of rows of the same few reasons)
+        memo = ("orphan", label) if op is None else ("no args", str(op.name)) if args is None else ("no model", key)
+        found = self.costs.get(memo)
+        if found is None:
+            if op is None:
+                why = f"{UNAVAILABLE}: {label}; no CPU op shapes to model it"
+            elif args is None or (args.input_dims is NULL and args.input_dims_lc is NULL) or \
+                    not shapes(args.input_dims if args.input_dims is not NULL else args.input_dims_lc):
+                why = (f"{UNAVAILABLE}: no Input Dims for {op.name}; "
+                       "record with torch.profiler.profile(record_shapes=True)")
+            else:
+                why = NO_MODEL.format(u=UNAVAILABLE, op=op.name)
+            found = self.costs[memo] = (NAN, NAN, NAN, NAN, why, why, why, why, None, NAN, why, *NO_OP_COLUMNS)
+        return found
 
     def add_range(self, e: Any) -> None:
         """A CUPTI range-profiler event: measured FP instruction counts, FLOPs = add + mul + 2·fma."""
@@ -488,22 +450,29 @@ class _Rows:
     def frame(self, path: Path, rank: Any) -> pd.DataFrame:
         from roofline.hardware.specs import fill_spec_peaks
 
-        rows = sorted(self.rows, key=lambda r: r[0])
+        rows = sorted(self.rows, key=itemgetter(0))
         n = len(rows)
+        dtypes = kernel_dtypes()
         cols: dict[str, Any] = dict(zip(ROW_COLUMNS, zip(*rows)))
-        cols.update(zip(COST_COLUMNS, zip(*cols.pop("_cost"))))
-        props = {d: self._device(d) for d in set(cols["_device"])}
-        per_device = [props[d] for d in cols.pop("_device")]
-        for i, c in enumerate(("device_name", "sm_count", "compute_capability")):
-            cols[c] = [p[i] for p in per_device]
-        for c in ("_grid", "_block"):
-            dims = cols.pop(c)
-            for i, axis in enumerate("xyz"):
-                cols[f"{c[1:]}_{axis}"] = [d[i] if d is not None else None for d in dims]
+        cols.update(factorized(cols.pop("_cost"), COST_COLUMNS))  # rows share their signature's cost tuple
+        devices = cols.pop("_device")
+        props = {d: self._device(d) for d in set(devices)}
+        names = ("device_name", "sm_count", "compute_capability")
+        if len(props) == 1:  # one device (the usual trace): one value per column
+            cols.update({c: repeated(v, n, dtypes[c]) for c, v in zip(names, next(iter(props.values())))})
+        else:
+            per_device = [props[d] for d in devices]
+            for i, c in enumerate(names):
+                cols[c] = [p[i] for p in per_device]
+        for c in ("_grid", "_block"):  # one pass and a C-level transposition, not a list per axis
+            none3 = (None, None, None)
+            cols.update(zip((f"{c[1:]}_{axis}" for axis in "xyz"),
+                            zip(*[d if d is not None else none3 for d in cols.pop(c)])))
         del cols["_ts"]
-        cols.update({"format": "torch-trace", "replay_ok": True, "l2_bytes_source": NO_CACHE,
-                     "l1_bytes_source": NO_CACHE, "kernel_id": np.arange(n), "rank": rank,
-                     "source_file": path_text(path)})
+        cols.update({"format": "torch-trace", "replay_ok": True, "kernel_id": np.arange(n), "rank": rank,
+                     **{c: repeated(v, n, "string") for c, v in (("l2_bytes_source", NO_CACHE),
+                                                                ("l1_bytes_source", NO_CACHE),
+                                                                ("source_file", path_text(path)))}})
         return fill_spec_peaks(kernels_from_columns(cols, n))
 
     def _device(self, dev: Any) -> tuple[Any, Any, Any]:
@@ -565,7 +534,7 @@ def _dim3(v: Any) -> list[int] | None:
 
 
 def _step(steps: list[tuple[float, float, str]], ts: float) -> str | None:
-    j = bisect.bisect_right(steps, (ts, float("inf"), "")) - 1
+    j = bisect.bisect_right(steps, (ts, INF, "")) - 1
     return steps[j][2] if j >= 0 and steps[j][1] >= ts else None
 
 
@@ -597,11 +566,11 @@ def _short(name: Any) -> str:
     return base.rsplit(" ", 1)[-1].rsplit("::", 1)[-1] or name[:60]
 
 
-def _trace_meta(top: dict, events: list, gpu: list, orphans: list, groups: dict, skipped: int) -> dict[str, Any]:
-    total = sum(float(e.dur) for e in gpu)
+def _trace_meta(top: dict, n_events: int, gpu: list, orphans: list, groups: dict, skipped: int) -> dict[str, Any]:
+    total = sum(map(float, map(attrgetter("dur"), gpu)))  # (the same additions, in the same order)
     orphan = sum(float(e.dur) for e, _ in orphans)
     return {
-        "trace_events": len(events), "gpu_events": len(gpu), "ops_with_gpu_work": len(groups),
+        "trace_events": n_events, "gpu_events": len(gpu), "ops_with_gpu_work": len(groups),
         "gpu_time_s": total * 1e-6, "orphan_gpu_time_s": orphan * 1e-6,
         "attributed_share": (total - orphan) / total if total else None,
         "events_without_ts_or_dur": skipped,

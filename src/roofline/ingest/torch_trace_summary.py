@@ -47,7 +47,9 @@ def unmodelled(frame: pd.DataFrame, top: int = 10) -> list[dict[str, Any]]:
     total = float(frame["duration_s"].sum())
     if not total:
         return []
-    miss = frame[frame["flop_fp32"].isna() | frame["dram_bytes"].isna()]
+    # only the columns used: a boolean row mask on the whole ~80-column frame copies every column
+    used = frame[["kernel_short_name", "duration_s", "flop_fp32_source", "dram_bytes_source"]]
+    miss = used[(frame["flop_fp32"].isna() | frame["dram_bytes"].isna()).to_numpy()]
     if miss.empty:
         return []
     g = miss.groupby("kernel_short_name", sort=False).agg(t=("duration_s", "sum"), why=("flop_fp32_source", "first"),
