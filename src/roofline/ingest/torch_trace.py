@@ -29,16 +29,37 @@ import pandas as pd
 from roofline.errors import NoGpuWorkError, NoKernelsError, path_text
 from roofline.ingest.common import check_exists, json_bytes, provenance_record
 from roofline.ingest.torch_trace_columns import factorized, repeated
-from roofline.ingest.torch_trace_decode import NULL, RANGE_CAT, Args, Event, decode, range_events, shapes
+from roofline.ingest.torch_trace_decode import (
+    NULL,
+    RANGE_CAT,
+    Args,
+    Event,
+    decode,
+    range_events,
+    shapes,
+)
 from roofline.ingest.torch_trace_summary import estimates, unmodelled
-from roofline.ingest.torch_trace_threads import Threads as _Threads  # (torch_graphs imports it from here)
+from roofline.ingest.torch_trace_threads import (
+    Threads as _Threads,  # (torch_graphs imports it from here)
+)
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.kernel_precision import decide as precision_evidence
 from roofline.metrics.moe import CALLEE_OPS
-from roofline.metrics.op_models import NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
+from roofline.metrics.op_models import (
+    NOT_RECORDED,
+    OpCost,
+    collective_bytes,
+    conv_out_from_consumer,
+    cost,
+)
 from roofline.metrics.paged_attention import OPS as PAGED_OPS
 from roofline.metrics.paged_attention import paged_cost
-from roofline.schema import UNAVAILABLE, kernel_dtypes, kernels_from_columns, set_provenance
+from roofline.schema import (
+    UNAVAILABLE,
+    kernel_dtypes,
+    kernels_from_columns,
+    set_provenance,
+)
 
 CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "runtime"})
@@ -106,6 +127,7 @@ def _build(path: Path, raw: bytes | list[bytes], events: list[Event], top: dict[
     runtimes: dict[Any, Event] = {}
     gpu: list[Event] = []
     steps: list[tuple[float, float, str]] = []
+    notes: list[Event] = []
     skipped = 0
     has_ranges = False
     kinds = KINDS
@@ -133,8 +155,10 @@ def _build(path: Path, raw: bytes | list[bytes], events: list[Event], top: dict[
                     runtimes[a.correlation] = e
             elif kind == 4:
                 has_ranges = True
-            elif str(e.name).startswith("ProfilerStep#"):
-                steps.append((ts, ts + dur, e.name))
+            else:  # user annotations: steps, and vLLM's iteration annotations (paged attention's lengths)
+                notes.append(e)
+                if str(e.name).startswith("ProfilerStep#"):
+                    steps.append((ts, ts + dur, e.name))
         except TypeError:  # an unhashable cat, correlation or External id: not an event we can use
             continue
     n_events = len(events)
@@ -179,14 +203,16 @@ def _build(path: Path, raw: bytes | list[bytes], events: list[Event], top: dict[
             groups[op].append(e)
 
     rows = _Rows(devices, steps, threads)
-    rows.events = events  # (an eager paged-attention op looks its iteration annotation up in them)
+    # annotations and launches outlive events.clear(): paged attention looks its iteration up in them
+    kept = notes + list(runtimes.values())
+    rows.events = kept
     for op, evs in groups.items():
         rows.add(ops[op], evs, "op")
     graph_notes: list[str] = []
     if any(label.startswith("orphan: graph replay") for _, label in orphans):
         from roofline.ingest.torch_graphs import attribute
 
-        joined, orphans, graph_notes = attribute(path, orphans, events)
+        joined, orphans, graph_notes = attribute(path, orphans, kept)
         for cop, evs, cap_threads in joined.values():
             rows.threads = cap_threads  # a captured op's callees are in its capture trace
             rows.add(cop, evs, "graph replay: captured op")
