@@ -401,7 +401,7 @@ def _assemble(out: dict[str, Any], n: int, only: Any = None) -> pd.DataFrame:
         elif dtype == "float64":
             cols[c] = np.full(n, np.nan)
         elif dtype == "string":
-            cols[c] = pd.array(pa.nulls(n, pa.string()), dtype="string")
+            cols[c] = pd.arrays.ArrowStringArray(pa.nulls(n, pa.large_string()))  # pandas' own type: no cast
         elif dtype == "Int64":
             cols[c] = pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
         else:
