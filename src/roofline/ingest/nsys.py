@@ -237,7 +237,7 @@ def _int_chunks(path: Path, con: sqlite3.Connection, sql: str) -> Iterator[np.nd
         if not batch:
             return
         try:
-            yield np.array(batch, dtype=np.int64)
+            yield nsys_nvtx.flat(batch, np.int64)
         except (TypeError, ValueError, OverflowError) as exc:  # text, floats or NULL where ids and ns belong
             raise CorruptReportError(path, f"non-integer value in an activity table ({exc})") from None
 

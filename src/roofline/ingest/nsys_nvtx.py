@@ -15,6 +15,7 @@ name (``NvtxDomainCreate``) and joined by ``;``.
 from __future__ import annotations
 
 import sqlite3
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -63,7 +64,7 @@ def attach(con: sqlite3.Connection, have: set[str], strings: bool, tid: np.ndarr
         batch = cur.fetchmany(CHUNK)
         if not batch:
             break
-        block = np.array(batch, dtype=object)  # one C-level pass; the name column stays objects
+        block = flat(batch, object)  # one C-level pass; the name column stays objects
         part = block[:, :width].astype(np.int64)
         if packed:  # back to (thread, domain, event type, start, end)
             k = part[:, 0]
@@ -87,6 +88,13 @@ def attach(con: sqlite3.Connection, have: set[str], strings: bool, tid: np.ndarr
     first = (np.concatenate(packs)[~created],) if packed else (r[:, 2], r[:, 1], r[:, 0])
     order = np.lexsort((-r[:, 4], r[:, 3], *first))
     return _label_launches(r[order], names[order], domains, tid, t)
+
+
+def flat(batch: list[tuple[Any, ...]], dtype: Any) -> np.ndarray:
+    """Fetched rows (non-empty) as a 2-D array: one pass over the values flattened (``np.array`` of the
+    tuples first discovers their shape and types: 1.5-2x slower); the same errors on values not ``dtype``."""
+    width = len(batch[0])
+    return np.fromiter(chain.from_iterable(batch), dtype=dtype, count=len(batch) * width).reshape(-1, width)
 
 
 def _resolve_names(con: sqlite3.Connection, names: np.ndarray) -> None:
