@@ -4,8 +4,9 @@
     PYTHONPATH=src .venv/bin/python bench/bench_nsys.py memory --kernels 1000000
 
 ``speed``: best-of-N CPU and wall time (the two interleaved) of ``roofline.ingest.nsys.read`` against a bare ``sqlite3`` query
-of the same columns (kernel, memcpy and memset rows with their names from StringIds, and the
-launching runtime call, and the NVTX ranges), fetched with ``fetchall`` into Python tuples and nothing else.
+of the same columns (kernel, memcpy and memset rows with their names from StringIds, a copy's kind and devices,
+a memset's memory kind, the launching runtime call, and the NVTX ranges with their event type and name or
+registered name), fetched with ``fetchall`` into Python tuples and nothing else.
 ``memory``: writes a synthetic export (tests/nsys_synthetic.py) and reads it in a fresh process,
 reporting the child's VmHWM (peak RSS, /proc) above its baseline after imports against the size of the frame it returns.
 Results: docs/nsys.md.
@@ -36,9 +37,13 @@ LEFT JOIN StringIds m ON m.id = k.mangledName
 LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
 ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)
 """
-NVTX = "SELECT globalTid, start, end, domainId, text FROM NVTX_EVENTS WHERE eventType IN (59, 60)"
+# every column the reader needs: eventType (push/pop vs start/end) and the registered name (textId) too
+NVTX = "SELECT globalTid, start, end, domainId, eventType, IFNULL(text, textId) FROM NVTX_EVENTS WHERE eventType IN (59, 60)"
+#: besides times, ids and bytes, the reader needs a memcpy's kind and devices and a memset's memory kind
+COPY_COLUMNS = {"CUPTI_ACTIVITY_KIND_MEMCPY": ("copyKind", "srcDeviceId", "dstDeviceId"),
+                "CUPTI_ACTIVITY_KIND_MEMSET": ("memKind",)}
 COPIES = """
-SELECT x.start, x.end, x.deviceId, x.streamId, x.correlationId, x.globalPid, x.bytes, r.globalTid, r.start
+SELECT x.start, x.end, x.deviceId, x.streamId, x.correlationId, x.globalPid, x.bytes, {extra}, r.globalTid, r.start
 FROM {t} x LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
 ON r.correlationId = x.correlationId AND (r.globalTid >> 24) = (x.globalPid >> 24)
 """
@@ -52,9 +57,11 @@ def bare(path: Path) -> int:
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
     if "NVTX_EVENTS" in tables:
         con.execute(NVTX).fetchall()
-    for t in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+    for t, want in COPY_COLUMNS.items():
         if t in tables:
-            n += len(con.execute(COPIES.format(t=t)).fetchall())
+            have = {r[1] for r in con.execute(f"PRAGMA table_info({t})")}
+            extra = ", ".join(f"x.{c}" if c in have else "NULL" for c in want)
+            n += len(con.execute(COPIES.format(t=t, extra=extra)).fetchall())
     con.close()
     return n
 

@@ -142,3 +142,34 @@ def test_tensor_paths_map_to_their_spec_figures():
     assert tensor_key("sm__ops_path_tensor_src_fp16_dst_fp16") == ("tensor_fp16_acc16", False)
     assert tensor_key("sm__ops_path_tensor_src_tf32_dst_fp32") == ("tensor_tf32", False)
     assert tensor_key("mfma_fp64") == ("tensor_fp64", False)
+
+
+def test_small_frame_device_groups_match_the_pandas_path(monkeypatch):
+    """The row-by-row grouping used for small frames gives the same groups, keys and order as pandas'."""
+    import numpy as np
+    import pandas as pd
+
+    from roofline.hardware import specs
+
+    frame = pd.DataFrame({
+        "device_name": pd.array(["NVIDIA H100 80GB HBM3", None, "NVIDIA H100 80GB HBM3", "Tesla V100", None,
+                                 "NVIDIA H100 80GB HBM3"], dtype="string"),
+        "compute_capability": pd.array(["9.0", None, "9.0", "7.0", None, "9.0"], dtype="string"),
+        "sm_count": pd.array([132, None, 132, 80, None, 114], dtype="Int64"),
+        "sm_boost_clock_hz": [1.98e9, np.nan, 1.98e9, 1.53e9, np.nan, 1.98e9],
+    })
+    small = specs._device_groups(frame)
+    monkeypatch.setattr(specs, "_SMALL_FRAME", -1)
+    big = specs._device_groups(frame)
+    assert [k for k, _ in small] == [k for k, _ in big] == [
+        ("NVIDIA H100 80GB HBM3", "9.0", 132, 1.98e9), (None, None, None, None), ("Tesla V100", "7.0", 80, 1.53e9),
+        ("NVIDIA H100 80GB HBM3", "9.0", 114, 1.98e9)]
+    for (_, a), (_, b) in zip(small, big):
+        assert a.tolist() == b.tolist()
+    # a frame without the optional key columns: one group, every key None, on both paths
+    only_name = frame[["device_name"]]
+    assert [k for k, _ in specs._device_groups(only_name)] == [
+        ("NVIDIA H100 80GB HBM3", None, None, None), (None, None, None, None), ("Tesla V100", None, None, None)]
+    monkeypatch.setattr(specs, "_SMALL_FRAME", 256)
+    assert [k for k, _ in specs._device_groups(only_name)] == [
+        ("NVIDIA H100 80GB HBM3", None, None, None), (None, None, None, None), ("Tesla V100", None, None, None)]

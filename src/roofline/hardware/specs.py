@@ -305,9 +305,17 @@ _PEAK_COLUMNS = ("peak_flop_per_s_fp64", "peak_flop_per_s_fp32", "peak_flop_per_
                  "peak_dram_bytes_per_s", "peak_l1_bytes_per_s")
 
 
+#: frames up to this many rows are grouped in plain Python: pandas' MultiIndex factorize costs ~6 ms of fixed
+#: overhead, which dominates on the one-row-per-device frames a timeline reader passes
+_SMALL_FRAME = 256
+_GROUP_KEYS = ("device_name", "compute_capability", "sm_count", "sm_boost_clock_hz")
+
+
 def _device_groups(frame: pd.DataFrame) -> list[tuple[tuple[Any, Any, Any, Any], np.ndarray]]:
     """Rows per (device name, CC, SM count, max clock): what name resolution may use."""
-    cols = [c for c in ("device_name", "compute_capability", "sm_count", "sm_boost_clock_hz")]
+    if len(frame) <= _SMALL_FRAME:
+        return _device_groups_small(frame)
+    cols = list(_GROUP_KEYS)
     keys = pd.DataFrame({c: (frame[c].astype(object) if c in frame else pd.Series(None, index=frame.index, dtype=object))
                          for c in cols})
     keys = keys.where(keys.notna(), None)
@@ -320,6 +328,29 @@ def _device_groups(frame: pd.DataFrame) -> list[tuple[tuple[Any, Any, Any, Any],
         sms = int(first["sm_count"]) if first["sm_count"] is not None else None
         boost = float(first["sm_boost_clock_hz"]) if first["sm_boost_clock_hz"] is not None else None
         out.append(((None if name is None else str(name), first["compute_capability"], sms, boost), mask))
+    return out
+
+
+def _device_groups_small(frame: pd.DataFrame) -> list[tuple[tuple[Any, Any, Any, Any], np.ndarray]]:
+    """:func:`_device_groups` row by row: the same groups (keyed by the values' ``str``, missing as None), in
+    order of first appearance, each described by its first row."""
+    n = len(frame)
+    cols = [[None if pd.isna(v) else v for v in frame[c].tolist()] if c in frame else [None] * n
+            for c in _GROUP_KEYS]
+    groups: dict[tuple[str, ...], int] = {}
+    firsts: list[int] = []  # each group's first row
+    codes = np.empty(n, dtype=np.int64)
+    for i, row in enumerate(zip(*cols)):
+        key = tuple(str(v) for v in row)
+        if key not in groups:
+            groups[key] = len(firsts)
+            firsts.append(i)
+        codes[i] = groups[key]
+    out = []
+    for g, i in enumerate(firsts):
+        name, cc, sms, boost = (c[i] for c in cols)
+        out.append(((None if name is None else str(name), cc, None if sms is None else int(sms),
+                     None if boost is None else float(boost)), codes == g))
     return out
 
 

@@ -237,7 +237,7 @@ def _int_chunks(path: Path, con: sqlite3.Connection, sql: str) -> Iterator[np.nd
         if not batch:
             return
         try:
-            yield np.array(batch, dtype=np.int64)
+            yield nsys_nvtx.flat(batch, np.int64)
         except (TypeError, ValueError, OverflowError) as exc:  # text, floats or NULL where ids and ns belong
             raise CorruptReportError(path, f"non-integer value in an activity table ({exc})") from None
 
@@ -314,8 +314,9 @@ def _names(ids: np.ndarray, table: dict[int, str], fixed: _Labels | None = None)
 
 
 def _take(values: list[Any], idx: np.ndarray) -> pd.api.extensions.ExtensionArray:
-    # straight into pandas' Arrow-backed string array: pd.array(..., dtype="string") re-validates every value
-    return pd.arrays.ArrowStringArray(pa.array(values, pa.string()).take(pa.array(idx)))
+    # straight into pandas' Arrow-backed string array: pd.array(..., dtype="string") re-validates every value;
+    # built as large_string, the type pandas stores, so its constructor does not cast (copy) the column again
+    return pd.arrays.ArrowStringArray(pa.array(values, pa.large_string()).take(pa.array(idx)))
 
 
 def _const(value: str, n: int) -> pd.api.extensions.ExtensionArray:
@@ -400,7 +401,7 @@ def _assemble(out: dict[str, Any], n: int, only: Any = None) -> pd.DataFrame:
         elif dtype == "float64":
             cols[c] = np.full(n, np.nan)
         elif dtype == "string":
-            cols[c] = pd.array(pa.nulls(n, pa.string()), dtype="string")
+            cols[c] = pd.arrays.ArrowStringArray(pa.nulls(n, pa.large_string()))  # pandas' own type: no cast
         elif dtype == "Int64":
             cols[c] = pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
         else:
@@ -547,19 +548,17 @@ def _peaks(out: dict[str, Any], dev: np.ndarray, why: str) -> None:
 
     small = fill_spec_peaks(_assemble({c: v[first] for c, v in out.items() if wanted(c)}, len(first), wanted))
     l2 = source_column("peak_l2_bytes_per_s")
-    for c in small.columns:
+    # one conversion of the small frame to lists: per-column pandas calls cost more than the data here
+    for c, vals in small.to_dict("list").items():
         if not c.startswith("peak_"):
             continue
         if c.endswith("_source"):
-            missing = small[c].isna()
-            if missing.all():
-                small[c] = f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters" \
-                    if c == l2 else f"{UNAVAILABLE}: {why}"
-            elif missing.any():
-                small[c] = small[c].fillna(f"{UNAVAILABLE}: {why}")
-            out[c] = pd.arrays.ArrowStringArray(pa.array(small[c].array, pa.string()).take(pa.array(inv)))
+            missing = [v is None or v is pd.NA for v in vals]
+            fill = f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters" \
+                if c == l2 and all(missing) else f"{UNAVAILABLE}: {why}"
+            out[c] = _take([fill if m else v for v, m in zip(vals, missing)], inv)
         else:
-            out[c] = small[c].to_numpy(dtype="float64", na_value=np.nan)[inv]
+            out[c] = np.array([np.nan if v is None or v is pd.NA else v for v in vals], dtype=np.float64)[inv]
 
 
 def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.api.extensions.ExtensionArray | None:

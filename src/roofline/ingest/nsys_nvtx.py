@@ -15,6 +15,7 @@ name (``NvtxDomainCreate``) and joined by ``;``.
 from __future__ import annotations
 
 import sqlite3
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -58,15 +59,16 @@ def attach(con: sqlite3.Connection, have: set[str], strings: bool, tid: np.ndarr
                       f"FROM NVTX_EVENTS n WHERE (n.eventType IN ({PUSHPOP}, {STARTEND}) AND n.start IS NOT NULL "
                       f"AND n.globalTid IN ({tids})){doms}")
     width = 3 if packed else 5
-    nums, texts = [], []
+    nums, texts, packs = [], [], []
     while True:
         batch = cur.fetchmany(CHUNK)
         if not batch:
             break
-        block = np.array(batch, dtype=object)  # one C-level pass; the name column stays objects
+        block = flat(batch, object)  # one C-level pass; the name column stays objects
         part = block[:, :width].astype(np.int64)
         if packed:  # back to (thread, domain, event type, start, end)
             k = part[:, 0]
+            packs.append(k)
             thread = np.append(launched, null)[k >> 40]
             part = np.column_stack([thread, (k >> 8) & 0xFFFFFFFF, k & 0xFF, part[:, 1], part[:, 2]])
         nums.append(part)
@@ -81,8 +83,18 @@ def attach(con: sqlite3.Connection, have: set[str], strings: bool, tid: np.ndarr
     if not len(r):
         return None
     _resolve_names(con, names)
-    order = np.lexsort((-r[:, 4], r[:, 3], r[:, 2], r[:, 1], r[:, 0]))  # equal starts: the outer (longer) first
+    # by (thread, domain, event type, start, longer first): the packed key orders the first three alike (thread
+    # indices follow the sorted launching threads; the others were domain rows, dropped), one sort key not three
+    first = (np.concatenate(packs)[~created],) if packed else (r[:, 2], r[:, 1], r[:, 0])
+    order = np.lexsort((-r[:, 4], r[:, 3], *first))
     return _label_launches(r[order], names[order], domains, tid, t)
+
+
+def flat(batch: list[tuple[Any, ...]], dtype: Any) -> np.ndarray:
+    """Fetched rows (non-empty) as a 2-D array: one pass over the values flattened (``np.array`` of the
+    tuples first discovers their shape and types: 1.5-2x slower); the same errors on values not ``dtype``."""
+    width = len(batch[0])
+    return np.fromiter(chain.from_iterable(batch), dtype=dtype, count=len(batch) * width).reshape(-1, width)
 
 
 def _resolve_names(con: sqlite3.Connection, names: np.ndarray) -> None:
@@ -126,30 +138,35 @@ def _label_launches(r: np.ndarray, names: np.ndarray, domains: dict[int, str], t
             else:
                 code, dec = _startend(s, e, names[lo:hi], tt)
                 uniq, inv = np.unique(code, return_inverse=True)
-                part = pa.array([dec(c) if c >= 0 else None for c in uniq.tolist()], pa.string()).take(
+                part = pa.array([dec(c) if c >= 0 else None for c in uniq.tolist()], pa.large_string()).take(
                     pa.array(inv.reshape(-1)))
             per_domain[d] = _join(per_domain.get(d), part, "/")
         label = None
         for d, part in per_domain.items():
             if d:  # named domains are prefixed with their name (NvtxDomainCreate)
-                part = pc.binary_join_element_wise(domains.get(d, f"domain {d}") + ":", part, "")
+                part = pc.binary_join_element_wise(_big(domains.get(d, f"domain {d}") + ":"), part, _big(""))
             label = _join(label, part, ";")
         pieces.append(label)
         where.append(idx)
-    out = pa.nulls(len(tid), pa.string())
+    out = pa.nulls(len(tid), pa.large_string())
     if pieces:
         idx = np.concatenate(where)
         pos = np.full(len(tid), len(idx), dtype=np.int64)
         pos[idx] = np.arange(len(idx))
-        out = pa.concat_arrays([*pieces, pa.nulls(1, pa.string())]).take(pa.array(pos))
-    return pc.if_else(pc.equal(out, ""), pa.scalar(None, pa.string()), out)  # an empty label is no label
+        out = pa.concat_arrays([*pieces, pa.nulls(1, pa.large_string())]).take(pa.array(pos))
+    return pc.if_else(pc.equal(out, ""), pa.scalar(None, pa.large_string()), out)  # an empty label is no label
+
+
+def _big(text: str) -> pa.Scalar:
+    """A literal as large_string: labels are built as large_string, the type pandas stores (no cast at the end)."""
+    return pa.scalar(text, pa.large_string())
 
 
 def _join(a: pa.Array | None, b: pa.Array, sep: str) -> pa.Array:
     """``a + sep + b`` where both are set, else whichever is (Arrow's own null skipping drops rows)."""
     if a is None:
         return b
-    return pc.coalesce(pc.binary_join_element_wise(a, b, sep), a, b)
+    return pc.coalesce(pc.binary_join_element_wise(a, b, _big(sep)), a, b)
 
 
 def _pushpop(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) -> pa.Array:
@@ -191,15 +208,15 @@ def _pushpop(s: np.ndarray, e: np.ndarray, names: np.ndarray, t: np.ndarray) -> 
     total = 0
     for d in range(int(depth[need].max()) + 1 if need.any() else 0):
         sel = np.flatnonzero(need & (depth == d))
-        mine = pa.array(names[sel].tolist(), pa.string())
+        mine = pa.array(names[sel].tolist(), pa.large_string())
         if d:
-            mine = pc.binary_join_element_wise(levels[-1].take(pa.array(at[parent[sel]])), mine, "/")
+            mine = pc.binary_join_element_wise(levels[-1].take(pa.array(at[parent[sel]])), mine, _big("/"))
         at[sel] = np.arange(len(sel))
         base[sel] = total + at[sel]
         total += len(sel)
         levels.append(mine)
     where = np.where(j >= 0, base[np.maximum(j, 0)], total)
-    return pa.concat_arrays([*levels, pa.nulls(1, pa.string())]).take(pa.array(where))
+    return pa.concat_arrays([*levels, pa.nulls(1, pa.large_string())]).take(pa.array(where))
 
 
 def _stack_parents(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
