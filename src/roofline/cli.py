@@ -487,15 +487,14 @@ def batch(inputs: tuple[str, ...], out: Path, workers: int | None, scheduler: st
         require(device)
     opts = Options(peaks=peaks_arg, device=device, retry_errors=retry_errors)
     bar = click.progressbar(length=1, label="batch", file=sys.stderr, hidden=not sys.stderr.isatty(),
-                            show_pos=True, item_show_func=lambda s: s)
+                            show_pos=True, show_eta=False, item_show_func=lambda s: s)  # our text has the ETA
 
     def progress(res: dict, summary) -> None:  # type: ignore[no-untyped-def]
         if verbose or res["status"] == "failed":
             text = res["error"] if res["status"] == "failed" else res["path"]
             click.echo(f"{res['status']}: {text}", err=True)
         bar.length = summary.inputs
-        rate = (summary.ok + summary.failed) / summary.elapsed_s if summary.elapsed_s > 0 else 0.0
-        bar.update(1, f"ok {summary.ok} · failed {summary.failed} · skipped {summary.skipped} · {rate:.1f} files/s")
+        bar.update(1, summary.progress_text())  # counts, files/s and the ETA
 
     with bar:
         summary = run_batch(inputs, out, workers=workers, scheduler=scheduler, opts=opts, run=run_label,
