@@ -30,7 +30,7 @@ def _time(argv: list[str], runs: int, warmup: int = 3) -> tuple[float, float]:
 
 
 def _importtime(argv: list[str], top: int = 6) -> list[tuple[int, str]]:
-    done = subprocess.run([sys.executable, "-X", "importtime", *argv], env=ENV, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv], env=ENV, check=True, capture_output=True, text=True)
     rows = []
     for line in done.stderr.splitlines():
         if line.startswith("import time:") and "|" in line and "cumulative" not in line:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from typing import TYPE_CHECKING, Any  # noqa: E402
+from typing import TYPE_CHECKING, Any
 
-from roofline.errors import RooflineError  # noqa: E402
+from roofline.errors import RooflineError
 
 # The public functions are imported on first use (PEP 562): `import roofline` (and so the
 # `roofline --version`/`--help` start-up) does not pay for pandas and the analysis stack.

@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from roofline.batch import dataset as dset
-from roofline.batch.worker import Options, content_sha256, file_id, process_chunk, process_file
+from roofline.batch.worker import (
+    Options,
+    content_sha256,
+    file_id,
+    process_chunk,
+    process_file,
+)
 from roofline.errors import path_text
 
 Task = tuple[str, str, str, Options]  # (input path, dataset root, run label, options)
@@ -75,7 +81,7 @@ class BatchSummary:
 
 
 def _clock(seconds: float) -> str:
-    s = int(round(seconds))
+    s = round(seconds)
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60:02d}:{s % 60:02d}"
 
 
