@@ -139,12 +139,14 @@ def hierarchical(
         for lv in levels:
             nbytes = _col(kernels, f"{lv}_bytes")
             bw = _finite(_col(kernels, f"peak_{lv}_bytes_per_s"))
-            ok = (nbytes >= 0) & (bw > 0)
+            nonneg = nbytes >= 0
+            ok = nonneg & (bw > 0)
             level_ok.append(ok)
-            level_no_bytes.append(~(nbytes >= 0))  # NaN, or negative (flagged at ingest)
+            level_no_bytes.append(~nonneg)  # NaN, or negative (flagged at ingest)
             intensity = np.where(nbytes > 0, total / nbytes, np.where((nbytes == 0) & (total > 0), np.inf, np.nan))
-            bw_ach = np.where(good_dur & (nbytes >= 0), nbytes / dur, np.nan)
-            attain = np.where(ok, np.fmin(peak, intensity * bw), np.nan)
+            bw_ach = np.where(good_dur & nonneg, nbytes / dur, np.nan)
+            ceiling = intensity * bw  # infinite intensity: an infinite memory ceiling (bw > 0 where ok)
+            attain = np.where(ok, np.fmin(peak, ceiling), np.nan)
             attain = np.where(ok & (intensity == np.inf), peak, attain)
             util = np.where(ok, bw_ach / bw, np.nan)
             out[f"intensity_{lv}_flop_per_byte"] = intensity
@@ -152,18 +154,18 @@ def hierarchical(
             out[f"ridge_{lv}_flop_per_byte"] = np.where(bw > 0, peak / bw, np.nan)
             out[f"attainable_{lv}_flop_per_s"] = attain
             out[f"pct_of_peak_{lv}_bandwidth"] = util * 100.0
-            ceilings.append(np.where(ok, np.where(intensity == np.inf, np.inf, intensity * bw), np.nan))
+            ceilings.append(np.where(ok, ceiling, np.nan))
             utils.append(util)
             t_roof.append(np.where(ok, nbytes / bw, np.nan))
 
-        ceil = _stack(ceilings)
-        util_all = _stack(utils)
+        ceil_filled = _stack(ceilings)  # no roof (NaN): never the lowest, never the busiest
+        ceil_filled[np.isnan(ceil_filled)] = np.inf
+        util_filled = _stack(utils)
+        util_filled[np.isnan(util_filled)] = -np.inf
         ok_all = _stack(level_ok) if n else np.zeros((0, len(levels)), bool)
         any_level = ok_all.any(axis=1)
         with_flops = (total > 0) & (peak > 0) & any_level
         no_flops = (total == 0) & any_level
-        ceil_filled = np.where(np.isnan(ceil), np.inf, ceil)
-        util_filled = np.where(np.isnan(util_all), -np.inf, util_all)
         if n:
             binding_idx = np.where(with_flops, np.argmin(ceil_filled, axis=1), np.argmax(util_filled, axis=1))
             util_max = util_filled.max(axis=1)
