@@ -2,7 +2,10 @@
 hyperfine-style (warm-up runs, then N timed runs in fresh processes; best and median), next to a bare
 `python -c pass` for the interpreter's own share; and the slowest imports of `--help` (-X importtime).
 
-    PYTHONPATH=src .venv/bin/python bench/bench_cli.py [--runs 20]
+    PYTHONPATH=src .venv/bin/python bench/bench_cli.py [--runs 20] [--src OTHER/src]
+
+``--src``: time another checkout's sources instead (e.g. the commit before the change, unpacked
+with ``git archive <commit> src | tar -x -C /tmp/before``).
 """
 
 from __future__ import annotations
@@ -43,14 +46,17 @@ def _importtime(argv: list[str], top: int = 6) -> list[tuple[int, str]]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--src", type=Path, default=SRC)
     args = ap.parse_args()
+    ENV["PYTHONPATH"] = str(args.src.resolve())
     py = [sys.executable]
     cases = [("python -c pass", [*py, "-c", "pass"]),
              ("roofline --version", [*py, "-m", "roofline", "--version"]),
              ("roofline --help", [*py, "-m", "roofline", "--help"])]
     cases += [(f"roofline {c} --help", [*py, "-m", "roofline", c, "--help"])
               for c in ("analyze", "batch", "compare", "llm")]
-    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.runs} runs each after 3 warm-ups")
+    print(f"sources: {args.src}; load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+          f"{args.runs} runs each after 3 warm-ups")
     print("| command | best s | median s |")
     print("|---|---|---|")
     for label, argv in cases:
