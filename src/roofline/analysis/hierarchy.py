@@ -67,6 +67,8 @@ def roofline_columns(levels: Sequence[str] = LEVELS) -> list[str]:
 def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
     if name not in frame:
         return np.full(len(frame), np.nan)
+    if frame[name].dtype == np.float64:  # the schema's dtype: a view, no conversion (only read, never written)
+        return frame[name].to_numpy()
     return pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
