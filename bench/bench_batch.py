@@ -1,16 +1,20 @@
-"""Batch throughput and memory: files/s for 1 and 2 local workers and a 2-worker Dask cluster,
-and peak RSS of the driver and of any one worker for 100 and 1,000 inputs.
+"""Batch throughput and driver memory.
 
-    .venv/bin/python bench/bench_batch.py [--files 1000] [--report PATH]
+1. files/s of the local pool (2 workers) and of a Dask LocalCluster (2 single-thread worker
+   processes) on the same cores, alternately, `--rounds` times: `roofline batch` in a fresh process
+   on fresh copies (nothing skipped); figures from the batch's own log (`_batches/*.json`).
+2. a simulated batch of `--sim` inputs (tiny CSV exports, default 10,000) against 1,000: the
+   driver's peak memory (VmHWM from /proc/self/status, read by the driver process itself, a child
+   of this one) must not grow with the number of inputs.
 
-Each configuration runs `roofline batch` in a fresh process on fresh copies (so nothing is
-skipped) and reads the figures from the batch's own log (`_batches/*.json`).
+    PYTHONPATH=src .venv/bin/python bench/bench_batch.py [--files 1000] [--rounds 2] [--sim 10000]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -18,53 +22,82 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT = REPO.parent / "shared" / "fixtures" / "ncu" / "sm86_a10g_gemm-variants_roofline.ncu-rep"
+FIXTURES = REPO.parent / "shared" / "fixtures" / "ncu"
+DEFAULT = FIXTURES / "sm86_a10g_gemm-variants_roofline.ncu-rep"
+TINY = FIXTURES / "sm80_a100_gemm-variants_roofline-metrics-printfp.csv"
+ENV = os.environ | {"PYTHONPATH": str(REPO / "src")}
+
+#: run in the driver's own process: the batch, then its VmHWM (peak resident set) from the kernel
+DRIVER = r"""
+import json, sys
+from roofline.batch import run_batch
+inputs, out, scheduler = sys.argv[1], sys.argv[2], sys.argv[3] or None
+s = run_batch([inputs], out, scheduler=scheduler, workers=None if scheduler else 2)
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+print(json.dumps({"inputs": s.inputs, "ok": s.ok, "failed": s.failed, "files_per_s": s.files_per_s,
+                  "elapsed_s": s.elapsed_s, "vmhwm_mb": hwm / 1024}))
+"""
 
 
 def _copies(src: Path, folder: Path, n: int) -> Path:
     for i in range(n):
         sub = folder / f"run{i % 10}"
         sub.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, sub / f"copy{i:05d}.ncu-rep")
+        shutil.copyfile(src, sub / f"copy{i:05d}{''.join(src.suffixes[-1:])}")
     return folder
 
 
 def _batch(inputs: Path, out: Path, *extra: str) -> dict:
-    subprocess.run([sys.executable, "-m", "roofline.cli", "batch", str(inputs), "-o", str(out), *extra],
-                   check=True, capture_output=True, text=True)
+    subprocess.run([sys.executable, "-m", "roofline", "batch", str(inputs), "-o", str(out), *extra],
+                   check=True, capture_output=True, text=True, env=ENV)
     (log,) = (out / "_batches").glob("*.json")
     return json.loads(log.read_text())
+
+
+def _driver(inputs: Path, out: Path, scheduler: str = "") -> dict:
+    done = subprocess.run([sys.executable, "-c", DRIVER, str(inputs), str(out), scheduler],
+                          check=True, capture_output=True, text=True, env=ENV)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--report", type=Path, default=DEFAULT)
+    ap.add_argument("--sim", type=int, default=10_000, help="inputs of the simulated batch (0: skip)")
+    ap.add_argument("--tiny", type=Path, default=TINY)
     args = ap.parse_args()
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        t = Path(tmp)
-        for n in sorted({100, args.files}):
-            inputs = _copies(args.report, t / f"in{n}", n)
-            for label, extra in (("1 worker", ["-j", "1"]), ("2 workers", ["-j", "2"])):
-                log = _batch(inputs, t / f"out-{n}-{label[0]}", *extra)
-                rows.append((n, label, log))
-            if n == args.files:
-                from distributed import LocalCluster
+    from distributed import LocalCluster
 
-                with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
-                    rows.append((n, "Dask LocalCluster, 2 workers", _batch(inputs, t / f"out-{n}-dask",
-                                                                          "--scheduler", c.scheduler_address)))
-    print(f"report: {args.report.name} ({args.report.stat().st_size / 1e3:.0f} kB)")
-    print("| inputs | where | files/s | elapsed s | driver max RSS MB | worker max RSS MB |")
-    print("|---|---|---|---|---|---|")
-    for n, label, log in rows:
-        worker = f"{log['workers_max_rss_mb']:.0f}"
-        print(f"| {n} | {label} | {log['files_per_s']:.1f} | {log['elapsed_s']:.2f} | {log['driver_max_rss_mb']:.0f} "
-              f"| {worker} |")
-    one = next(r[2]["files_per_s"] for r in rows if r[0] == args.files and r[1] == "1 worker")
-    two = next(r[2]["files_per_s"] for r in rows if r[0] == args.files and r[1] == "2 workers")
-    print(f"speed-up 1 -> 2 workers at {args.files} files: {two / one:.2f}x")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with tempfile.TemporaryDirectory() as tmp, LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                                            dashboard_address=None) as cluster:
+        t = Path(tmp)
+        addr = cluster.scheduler_address
+        inputs = _copies(args.report, t / "in", args.files)
+        print(f"\n{args.files} copies of {args.report.name} ({args.report.stat().st_size / 1e3:.0f} kB)")
+        print("| round | local pool, 2 workers files/s | Dask LocalCluster, 2 workers files/s | Dask / local |")
+        print("|---|---|---|---|")
+        for r in range(args.rounds):
+            local = _batch(inputs, t / f"local{r}", "-j", "2")
+            dask = _batch(inputs, t / f"dask{r}", "--scheduler", addr)
+            print(f"| {r + 1} | {local['files_per_s']:.1f} | {dask['files_per_s']:.1f} | "
+                  f"{dask['files_per_s'] / local['files_per_s']:.2f} |", flush=True)
+        shutil.rmtree(t / "in")
+        if args.sim:
+            print(f"\nsimulated batches of {args.tiny.name} ({args.tiny.stat().st_size / 1e3:.1f} kB) copies; "
+                  "driver VmHWM read by the driver process")
+            print("| inputs | where | ok | failed | files/s | elapsed s | driver VmHWM MB |")
+            print("|---|---|---|---|---|---|---|")
+            for n in (1000, args.sim):
+                folder = _copies(args.tiny, t / f"tiny{n}", n)
+                for label, sched in (("Dask LocalCluster, 2 workers", addr),):  # the local pool's driver: issue 8
+                    d = _driver(folder, t / f"sim{n}-{bool(sched)}", sched)
+                    print(f"| {d['inputs']} | {label} | {d['ok']} | {d['failed']} | {d['files_per_s']:.1f} | "
+                          f"{d['elapsed_s']:.1f} | {d['vmhwm_mb']:.0f} |", flush=True)
+                shutil.rmtree(folder)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -9,11 +9,36 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from roofline.analysis import analyze, roofline_analysis  # noqa: E402
-from roofline.errors import RooflineError  # noqa: E402
-from roofline.ingest import read, read_each, read_metrics, sniff  # noqa: E402
-from roofline.schema import read_table, write_table  # noqa: E402
-from roofline.batch.dataset import open_dataset  # noqa: E402
+from typing import TYPE_CHECKING, Any
+
+from roofline.errors import RooflineError
+
+# The public functions are imported on first use (PEP 562): `import roofline` (and so the
+# `roofline --version`/`--help` start-up) does not pay for pandas and the analysis stack.
+_LAZY = {"analyze": "roofline.analysis", "roofline_analysis": "roofline.analysis", "read": "roofline.ingest",
+         "read_each": "roofline.ingest", "read_metrics": "roofline.ingest", "sniff": "roofline.ingest",
+         "read_table": "roofline.schema", "write_table": "roofline.schema",
+         "open_dataset": "roofline.batch.dataset"}
+
+if TYPE_CHECKING:
+    from roofline.analysis import analyze, roofline_analysis
+    from roofline.batch.dataset import open_dataset
+    from roofline.ingest import read, read_each, read_metrics, sniff
+    from roofline.schema import read_table, write_table
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # once imported, a plain attribute
+        return value
+    raise AttributeError(f"module 'roofline' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 __all__ = [
     "__version__",

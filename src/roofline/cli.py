@@ -10,13 +10,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
 
 from roofline import __version__
 from roofline.errors import NoGpuWorkError, RooflineError, path_text
 from roofline.hardware.peaks import recorded_levels
+
+if TYPE_CHECKING:  # pandas is imported by the commands that use it: `--help`/`--version` stay instant
+    import pandas as pd
 
 EXIT_INPUT_ERRORS = 1
 EXIT_USAGE = 2
@@ -32,6 +35,23 @@ class _Group(click.Group):
     module's helpers, so importing them here would be circular (and `--help`/`--version` stay light)."""
 
     LAZY = {"compare": ("roofline.cli_compare", "compare_cmd"), "llm": ("roofline.inference.command", "llm")}
+    #: the first line of each lazy command's help, for the group's `--help` without importing it
+    #: (tests/test_cli_startup.py checks that it matches the command's own help)
+    LAZY_HELP = {"compare": "Roofline diff: BASELINE against each CANDIDATE (ncu reports, CSVs, traces, or folders of them).",
+                 "llm": "Analytical roofline of LLM inference: prefill and decode per layer op, per batch size and "
+                        "prompt length."}
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # as click's, but a lazy command not yet imported shows its LAZY_HELP: `roofline --help`
+        # then imports neither pandas nor the command modules
+        names = self.list_commands(ctx)
+        commands = [(n, click.Command(n, help=self.LAZY_HELP[n]) if n in self.LAZY and n not in self.commands
+                     else self.get_command(ctx, n)) for n in names]
+        shown = [(n, c) for n, c in commands if c is not None and not c.hidden]
+        if shown:
+            limit = formatter.width - 6 - max(len(n) for n, _ in shown)
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, c.get_short_help_str(limit)) for n, c in shown])
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -389,6 +409,8 @@ def devices(fmt: str, explain: str | None = None, cc: str | None = None, sms: in
         click.echo(resolve(explain, cc, sms).explain())
         return
     if archs:
+        import pandas as pd
+
         from roofline.hardware.archs import arch_rows
 
         rows = pd.DataFrame(arch_rows())
@@ -482,15 +504,14 @@ def batch(inputs: tuple[str, ...], out: Path, workers: int | None, scheduler: st
         require(device)
     opts = Options(peaks=peaks_arg, device=device, retry_errors=retry_errors)
     bar = click.progressbar(length=1, label="batch", file=sys.stderr, hidden=not sys.stderr.isatty(),
-                            show_pos=True, item_show_func=lambda s: s)
+                            show_pos=True, show_eta=False, item_show_func=lambda s: s)  # our text has the ETA
 
     def progress(res: dict, summary) -> None:  # type: ignore[no-untyped-def]
         if verbose or res["status"] == "failed":
             text = res["error"] if res["status"] == "failed" else res["path"]
             click.echo(f"{res['status']}: {text}", err=True)
         bar.length = summary.inputs
-        rate = (summary.ok + summary.failed) / summary.elapsed_s if summary.elapsed_s > 0 else 0.0
-        bar.update(1, f"ok {summary.ok} · failed {summary.failed} · skipped {summary.skipped} · {rate:.1f} files/s")
+        bar.update(1, summary.progress_text())  # counts, files/s and the ETA
 
     with bar:
         summary = run_batch(inputs, out, workers=workers, scheduler=scheduler, opts=opts, run=run_label,

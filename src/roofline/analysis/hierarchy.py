@@ -68,6 +68,8 @@ def roofline_columns(levels: Sequence[str] = LEVELS) -> list[str]:
 def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
     if name not in frame:
         return np.full(len(frame), np.nan)
+    if frame[name].dtype == np.float64:  # the schema's dtype: a view, no conversion (only read, never written)
+        return frame[name].to_numpy()
     return pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
@@ -144,12 +146,14 @@ def hierarchical(
             level_silent.append(np.zeros(n, bool) if lv not in OPTIONAL_LEVELS else
                                 np.isnan(nbytes) & (src.isna().to_numpy() if src is not None else True))
             bw = _finite(_col(kernels, f"peak_{lv}_bytes_per_s"))
-            ok = (nbytes >= 0) & (bw > 0)
+            nonneg = nbytes >= 0
+            ok = nonneg & (bw > 0)
             level_ok.append(ok)
-            level_no_bytes.append(~(nbytes >= 0))  # NaN, or negative (flagged at ingest)
+            level_no_bytes.append(~nonneg)  # NaN, or negative (flagged at ingest)
             intensity = np.where(nbytes > 0, total / nbytes, np.where((nbytes == 0) & (total > 0), np.inf, np.nan))
-            bw_ach = np.where(good_dur & (nbytes >= 0), nbytes / dur, np.nan)
-            attain = np.where(ok, np.fmin(peak, intensity * bw), np.nan)
+            bw_ach = np.where(good_dur & nonneg, nbytes / dur, np.nan)
+            ceiling = intensity * bw  # infinite intensity: an infinite memory ceiling (bw > 0 where ok)
+            attain = np.where(ok, np.fmin(peak, ceiling), np.nan)
             attain = np.where(ok & (intensity == np.inf), peak, attain)
             util = np.where(ok, bw_ach / bw, np.nan)
             out[f"intensity_{lv}_flop_per_byte"] = intensity
@@ -157,18 +161,18 @@ def hierarchical(
             out[f"ridge_{lv}_flop_per_byte"] = np.where(bw > 0, peak / bw, np.nan)
             out[f"attainable_{lv}_flop_per_s"] = attain
             out[f"pct_of_peak_{lv}_bandwidth"] = util * 100.0
-            ceilings.append(np.where(ok, np.where(intensity == np.inf, np.inf, intensity * bw), np.nan))
+            ceilings.append(np.where(ok, ceiling, np.nan))
             utils.append(util)
             t_roof.append(np.where(ok, nbytes / bw, np.nan))
 
-        ceil = _stack(ceilings)
-        util_all = _stack(utils)
+        ceil_filled = _stack(ceilings)  # no roof (NaN): never the lowest, never the busiest
+        ceil_filled[np.isnan(ceil_filled)] = np.inf
+        util_filled = _stack(utils)
+        util_filled[np.isnan(util_filled)] = -np.inf
         ok_all = _stack(level_ok) if n else np.zeros((0, len(levels)), bool)
         any_level = ok_all.any(axis=1)
         with_flops = (total > 0) & (peak > 0) & any_level
         no_flops = (total == 0) & any_level
-        ceil_filled = np.where(np.isnan(ceil), np.inf, ceil)
-        util_filled = np.where(np.isnan(util_all), -np.inf, util_all)
         if n:
             binding_idx = np.where(with_flops, np.argmin(ceil_filled, axis=1), np.argmax(util_filled, axis=1))
             util_max = util_filled.max(axis=1)
@@ -181,28 +185,29 @@ def hierarchical(
         decided = (with_flops | (no_flops & ~np.isnan(pct))) & good_dur
         latency = decided & (pct < latency_threshold_pct)
         over = decided & (pct > 100.0 * (1 + OVER_ROOF_TOLERANCE))
-        t_all = np.where(np.isnan(_stack(t_roof)), -np.inf, _stack(t_roof))
+        t_all = _stack(t_roof)
+        t_all[np.isnan(t_all)] = -np.inf
         time_at_roof = np.where(decided, t_all.max(axis=1) if n else np.nan, np.nan)
         time_at_roof = np.where(np.isinf(time_at_roof), np.nan, time_at_roof)
 
     # categorical columns: computed per distinct combination of their inputs
     binding_code = np.where(decided, binding_idx, len(levels) + 1)
     bound_code = np.where(~decided, 3, np.where(latency, 2, np.where(binding_idx == 0, 0, 1)))
-    text = _Texts(kernels, levels, n)
+    v = dict(have=have, any_have=any_have, total=total, n_used=n_used, dominant=dominant, no_peak=no_peak,
+             peak_missing=peak_missing, dur=dur, ok_all=ok_all, no_bytes=_stack(level_no_bytes) if n else ok_all,
+             any_level=any_level, silent=_stack(level_silent) if n else ok_all,
+             decided=decided, latency=latency, over=over, binding_idx=binding_idx)
+    text = _Texts(kernels, levels, n, v)
     precision = text.precision(n_used, dominant, total)
     peak_src = text.peak_source(n_used, dominant, used, total)
-    notes = text.notes(
-        dict(have=have, any_have=any_have, total=total, n_used=n_used, no_peak=no_peak, peak_missing=peak_missing,
-             dur=dur, ok_all=ok_all, no_bytes=_stack(level_no_bytes) if n else ok_all, any_level=any_level,
-             silent=_stack(level_silent) if n else ok_all,
-             decided=decided, latency=latency, over=over, binding_idx=binding_idx),
-        peak_src, latency_threshold_pct,
-    )
+    notes = text.notes(v, peak_src, latency_threshold_pct)
     out.update(attainable_flop_per_s=attainable, binding_roof=fixed(binding_code, ["compute", *levels, UNAVAILABLE]),
                bound=fixed(bound_code, BOUNDS), pct_of_roof=pct, time_at_roof_s=time_at_roof,
                over_roof=pd.array(over, dtype="boolean"), analysis_note=notes,
                compute_precision=precision, peak_flop_per_s_source=peak_src)
-    frame = pd.DataFrame(out, index=kernels.index)
+    # copy=False: the columns stay separate blocks (consolidating 30 float columns into one 2-D block
+    # copied a quarter of a GB for a million rows, for nothing: every consumer reads columns)
+    frame = pd.DataFrame(out, index=kernels.index, copy=False)
     return frame[roofline_columns(levels)]
 
 
@@ -213,22 +218,36 @@ _BAD_DURATION = {1: "zero duration", 2: "negative duration (a damaged profile)",
 class _Texts:
     """The text columns, each rendered once per distinct combination of what it depends on."""
 
-    def __init__(self, kernels: pd.DataFrame, levels: tuple[str, ...], n: int) -> None:
+    def __init__(self, kernels: pd.DataFrame, levels: tuple[str, ...], n: int, v: dict[str, np.ndarray]) -> None:
         self.n, self.levels = n, levels
-        self.peak_srcs = [Factor(kernels, source_column(f"peak_flop_per_s_{p}")) for p in PRECISIONS]
-        self.flop_src = Factor(kernels, source_column("flop_fp32"))
-        self.path = Factor(kernels, "tensor_path")
-        self.bytes_src = [Factor(kernels, source_column(f"{lv}_bytes")) for lv in levels]
-        self.bw_src = [Factor(kernels, source_column(f"peak_{lv}_bytes_per_s")) for lv in levels]
+        # which rows' text can quote each source (the only rows whose strings are hashed: see Factor)
+        self.kind = np.minimum(v["n_used"], 2)
+        self.no_peak_bits = np.where(v["n_used"] > 0, _bits(v["no_peak"]), 0)
+        self.first_no_peak = np.argmax(v["no_peak"], axis=1) if n else np.zeros(0, np.int64)
+        self.over_idx = np.where(v["over"], v["binding_idx"], 0)
+        one, dominant = self.kind == 1, v["dominant"]
+        quoted_peak = [(one & (dominant == i)) | ((self.no_peak_bits > 0) & (self.first_no_peak == i))
+                       for i in range(len(PRECISIONS))]
+        quoted_peak[1] |= (self.kind == 0) & (v["total"] == 0)  # no floating-point work: the fp32 roof
+        self.peak_srcs = [Factor(kernels, source_column(f"peak_flop_per_s_{p}"), rows=quoted_peak[i])
+                          for i, p in enumerate(PRECISIONS)]
+        self.flop_src = Factor(kernels, source_column("flop_fp32"), rows=~v["any_have"])
+        self.path = Factor(kernels, "tensor_path", rows=one & (dominant == PRECISIONS.index("tensor")))
+        absent, no_bytes = ~v["ok_all"], v["no_bytes"]
+        over_at = [v["over"] & (self.over_idx == j + 1) for j in range(len(levels))]
+        self.bytes_src = [Factor(kernels, source_column(f"{lv}_bytes"), rows=(absent[:, j] & no_bytes[:, j]) | over_at[j])
+                          for j, lv in enumerate(levels)]
+        self.bw_src = [Factor(kernels, source_column(f"peak_{lv}_bytes_per_s"),
+                              rows=(absent[:, j] & ~no_bytes[:, j]) | over_at[j]) for j, lv in enumerate(levels)]
 
     def _pick(self, factors: list[Factor], which: np.ndarray) -> np.ndarray:
         """Per row, the key of ``factors[which[row]]``."""
         if not self.n:
             return np.zeros(0, np.int64)
-        return _stack([f.key() for f in factors])[np.arange(self.n), which]
+        return np.choose(which, [f.key() for f in factors])
 
     def precision(self, n_used: np.ndarray, dominant: np.ndarray, total: np.ndarray) -> pd.Categorical:
-        kind = np.minimum(n_used, 2)
+        kind = self.kind
 
         def fn(r: int) -> str:
             if kind[r] == 0:
@@ -242,7 +261,7 @@ class _Texts:
         return render([kind, dominant, total == 0, self.path.key()], self.n, fn)
 
     def peak_source(self, n_used: np.ndarray, dominant: np.ndarray, used: np.ndarray, total: np.ndarray) -> pd.Categorical:
-        kind = np.minimum(n_used, 2)
+        kind = self.kind
         src = self._pick(self.peak_srcs, dominant)
 
         def fn(r: int) -> str:
@@ -260,8 +279,7 @@ class _Texts:
     def notes(self, v: dict[str, np.ndarray], peak_src: pd.Categorical, threshold: float) -> pd.Categorical:
         n, levels = self.n, self.levels
         missing_bits = np.where(v["any_have"], _bits(~v["have"]), 0)
-        no_peak_bits = np.where(v["n_used"] > 0, _bits(v["no_peak"]), 0)
-        first_no_peak = np.argmax(v["no_peak"], axis=1) if n else np.zeros(0, np.int64)
+        no_peak_bits, first_no_peak = self.no_peak_bits, self.first_no_peak
         no_peak_src = np.where(no_peak_bits > 0, self._pick(self.peak_srcs, first_no_peak), 0)
         absent = ~v["ok_all"] & ~v["silent"]
         level_keys = []
@@ -269,9 +287,9 @@ class _Texts:
             level_keys.append(np.where(absent[:, j], 1 + v["no_bytes"][:, j], 0))
             level_keys.append(np.where(absent[:, j] & v["no_bytes"][:, j], self.bytes_src[j].key(), 0))
             level_keys.append(np.where(absent[:, j] & ~v["no_bytes"][:, j], self.bw_src[j].key(), 0))
-        over_idx = np.where(v["over"], v["binding_idx"], 0)
+        over_idx = self.over_idx
         roof_srcs = [np.asarray(peak_src.codes, dtype=np.int64) + 1] + [f.key() for f in self.bw_src]
-        over_src = np.where(v["over"], _stack(roof_srcs)[np.arange(n), over_idx] if n else 0, 0)
+        over_src = np.where(v["over"], np.choose(over_idx, roof_srcs) if n else 0, 0)
         over_bytes_src = np.zeros(n, np.int64)  # which bytes source an over-roof row's level has (rare: only then)
         if v["over"].any():
             byte_keys = _stack([np.zeros(n, np.int64)] + [f.key() for f in self.bytes_src])

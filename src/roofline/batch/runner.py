@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import multiprocessing
 import os
 import resource
@@ -22,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from roofline.batch import dataset as dset
-from roofline.batch.worker import Options, content_sha256, file_id, process_file
+from roofline.batch.worker import (
+    Options,
+    content_sha256,
+    file_id,
+    process_chunk,
+    process_file,
+)
 from roofline.errors import path_text
 
 Task = tuple[str, str, str, Options]  # (input path, dataset root, run label, options)
@@ -30,6 +37,11 @@ Task = tuple[str, str, str, Options]  # (input path, dataset root, run label, op
 WINDOW_PER_WORKER = 4
 #: inputs a worker process handles before it is replaced (bounds what a leaking reader can hold)
 TASKS_PER_WORKER_PROCESS = 100
+#: a Dask task carries inputs for about this long: the scheduler round trip (milliseconds) becomes
+#: noise, and the last tasks are still short enough to spread over every worker
+CHUNK_TARGET_S = 0.5
+#: at most this many inputs per Dask task (skipped inputs take microseconds: this bounds a task's size)
+MAX_CHUNK = 256
 
 
 @dataclass
@@ -52,11 +64,25 @@ class BatchSummary:
         done = self.ok + self.failed
         return done / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
+    def progress_text(self) -> str:
+        """What the progress bar shows: counts, files/s and the estimated time left."""
+        done = self.ok + self.failed + self.skipped
+        rate = self.files_per_s
+        # the ETA from every input's pace so far (skipped ones included: they are part of the work left)
+        pace = done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        eta = f"ETA {_clock((self.inputs - done) / pace)}" if pace > 0 else "ETA --:--"
+        return f"ok {self.ok} · failed {self.failed} · skipped {self.skipped} · {rate:.1f} files/s · {eta}"
+
     def line(self) -> str:
         before = f", {self.skipped_failed} of them failed then" if self.skipped_failed else ""
         return (f"{self.inputs} inputs: {self.ok} ok, {self.failed} failed, {self.skipped} skipped (done before{before}); "
                 f"{self.kernels} kernels; {self.elapsed_s:.1f} s ({self.files_per_s:.1f} files/s, {self.workers}) "
                 f"-> {self.out}")
+
+
+def _clock(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60:02d}:{s % 60:02d}"
 
 
 def find_inputs(patterns: Iterable[str | Path], exclude: Path | None = None) -> tuple[list[Path], list[str]]:
@@ -114,7 +140,7 @@ def _run_locked(root: Path, patterns: Iterable[str | Path], workers: int | None,
     tasks = ((str(p), str(root), path_text(run or p.parent.name or "_"), opts) for p in inputs)
     start = time.perf_counter()
     if scheduler:
-        results, summary.workers = _on_dask(tasks, scheduler), f"dask {scheduler}"
+        results, summary.workers = _on_dask(tasks, scheduler, len(inputs)), f"dask {scheduler}"
     else:
         n = workers or os.cpu_count() or 1
         results, summary.workers = _on_pool(tasks, n), f"{n} local worker{'s' if n > 1 else ''}"
@@ -180,7 +206,33 @@ def _isolated(task: Task, ctx: Any) -> dict[str, Any]:
             return record_crash(task, exc)
 
 
-def _on_dask(tasks: Iterator[Task], scheduler: str) -> Iterator[dict[str, Any]]:
+class ChunkSizer:
+    """How many inputs the next Dask task carries: about ``target_s`` of work at the seconds per
+    input measured so far (one input per task until there is a measurement), at most ``max_size``,
+    and at most a fair share of what is left, so the end of the batch still spreads over every worker."""
+
+    def __init__(self, total: int, slots: int, target_s: float = CHUNK_TARGET_S, max_size: int = MAX_CHUNK) -> None:
+        self.left, self.slots, self.target_s, self.max_size = total, max(1, slots), target_s, max_size
+        self.per_input_s: float | None = None
+
+    def observe(self, inputs: int, seconds: float) -> None:
+        if inputs > 0:
+            now = max(seconds, 0.0) / inputs
+            # a moving average: a worker's first (cold) task or one slow file does not set the size alone
+            self.per_input_s = now if self.per_input_s is None else 0.7 * self.per_input_s + 0.3 * now
+
+    def size(self) -> int:
+        want = 1 if self.per_input_s is None else int(self.target_s / max(self.per_input_s, 1e-6))
+        fair = math.ceil(self.left / (2 * self.slots))
+        return max(1, min(want, self.max_size, fair))
+
+    def take(self, tasks: Iterator[Task]) -> list[Task]:
+        chunk = list(islice(tasks, self.size()))
+        self.left -= len(chunk)
+        return chunk
+
+
+def _on_dask(tasks: Iterator[Task], scheduler: str, total: int) -> Iterator[dict[str, Any]]:
     try:
         from distributed import Client, as_completed
     except ImportError:
@@ -188,24 +240,38 @@ def _on_dask(tasks: Iterator[Task], scheduler: str) -> Iterator[dict[str, Any]]:
 
         raise MissingDependencyError("--scheduler needs Dask: pip install 'roofline[dask]'") from None
     with Client(scheduler, timeout="30s") as client:
-        window = max(1, sum(client.nthreads().values())) * WINDOW_PER_WORKER
+        slots = max(1, sum(client.nthreads().values()))
+        window = slots * WINDOW_PER_WORKER  # tasks (chunks) in flight
+        sizer = ChunkSizer(total, slots)
         queue = as_completed()
-        owner: dict[str, Task] = {}
-        for t in islice(tasks, window):
-            fut = client.submit(process_file, *t, pure=False)
-            owner[fut.key] = t
+        owner: dict[str, list[Task]] = {}
+
+        def submit(chunk: list[Task]) -> None:
+            fut = client.submit(process_chunk, chunk, pure=False)
+            owner[fut.key] = chunk
             queue.add(fut)
+
+        def refill() -> None:
+            while len(owner) < window and (chunk := sizer.take(tasks)):
+                submit(chunk)
+
+        refill()
         for fut in queue:
-            task = owner.pop(fut.key)
+            chunk = owner.pop(fut.key)
             try:
-                yield fut.result()
-            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: the input still gets a row
-                yield record_crash(task, exc)
+                results, seconds = fut.result()
+            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: every input still gets a row
+                fut.release()
+                if len(chunk) == 1:
+                    yield record_crash(chunk[0], exc)
+                else:  # find the culprit alone; inputs of the chunk that were done come back 'skipped'
+                    for task in chunk:
+                        submit([task])
+                continue
             fut.release()
-            for t in islice(tasks, 1):
-                nxt = client.submit(process_file, *t, pure=False)
-                owner[nxt.key] = t
-                queue.add(nxt)
+            sizer.observe(len(chunk), seconds)
+            refill()  # before handing results out: the workers never wait on the driver's progress callback
+            yield from results
 
 
 def record_crash(task: Task, exc: BaseException) -> dict[str, Any]:
