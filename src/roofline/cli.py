@@ -16,7 +16,6 @@ import click
 
 from roofline import __version__
 from roofline.errors import NoGpuWorkError, RooflineError, path_text
-from roofline.hardware.peaks import recorded_levels
 
 if TYPE_CHECKING:  # pandas is imported by the commands that use it: `--help`/`--version` stay instant
     import pandas as pd
@@ -165,6 +164,8 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         CAPTURES.set(tuple(captures))
     result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold,
                                           device_map, strict, counters)
+    from roofline.hardware.peaks import recorded_levels
+
     levels = recorded_levels(result, levels)  # + LDS where an AMD format recorded it (default levels only)
     try:
         # name and NVTX filters pick kernels, before any grouping; bound, precision and top pick rows
@@ -315,6 +316,8 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
 
     result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold,
                                           device_map, strict)
+    from roofline.hardware.peaks import recorded_levels
+
     levels = recorded_levels(result, levels)  # + LDS where an AMD format recorded it (default levels only)
     try:
         written = write_report(result, out_dir, levels, clock=clock, svg=svg, top=top)
