@@ -136,3 +136,13 @@ def test_units_side_by_side_cus_sms_and_int8_ops():
     nv = r[r["format"] == "ncu-rep"]
     int8 = [x for x in chart_data.roofs(nv) if x.kind == "compute" and "int8" in x.label]
     assert int8 and all("OP/s" in x.label and "FLOP/s" not in x.label for x in int8)
+
+
+def test_device_labels_count_cus_for_amd_names_without_a_gfx_target():
+    """An xplane of JAX on an MI300X records the product name but no gfx target: its 304 units are CUs."""
+    import pandas as pd
+
+    from roofline.ingest.amd_arch import device_labels
+
+    frame = pd.DataFrame({"device_name": ["MI300X", "AMD Instinct MI210", "NVIDIA A10G"], "sm_count": [304, 104, 80]})
+    assert device_labels(frame) == "AMD Instinct MI210 (104 CUs), MI300X (304 CUs), NVIDIA A10G (80 SMs)"

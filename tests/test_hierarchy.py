@@ -227,3 +227,14 @@ def test_analyze_keeps_rows_order_and_provenance_on_a_real_report():
     # the L2 level is the 2023.1 section's xbar2l1tex read traffic, with its own roof
     assert r["l2_bytes_source"].str.startswith("L2[xbar2l1tex_read]").all()
     assert r["pct_of_peak_l2_bandwidth"].between(0, 100).all()
+
+
+def test_no_flops_and_no_bytes_anywhere_is_no_work_not_a_slow_kernel():
+    """XProf's IDLE row (0 FLOP, 0 bytes) and an empty kernel: no roofline point, no bound, the note says
+    why; a kernel with 0 FLOP but bytes moved is still judged by its busiest level."""
+    idle = base(flop_fp32=0.0, dram_bytes=0.0, l2_bytes=0.0, l1_bytes=0.0)
+    copy = base(flop_fp32=0.0, dram_bytes=1.6e9, duration_s=1e-3)
+    out = hierarchical(kernels([idle, copy]))
+    assert out.loc[0, "bound"] == "unavailable" and pd.isna(out.loc[0, "pct_of_roof"])
+    assert "no work: 0 FLOP and 0 bytes at every level" in out.loc[0, "analysis_note"]
+    assert out.loc[1, "bound"] == "memory-bound" and out.loc[1, "pct_of_roof"] == pytest.approx(80.0)

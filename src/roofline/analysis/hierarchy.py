@@ -138,7 +138,7 @@ def hierarchical(
         ceilings = [np.where(peak > 0, peak, np.nan)]  # compute roof first: ties go to compute
         utils = [np.where(total > 0, util_compute, np.nan)]
         t_roof = [np.where(peak > 0, total / peak, np.nan)]
-        level_ok, level_no_bytes, level_silent = [], [], []
+        level_ok, level_no_bytes, level_silent, level_zero = [], [], [], []
         for lv in levels:
             nbytes = _col(kernels, f"{lv}_bytes")
             # an optional level (LDS) on a row whose format does not record it (no source at all): no note
@@ -150,6 +150,7 @@ def hierarchical(
             ok = nonneg & (bw > 0)
             level_ok.append(ok)
             level_no_bytes.append(~nonneg)  # NaN, or negative (flagged at ingest)
+            level_zero.append(~ok | (nbytes == 0))
             intensity = np.where(nbytes > 0, total / nbytes, np.where((nbytes == 0) & (total > 0), np.inf, np.nan))
             bw_ach = np.where(good_dur & nonneg, nbytes / dur, np.nan)
             ceiling = intensity * bw  # infinite intensity: an infinite memory ceiling (bw > 0 where ok)
@@ -172,7 +173,10 @@ def hierarchical(
         ok_all = _stack(level_ok) if n else np.zeros((0, len(levels)), bool)
         any_level = ok_all.any(axis=1)
         with_flops = (total > 0) & (peak > 0) & any_level
-        no_flops = (total == 0) & any_level
+        # 0 FLOP and 0 bytes at every level with a roof (XProf's IDLE, an empty kernel): no work, so no point
+        # and no bound; "latency-limited at 0%" would call idle time a slow kernel
+        no_work = (total == 0) & any_level & (_stack(level_zero).all(axis=1) if n else np.zeros(0, bool))
+        no_flops = (total == 0) & any_level & ~no_work
         if n:
             binding_idx = np.where(with_flops, np.argmin(ceil_filled, axis=1), np.argmax(util_filled, axis=1))
             util_max = util_filled.max(axis=1)
@@ -195,7 +199,7 @@ def hierarchical(
     bound_code = np.where(~decided, 3, np.where(latency, 2, np.where(binding_idx == 0, 0, 1)))
     v = dict(have=have, any_have=any_have, total=total, n_used=n_used, dominant=dominant, no_peak=no_peak,
              peak_missing=peak_missing, dur=dur, ok_all=ok_all, no_bytes=_stack(level_no_bytes) if n else ok_all,
-             any_level=any_level, silent=_stack(level_silent) if n else ok_all,
+             any_level=any_level, silent=_stack(level_silent) if n else ok_all, no_work=no_work,
              decided=decided, latency=latency, over=over, binding_idx=binding_idx)
     text = _Texts(kernels, levels, n, v)
     precision = text.precision(n_used, dominant, total)
@@ -318,6 +322,9 @@ class _Texts:
                     parts.append(f"{lv.upper()} level absent: {what}")
             if no_level[r]:
                 parts.append("no memory level available: no roofline point")
+            if v["no_work"][r]:
+                parts.append("no work: 0 FLOP and 0 bytes at every level (idle time or an empty kernel), so no "
+                             "roofline point and no bound")
             if v["over"][r]:
                 j = int(over_idx[r])
                 name = "compute" if j == 0 else levels[j - 1]
@@ -335,5 +342,6 @@ class _Texts:
             return "; ".join(parts) or None
 
         keys = [missing_bits, no_flops, flop_src, no_peak_bits, first_no_peak * (no_peak_bits > 0), no_peak_src,
-                dur_kind, *level_keys, no_level, v["over"], over_idx, over_src, over_bytes_src, v["latency"]]
+                dur_kind, *level_keys, no_level, v["no_work"], v["over"], over_idx, over_src, over_bytes_src,
+                v["latency"]]
         return render(keys, n, fn)

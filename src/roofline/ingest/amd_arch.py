@@ -150,6 +150,9 @@ def read_sysinfo(folder: Path) -> dict[str, Any]:
 AMD_FORMATS = ("rocprof-compute", "rocprofv3", "rocprofv3-csv", "rocpd")
 
 
+_AMD_NAME = r"(?i)\b(?:AMD|Instinct|Radeon)\b|^MI\d{2,3}"
+
+
 def device_labels(frame: pd.DataFrame) -> str:
     """``MI210 (104 CUs), A100-SXM4-40GB (108 SMs)``: the devices of a frame with their units, so AMD
     and NVIDIA rows side by side do not read CUs as SMs."""
@@ -158,6 +161,8 @@ def device_labels(frame: pd.DataFrame) -> str:
     amd = frame["format"].isin(AMD_FORMATS) if "format" in frame else pd.Series(False, index=frame.index)
     if "compute_capability" in frame:  # an AMD GPU read from another format (an xplane of JAX on an MI300X)
         amd = amd | frame["compute_capability"].astype("string").str.startswith("gfx").fillna(False)
+    # no gfx target recorded (the xplane of JAX on an MI300X): an AMD product name says it
+    amd = amd | frame["device_name"].astype("string").str.contains(_AMD_NAME, regex=True).fillna(False)
     counts = pd.to_numeric(frame.get("sm_count"), errors="coerce") if "sm_count" in frame else None
     labels = set()
     for i, name in frame["device_name"].items():
