@@ -178,7 +178,7 @@ def test_a_dask_cluster_gives_the_serial_dataset(inputs, local, tmp_path):
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
-                      dashboard_address=None) as cluster:
+                      dashboard_address=":0") as cluster:  # any free port: no clash on 8787
         res = _cli("batch", *inputs, "-o", tmp_path / "dask", "--scheduler", cluster.scheduler_address)
     assert res.returncode == 1, res.stderr  # the corrupt inputs
     assert f"dask {cluster.scheduler_address}" in res.stdout

@@ -64,7 +64,7 @@ def test_chunked_dask_batch_equals_the_serial_one(tmp_path: Path) -> None:
     serial = run_batch(inputs, tmp_path / "serial", workers=1)
     assert serial.ok + serial.failed == len(inputs) and serial.failed == 7
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
-                      dashboard_address=None) as cluster:
+                      dashboard_address=":0") as cluster:  # any free port: no clash on 8787
         seen: list[str] = []
         summary = run_batch(inputs, tmp_path / "dask", scheduler=cluster.scheduler_address,
                             progress=lambda res, _s: seen.append(res["path"]))
