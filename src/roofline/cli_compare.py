@@ -60,8 +60,9 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
     base = analysed[0]
     from roofline.hardware.peaks import recorded_levels
 
-    for frame in analysed:  # LDS is compared when every profile records it (AMD), with the default levels
-        levels = tuple(lv for lv in recorded_levels(frame, levels) if lv in recorded_levels(base, levels))
+    # LDS is compared when every profile records it (AMD), with the default levels
+    levels = tuple(lv for lv in recorded_levels(base, levels)
+                   if all(lv in recorded_levels(frame, levels) for frame in analysed[1:]))
     violations: list[str] = []
     unchecked: list[str] = []  # rules the gate could not evaluate: they fail it too
     frames = []

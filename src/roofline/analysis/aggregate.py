@@ -25,6 +25,8 @@ GROUPINGS = {"program": "source_file", "nvtx": "nvtx_range", "kernel": "kernel_n
              "step": "nvtx_range"}  # the step range in the NVTX path (Kineto: ProfilerStep#N)
 #: a training step's range name: PyTorch's ProfilerStep#N, or NVTX ranges such as "step 3", "train_step_3", "iter=3"
 STEP_RANGE = r"(ProfilerStep#\d+|(?<![A-Za-z])(?:train[_ ]?)?(?:step|iteration|iter)[\s_#:=-]*\d+)"
+NO_STEP = "(no step range)"  # the group of kernels outside any step range
+UNKNOWN_DEVICE = "(unknown device)"
 
 
 def aggregate(
@@ -43,8 +45,8 @@ def aggregate(
     work["_group"] = work[key].astype("string").fillna("(none)") if key in work else "(none)"
     if by == "step" and key in work:
         work["_group"] = work[key].astype("string").str.extract(STEP_RANGE, flags=re.IGNORECASE)[0] \
-            .fillna("(no step range)")
-    work["_device"] = work["device_name"].astype("string").fillna("(unknown device)")
+            .fillna(NO_STEP)
+    work["_device"] = work["device_name"].astype("string").fillna(UNKNOWN_DEVICE)
     dur = pd.to_numeric(work["duration_s"], errors="coerce")
     timed = (dur > 0).fillna(False).to_numpy()
     # kernels without a positive time cannot contribute to a rate: leave all their quantities out

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.hardware.peaks import LEVELS
+from roofline.report.table import is_integer_work
 from roofline.schema import PRECISIONS, source_column
 
 LEVEL_LABELS = {"dram": "DRAM/HBM", "l2": "L2", "l1": "L1", "lds": "LDS"}
@@ -168,7 +169,7 @@ def _set_roofs(frame: pd.DataFrame, levels: Sequence[str]) -> list[Roof]:
             paths = part["tensor_path"].dropna().astype(str).unique() if "tensor_path" in part else []
             name = f"tensor {paths[0]}" if len(paths) == 1 else "tensor"
             key = "tensor" if len(groups) == 1 else f"tensor:{paths[0] if len(paths) == 1 else _si(rep[0], 'FLOP/s')}"
-            unit = "OP/s" if len(paths) and all("int8" in p for p in paths) else "FLOP/s"  # integer work: OPs
+            unit = "OP/s" if len(paths) and all(is_integer_work(p) for p in paths) else "FLOP/s"  # integer: OPs
             out.append(Roof("compute", key, rep[0], rep[1], f"{name} {_si(rep[0], unit)} ({short_source(rep[1])})"))
     return out
 

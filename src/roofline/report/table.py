@@ -84,12 +84,17 @@ def _si(v: float, unit: str) -> str:
 _INTEGER = re.compile(r"int\d|imma|(?:^|[_:])i8\b", re.IGNORECASE)
 
 
+def is_integer_work(precision: str) -> bool:
+    """An int8/int4 tensor (IMMA) or MFMA i8 path: counted in operations (OP), not floating-point ones."""
+    return _INTEGER.search(precision) is not None
+
+
 def _op_units(rows: pd.DataFrame, unit: str) -> list[str]:
-    """Per row: integer work (int8/int4 tensor or MFMA paths) counts operations, not floating-point ones."""
+    """Per row: integer work counts operations, not floating-point ones."""
     if unit not in ("FLOP", "FLOP/s") or "compute_precision" not in rows.columns:
         return [unit] * len(rows)
     prec = rows["compute_precision"].astype("string").fillna("")
-    return [unit.replace("FLOP", "OP") if _INTEGER.search(p) else unit for p in prec.tolist()]
+    return [unit.replace("FLOP", "OP") if is_integer_work(p) else unit for p in prec.tolist()]
 
 
 def _cut(text: str, width: int) -> str:

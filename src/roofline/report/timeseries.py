@@ -17,11 +17,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from roofline.analysis.aggregate import STEP_RANGE, aggregate
+from roofline.analysis.aggregate import NO_STEP, STEP_RANGE, UNKNOWN_DEVICE, aggregate
 
 #: a run with fewer steps has no time series worth a chart
 MIN_STEPS = 2
-NO_STEP = "(no step range)"
 
 
 def _finite(v: object) -> float | None:
@@ -40,11 +39,14 @@ def step_points(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, ob
         return []
     starts: dict[tuple[str, str], float] = {}
     if "start_ns" in frame and frame["start_ns"].notna().any():
-        step = frame["nvtx_range"].astype("string").str.extract(STEP_RANGE, flags=re.IGNORECASE)[0]
-        dev = frame["device_name"].astype("string").fillna("(unknown device)")
+        # earliest start per distinct (range path, device) first: the step regex then runs on those few paths
+        dev = frame["device_name"].astype("string").fillna(UNKNOWN_DEVICE)
         t = pd.to_numeric(frame["start_ns"], errors="coerce")
-        first = t.groupby([step, dev], dropna=True).min()
-        starts = {(str(s), str(d)): float(v) for (s, d), v in first.items() if np.isfinite(v)}
+        first = t.groupby([frame["nvtx_range"].astype("string"), dev], dropna=True).min()
+        step = first.index.get_level_values(0).to_series().str.extract(STEP_RANGE, flags=re.IGNORECASE)[0]
+        for (s, v), d in zip(zip(step.tolist(), first.tolist()), first.index.get_level_values(1)):
+            if isinstance(s, str) and np.isfinite(v):
+                starts[(s, str(d))] = min(v, starts.get((s, str(d)), np.inf))
     out: list[dict[str, object]] = []
     for device, sub in agg.groupby("device_name", sort=False):
         if len(sub) < MIN_STEPS:
@@ -60,14 +62,13 @@ def step_points(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, ob
         for index, start, label, g in rows:
             time = _finite(g["duration_s"])
             item: dict[str, object] = {
-                "device": "" if device == "(unknown device)" else str(device), "label": label, "index": index,
+                "device": "" if device == UNKNOWN_DEVICE else str(device), "label": label, "index": index,
                 "start_s": (start - origin) * 1e-9 if np.isfinite(start) and np.isfinite(origin) else None,
                 "time": time, "kernels": int(g["kernel_count"]), "achieved": _finite(g["achieved_flop_per_s"]),
                 "bound": str(g["bound"]),
             }
             for lv in levels:
-                nbytes = _finite(g.get(f"{lv}_bytes"))
-                item[f"bw_{lv}"] = nbytes / time if nbytes is not None and time else None
+                item[f"bw_{lv}"] = _finite(g.get(f"achieved_{lv}_bytes_per_s"))  # the aggregate's, as --by step
                 item[f"int_{lv}"] = _finite(g.get(f"intensity_{lv}_flop_per_byte"))
             out.append(item)
     return out

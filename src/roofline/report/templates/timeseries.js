@@ -27,7 +27,8 @@ window.rooflineSteps = function (D, device, esc, si) {
   var traces = [{type: 'scatter', mode: 'lines+markers', name: 'achieved FLOP/s', meta: 'step:flop', x: x,
     y: pts.map(function (p) { return p.achieved; }), text: hover, hovertemplate: '%{text}<extra></extra>',
     marker: {size: 9, color: '#111'}, line: {color: '#111'}}];
-  var DASH = {dram: 'solid', l2: 'dash', l1: 'dot'}, COLOUR = {dram: '#1f77b4', l2: '#2ca02c', l1: '#9467bd'};
+  var DASH = {dram: 'solid', l2: 'dash', l1: 'dot', lds: 'dashdot'},
+      COLOUR = {dram: '#1f77b4', l2: '#2ca02c', l1: '#9467bd', lds: '#8c564b'};
   LEVELS.forEach(function (lv) {
     traces.push({type: 'scatter', mode: 'lines+markers', name: esc(M.level_labels[lv]) + ' bandwidth', meta: 'step:bw_' + lv,
       x: x, y: pts.map(function (p) { return p['bw_' + lv]; }), yaxis: 'y2', text: hover, hovertemplate: '%{text}<extra></extra>',
