@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from roofline.errors import (
+    CorruptReportError,
     EmptyInputError,
     FormatMismatchError,
     InputNotFoundError,
@@ -204,7 +205,7 @@ def gunzip_capped(path: Path, limit: int | None = None) -> bytearray:
     """
     import zlib
 
-    from roofline.errors import CorruptReportError, InputTooLargeError
+    from roofline.errors import InputTooLargeError
 
     size = path.stat().st_size
     limit = decompressed_limit(size) if limit is None else limit
@@ -273,3 +274,20 @@ def load_json(path: Path) -> Any:
     except (orjson.JSONDecodeError, RecursionError, UnicodeDecodeError) as exc:
         # orjson rejects invalid UTF-8 and nesting past 1024 levels; both are damaged input
         raise CorruptReportError(path, f"not valid JSON ({type(exc).__name__}: {exc})") from None
+
+
+def open_sqlite(path: Path) -> Any:
+    """An SQLite profile (nsys export, rocpd) opened read-only and hardened against its schema: no writes,
+    no side-effecting functions from views or triggers; not readable SQLite is a typed error naming it."""
+    import sqlite3
+
+    check_exists(path)
+    try:
+        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        con.execute("PRAGMA query_only = ON")
+        con.execute("PRAGMA trusted_schema = OFF")  # no functions with side effects from views/triggers
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise CorruptReportError(path, f"not a readable SQLite database ({exc})") from None
+    return con
+

@@ -35,7 +35,7 @@ from roofline.errors import (
     UnsupportedFormatError,
 )
 from roofline.ingest import nsys_nvtx, nsys_ranks
-from roofline.ingest.common import check_exists, head, provenance_record
+from roofline.ingest.common import head, open_sqlite, provenance_record
 from roofline.schema import UNAVAILABLE, kernel_dtypes, set_provenance, source_column
 
 MAGIC = b"SQLite format 3\x00"
@@ -116,12 +116,8 @@ def _read_rep(path: Path) -> pd.DataFrame:
 
 def connect(path: Path) -> sqlite3.Connection:
     """Open an export read-only; a file that is not SQLite or not an nsys export is a typed error."""
-    check_exists(path)
-    uri = path.resolve().as_uri() + "?mode=ro"
+    con = open_sqlite(path)
     try:
-        con = sqlite3.connect(uri, uri=True)
-        con.execute("PRAGMA query_only = ON")
-        con.execute("PRAGMA trusted_schema = OFF")  # no functions with side effects from views/triggers
         tables = _tables(con)
     except sqlite3.DatabaseError as exc:
         raise CorruptReportError(path, f"not a readable SQLite database ({exc})") from None

@@ -34,7 +34,7 @@ import pandas as pd
 
 from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError
 from roofline.ingest import rocprofv3 as v3
-from roofline.ingest.common import check_exists, provenance_record
+from roofline.ingest.common import open_sqlite, provenance_record
 from roofline.schema import conform_kernels, set_provenance
 
 FORMAT = "rocpd"
@@ -44,15 +44,7 @@ _DISPATCH = re.compile(r"rocpd_kernel_dispatch((?:_[0-9A-Fa-f]+)*)")
 
 def connect(path: Path) -> sqlite3.Connection:
     """Open read-only; a file that is not a readable SQLite database is a typed error naming it."""
-    check_exists(path)
-    try:
-        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
-        con.execute("PRAGMA query_only = ON")
-        con.execute("PRAGMA trusted_schema = OFF")  # no functions with side effects from views/triggers
-        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.DatabaseError as exc:
-        raise CorruptReportError(path, f"not a readable SQLite database ({exc})") from None
-    return con
+    return open_sqlite(path)  # type: ignore[no-any-return]
 
 
 def _names(con: sqlite3.Connection, kind: str = "table") -> set[str]:

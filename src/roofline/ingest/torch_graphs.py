@@ -75,9 +75,9 @@ class Captured:
                 elif "Launch" in name and "Graph" not in name and e.args is not None and e.args.kernel is not None:
                     launches.append(e)
         launches.sort(key=lambda e: float(e.ts))
-        from roofline.ingest.torch_trace import _Threads
+        from roofline.ingest.torch_trace_threads import Threads
 
-        self.threads = _Threads(cpu)  # the captured ops by thread: an op's callees (a MoE's routing)
+        self.threads = Threads(cpu)  # the captured ops by thread: an op's callees (a MoE's routing)
         self.graphs: list[tuple[list[str], list[Event | None]]] = []
         for lo, hi in windows:
             inside = [e for e in launches if lo <= float(e.ts) <= hi]
@@ -99,21 +99,17 @@ class CaptureContext:
 
 def iterations(events: list[Event], correlations: set[Any]) -> dict[Any, str]:
     """Graph launch correlation -> the vLLM iteration annotation whose span holds the launch (same thread)."""
-    from roofline.metrics.paged_attention import ITERATION
-
-    notes = [e for e in events if e.cat == "user_annotation" and e.name.__class__ is str and ITERATION.search(e.name)
-             and e.ts.__class__ in (int, float) and e.dur.__class__ in (int, float)]
-    if not notes:
+    spans = Iterations(events)
+    if not spans.spans:
         return {}
     found = {}
     for e in events:
         a = e.args
         if e.cat in ("cuda_runtime", "cuda_driver") and a is not None and a.correlation in correlations \
                 and e.ts.__class__ in (int, float):
-            for n in notes:
-                if (n.pid, n.tid) == (e.pid, e.tid) and n.ts <= e.ts <= n.ts + n.dur:
-                    found[a.correlation] = n.name
-                    break
+            name = spans.enclosing(e)
+            if name is not None:
+                found[a.correlation] = name
     return found
 
 

@@ -39,9 +39,7 @@ from roofline.ingest.torch_trace_decode import (
     shapes,
 )
 from roofline.ingest.torch_trace_summary import estimates, unmodelled
-from roofline.ingest.torch_trace_threads import (
-    Threads as _Threads,  # (torch_graphs imports it from here)
-)
+from roofline.ingest.torch_trace_threads import Threads as _Threads
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.kernel_precision import decide as precision_evidence
 from roofline.metrics.moe import CALLEE_OPS

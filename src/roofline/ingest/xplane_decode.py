@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roofline.errors import CorruptReportError, FormatMismatchError, NoGpuWorkError, NoKernelsError
+from roofline.errors import CorruptReportError, FormatMismatchError, NoGpuWorkError
 from roofline.ingest.common import check_exists
 
 OP_LINE = "XLA Ops"

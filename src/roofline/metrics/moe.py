@@ -25,7 +25,7 @@ import math
 import re
 from typing import Any
 
-from roofline.metrics.op_args import size
+from roofline.metrics.op_args import bind, size
 from roofline.metrics.op_models import NAN, OpCost, compute
 
 ROUTERS = ("TopK", "aten::topk")
@@ -176,8 +176,6 @@ def routing_cost(call: Any, children: list[tuple[Any, ...]]) -> OpCost | None:
 def callee_cost(name: str, dims: Any, types: Any, concrete: Any, children: list[tuple[Any, ...]],
                 kernels: tuple[str, ...]) -> OpCost | None:
     """The cost of a CALLEE_OPS op from the ops it calls (``children``: name, dims, concrete, types)."""
-    from roofline.metrics.op_args import bind
-
     call = bind(name, dims, types, concrete) if isinstance(dims, list) else None
     if call is None:
         return None
