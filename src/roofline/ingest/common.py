@@ -172,7 +172,9 @@ DEFAULT_MAX_DECOMPRESSED = 4 << 30
 #: real traces expand 3-31x (fixtures: 33 gzip traces); deflate can reach ~1032x: past 64 MiB, 100x is a bomb
 DEFAULT_MAX_RATIO = 100
 _RATIO_FLOOR = 64 << 20
-_CHUNK = 1 << 20
+#: compressed bytes read at a time; decompressed bytes returned by one call at most
+_CHUNK = 64 << 20
+_MAX_PIECE = 512 << 20
 
 
 def _env_number(name: str, default: int) -> int:
@@ -197,21 +199,24 @@ def decompressed_limit(compressed_size: int) -> int:
     return min(cap, max(_RATIO_FLOOR, ratio * compressed_size))
 
 
-def gunzip_capped(path: Path, limit: int | None = None) -> bytearray:
-    """A gzip file's content, decompressed in chunks and refused past ``limit`` bytes.
+def gunzip_capped(path: Path, limit: int | None = None) -> bytes:
+    """A gzip file's content, decompressed and refused past ``limit`` bytes.
 
-    Memory stays at most ``limit`` plus one chunk: the stream is never expanded whole before the
-    check (a 2 MB file can expand to 2 GB). Damaged streams are a typed error naming the file.
+    Each call's output is bounded (``max_length``), so a stream is never expanded whole before the
+    check (a 2 MB file can expand to 2 GB): memory stays at most ``limit`` plus one compressed chunk.
+    A trace up to ``_CHUNK`` compressed (every real one seen) is one call whose output is returned
+    as is: collecting 1 MiB pieces into a growing buffer cost a third of the gunzip (0.145 s against
+    0.10 s for the 216k-event trace). Damaged streams are a typed error naming the file.
     """
-    import zlib
-
+    zlib = _zlib()
     from roofline.errors import InputTooLargeError
 
     size = path.stat().st_size
     limit = decompressed_limit(size) if limit is None else limit
-    out = bytearray()
+    parts: list[bytes] = []
+    total = 0
     with path.open("rb") as fh:
-        d = zlib.decompressobj(wbits=31)  # gzip header and trailer (CRC, size) checked by zlib
+        d = zlib.decompressobj(wbits=31)  # gzip header and trailer (CRC, size) checked
         try:
             while True:
                 if d.unconsumed_tail:
@@ -227,9 +232,11 @@ def gunzip_capped(path: Path, limit: int | None = None) -> bytearray:
                         d = _Done(d)
                         continue
                     d = zlib.decompressobj(wbits=31)
-                # bounded output per call: one call can otherwise expand 1 MiB into 1 GiB at once
-                out += d.decompress(data, min(16 * _CHUNK, limit + 1 - len(out)))
-                if len(out) > limit:
+                piece = d.decompress(data, min(_MAX_PIECE, limit + 1 - total))
+                if piece:
+                    parts.append(piece)
+                    total += len(piece)
+                if total > limit:
                     raise InputTooLargeError(
                         path, f"gzip stream expands past {limit:,} bytes ({size:,} compressed): refused as a "
                               f"likely decompression bomb; raise {MAX_DECOMPRESSED_ENV} or {MAX_RATIO_ENV} "
@@ -238,7 +245,20 @@ def gunzip_capped(path: Path, limit: int | None = None) -> bytearray:
             raise CorruptReportError(path, f"gzip stream is damaged ({exc})") from None
         if not d.eof:
             raise CorruptReportError(path, "gzip stream is truncated (ends before its end-of-stream marker)")
-    return out
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _zlib() -> Any:
+    """ISA-L's inflate where installed (``isal``, a dependency): the same API as ``zlib``, about twice as fast
+    (0.05 s against 0.10 s for the 216k-event trace's 54 MB); ``zlib`` otherwise."""
+    try:
+        from isal import isal_zlib
+
+        return isal_zlib
+    except ImportError:  # a platform without an isal wheel
+        import zlib
+
+        return zlib
 
 
 class _Done:
