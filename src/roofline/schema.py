@@ -204,15 +204,25 @@ def _typed(values: Any, n: int, dtype: str) -> Any:
         if values is None:
             return pd.array(pa.nulls(n, pa.string()), dtype="string")
         try:
-            return pd.array(pa.array([values] * n if scalar else values, pa.string()), dtype="string")
-        except (pa.ArrowTypeError, pa.ArrowInvalid):  # not all str: pandas converts what it can
+            if scalar:
+                return pd.array(pa.repeat(pa.scalar(values, pa.string()), n), dtype="string")
+            return pd.array(pa.array(values, pa.string()), dtype="string")
+        except (pa.ArrowTypeError, pa.ArrowInvalid, TypeError):  # not all str (or unhashable): pandas converts what it can
             return pd.array([values] * n if scalar else list(values), dtype="string")
+    if dtype == "boolean" and values.__class__ is bool:
+        return pd.arrays.BooleanArray(np.full(n, values), np.zeros(n, dtype=bool))
     if dtype == "Int64":
         if scalar:
             return pd.arrays.IntegerArray(np.full(n, 0 if values is None else values, dtype="int64"),
                                           np.full(n, values is None))
         if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
             return pd.arrays.IntegerArray(values.astype("int64"), np.zeros(n, dtype=bool))
+        if isinstance(values, (tuple, list)) and set(map(type, values)) <= {int, type(None)}:
+            # (ints and None only, checked in C: through float64, exact below 2**53, ~5x faster than objects)
+            f = np.array(values, dtype="float64")
+            missing = np.isnan(f)
+            if not (np.abs(f) >= 2.0**53).any():
+                return pd.arrays.IntegerArray(np.where(missing, 0, f).astype("int64"), missing)
         obj = np.empty(n, dtype=object)
         obj[:] = list(values)  # (not np.array(values): that would nest lists)
         missing = pd.isna(obj)
@@ -228,6 +238,7 @@ def _typed(values: Any, n: int, dtype: str) -> Any:
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
 
 
 def _as_int64(v: Any) -> int | None:

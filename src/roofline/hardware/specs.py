@@ -236,6 +236,10 @@ def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True,
     """
     if frame.empty or "device_name" not in frame:
         return frame
+    if len(frame) > _SMALL_FRAME:
+        found = _distinct_fill(frame, at_profiled_clock, device_map)
+        if found is not None:
+            return found
     from roofline.hardware.names import resolve
 
     out = frame
@@ -296,6 +300,32 @@ def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True,
                     _assign(out, "peak_l1_bytes_per_s", mask, l1_per_hz * clk[mask], rate + "the profiled SM clock")
                 _fill_value(out, "peak_l1_bytes_per_s", on_device & ~(clk > 0), l1_per_hz * spec.boost_clock_hz,
                             rate + f"the boost clock {spec.boost_clock_hz / 1e6:.0f} MHz; no profiled clock known")
+    return out
+
+
+def _distinct_fill(frame: pd.DataFrame, at_profiled_clock: bool,
+                   device_map: Mapping[str, str] | None) -> pd.DataFrame | None:
+    """:func:`fill_spec_peaks` on the frame's distinct rows, spread back to every row.
+
+    A row's filled peaks and sources depend only on its device columns, clock, tensor path and the peaks
+    and sources it already has, and a 20k-row trace has a handful of distinct combinations: filling those
+    takes ~5 ms against ~90 ms for the masked column rebuilds on every row. None when the rows are mostly
+    distinct (or a value is unhashable): then the row-wise fill is as fast.
+    """
+    from roofline.frames import distinct_rows
+
+    # (the fill reads only these columns and writes only the peaks and their sources)
+    inputs = [c for c in (*_GROUP_KEYS, "sm_clock_hz", "tensor_path", *_PEAK_COLUMNS,
+                          *map(source_column, _PEAK_COLUMNS)) if c in frame]
+    found = distinct_rows(frame, inputs)
+    if found is None or len(found[1]) > len(frame) // 4:
+        return None
+    codes, firsts = found
+    small = fill_spec_peaks(frame[inputs].iloc[firsts].reset_index(drop=True), at_profiled_clock, device_map)
+    out = frame.copy(deep=False)  # (the columns written are replaced, not written into: the input is untouched)
+    for col in (*_PEAK_COLUMNS, *map(source_column, _PEAK_COLUMNS)):
+        if col in small:
+            out[col] = small[col].array.take(codes)
     return out
 
 

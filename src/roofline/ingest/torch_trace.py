@@ -176,29 +176,37 @@ def _build(path: Path, raw: bytes | list[bytes], events: list[Event], top: dict[
     threads = _Threads(ops)
     groups: dict[int, list[Event]] = defaultdict(list)
     orphans: list[tuple[Event, str]] = []
-    innermost = threads.innermost
+    # the usual case first: a launch whose External id names an op (an int), or whose launch (a runtime
+    # event, kept here) is looked up on its thread below, all at once; _link decides the rest (labels,
+    # a launch-less event, an unusable id)
+    linked: list[Any] = []
     for e in gpu:
         try:
-            # the usual case inline (a launch whose External id names an op, or the innermost op holding
-            # the launch on its thread); _link decides everything else (labels, a launch-less event)
             a = e.args
             rt = runtimes.get(a.correlation) if a is not None and a.correlation is not None else None
             if rt is not None:
                 ra = rt.args
                 ext = ra.external_id if ra.external_id is not None else ra.external_id_lc
                 op = by_ext.get(ext) if ext is not None else None
-                if op is None:
-                    op = innermost(rt.pid, rt.tid, rt.ts)
-                if op is not None:
-                    groups[op].append(e)
-                    continue
-            op, label = _link(a, runtimes, by_ext, threads)
+                linked.append(rt if op is None else op)
+                continue
         except TypeError:
-            op, label = None, "orphan: unusable correlation or External id"
+            pass
+        linked.append(None)
+    lookups = [x for x in linked if x.__class__ is Event]
+    held = iter(threads.innermost_many([(rt.pid, rt.tid, rt.ts) for rt in lookups]) if lookups else ())
+    for e, op in zip(gpu, linked):
+        if op.__class__ is Event:
+            op = next(held)
         if op is None:
-            orphans.append((e, label))
-        else:
-            groups[op].append(e)
+            try:
+                op, label = _link(e.args, runtimes, by_ext, threads)
+            except TypeError:
+                op, label = None, "orphan: unusable correlation or External id"
+            if op is None:
+                orphans.append((e, label))
+                continue
+        groups[op].append(e)
 
     rows = _Rows(devices, steps, threads)
     # annotations and launches outlive events.clear(): paged attention looks its iteration up in them
