@@ -22,7 +22,7 @@ def distinct_rows(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarr
         # (missing -> its own code; the pair re-factorized at once, so the combined codes stay < n)
         combined, _ = pd.factorize(combined * (len(uniques) + 1) + (codes + 1))
         combined = combined.astype(np.int64, copy=False)
-    uniq, firsts, codes = np.unique(combined, return_index=True, return_inverse=True)
+    _, firsts, codes = np.unique(combined, return_index=True, return_inverse=True)
     order = np.argsort(firsts, kind="stable")  # distinct rows in order of first appearance
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))

@@ -240,7 +240,6 @@ def _typed(values: Any, n: int, dtype: str) -> Any:
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-
 def _as_int64(v: Any) -> int | None:
     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and v == v \
             and _INT64_MIN <= v <= _INT64_MAX and float(v).is_integer():
