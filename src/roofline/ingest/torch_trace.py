@@ -16,7 +16,6 @@ measured FP instruction counts; their rows use those.
 
 from __future__ import annotations
 
-import bisect
 import gc
 from collections import defaultdict
 from operator import attrgetter, itemgetter
@@ -68,7 +67,6 @@ KINDS = {**{c: 1 for c in CPU_CATS}, **{c: 2 for c in KERNEL_CATS | COPY_CATS}, 
          RANGE_CAT: 4, "user_annotation": 5}
 NUMBER = (int, float)
 NAN = float("nan")
-INF = float("inf")
 NO_CACHE = (f"{UNAVAILABLE}: a PyTorch trace has no cache counters; profile the kernel with "
             "ncu --section SpeedOfLight_HierarchicalSingleRooflineChart for L2/L1")
 NO_MODEL = "{u}: no FLOP model for {op} (time is counted; see docs/traces.md for the ops modelled)"
@@ -85,6 +83,7 @@ COST_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "flop_fp64
                 "op_args", "precision_evidence", "host_link_bytes")
 NO_OP_COLUMNS = (None, None, NAN)  # op_args, precision_evidence, host_link_bytes of a row no op model priced
 MISSING = object()  # a signature not modelled yet (None is a cached "no model")
+STEP = object()  # a row whose nvtx_range is the ProfilerStep holding it (looked up for all rows at once)
 #: a row's other varying columns, in the order of the tuples ``_build`` makes (``_ts`` sorts them)
 ROW_COLUMNS = ("_ts", "kernel_name", "kernel_short_name", "mangled_name", "nvtx_range", "_device", "duration_s",
                "duration_s_source", "attribution", "_grid", "_block", "_cost", "op_input_dims", "op_input_types")
@@ -310,7 +309,7 @@ class _Rows:
         if len(c) != 14:  # the 11 columns every row has, + NO_OP_COLUMNS
             c += NO_OP_COLUMNS
         self.rows.append((ts, name, name if op is not None else _short(name), main.name,
-                          _step(self.steps, ts) if self.steps else None, dev, dur_us * 1e-6, src, label,
+                          STEP if self.steps else None, dev, dur_us * 1e-6, src, label,
                           grid, block, c, *self._inputs(op)))
 
     def _inputs(self, op: Event | None) -> tuple[str | None, str | None]:
@@ -486,6 +485,8 @@ class _Rows:
         n = len(rows)
         dtypes = kernel_dtypes()
         cols: dict[str, Any] = dict(zip(ROW_COLUMNS, zip(*rows)))
+        if self.steps and n:
+            cols["nvtx_range"] = _steps(self.steps, cols["_ts"], cols["nvtx_range"])
         cols.update(factorized(cols.pop("_cost"), COST_COLUMNS))  # rows share their signature's cost tuple
         devices = cols.pop("_device")
         props = {d: self._device(d) for d in set(devices)}
@@ -565,9 +566,16 @@ def _dim3(v: Any) -> list[int] | None:
     return None
 
 
-def _step(steps: list[tuple[float, float, str]], ts: float) -> str | None:
-    j = bisect.bisect_right(steps, (ts, INF, "")) - 1
-    return steps[j][2] if j >= 0 and steps[j][1] >= ts else None
+def _steps(steps: list[tuple[float, float, str]], ts: tuple[Any, ...], marks: tuple[Any, ...]) -> list[str | None]:
+    """The ProfilerStep holding each row's start (the latest-starting step that starts at or before it and
+    has not ended), for the rows marked STEP (CUPTI range rows are not put in a step): one searchsorted."""
+    starts = np.array([s[0] for s in steps], dtype="float64")  # (sorted: steps are sorted tuples)
+    ends = np.array([s[1] for s in steps], dtype="float64")
+    at = np.array(ts, dtype="float64")
+    j = np.searchsorted(starts, at, side="right") - 1
+    held = (j >= 0) & (ends[np.maximum(j, 0)] >= at)
+    names = [s[2] for s in steps]
+    return [names[k] if h and m is STEP else None for m, k, h in zip(marks, j.tolist(), held.tolist())]
 
 
 def _copy_bytes(evs: list[Event]) -> tuple[float, float, int]:
