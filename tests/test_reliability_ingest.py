@@ -253,3 +253,33 @@ def test_unreadable_inputs_are_one_error_line_each_and_the_good_files_are_analys
     for path, line in zip(bad, lines):
         assert line.startswith(f"roofline: {path}: ") and "bug" not in line
     assert "good.csv" in res.stdout
+
+
+@pytest.mark.parametrize("inflate", ["isal", "zlib"])
+def test_gunzip_gives_the_same_bytes_and_errors_with_isal_and_with_zlib(tmp_path, monkeypatch, inflate):
+    """ISA-L's inflate is used where installed, the standard library's otherwise: same content, same
+    typed errors (damaged, truncated, CRC mismatch, over the cap), multi-member and padded streams."""
+    import zlib
+
+    from roofline.errors import InputTooLargeError
+    from roofline.ingest import common
+
+    if inflate == "isal":
+        assert common._zlib().__name__ == "isal.isal_zlib"  # (a dependency: CI must have it)
+    else:
+        monkeypatch.setattr(common, "_zlib", lambda: zlib)
+    raw = b'{"traceEvents": [' + b", ".join(b'{"ph": "X", "name": "k%d"}' % i for i in range(20000)) + b"]}"
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(gzip.compress(raw[:7000]) + gzip.compress(raw[7000:]) + b"\0" * 16)
+    assert common.gunzip_capped(p) == raw
+    gz = gzip.compress(raw, mtime=0)
+    bad_crc = bytearray(gz)
+    bad_crc[-8] ^= 0xFF
+    for data, what in ((gz[:len(gz) // 2], "truncated"), (bytes(bad_crc), "damaged")):
+        p.write_bytes(data)
+        with pytest.raises(errors.CorruptReportError, match=what):
+            common.gunzip_capped(p)
+    p.write_bytes(gz)
+    with pytest.raises(InputTooLargeError, match="expands past 100,000 bytes"):
+        common.gunzip_capped(p, limit=100_000)
+    assert common.gunzip_capped(p, limit=len(raw)) == raw  # exactly at the cap: read
