@@ -84,9 +84,9 @@ def read(path: str | Path) -> pd.DataFrame:
     data = head(path, 16)
     if not data.startswith(MAGIC) and path.name.lower().endswith(REP_SUFFIXES):
         return _read_rep(path)
-    con = connect(path)
+    con, tables = _connect(path)
     try:
-        return _read(path, con)
+        return _read(path, con, tables)
     except sqlite3.DatabaseError as exc:  # damaged pages, a table that is not what its name says
         raise CorruptReportError(path, f"SQLite error while reading the nsys export ({exc})") from None
     finally:
@@ -116,6 +116,11 @@ def _read_rep(path: Path) -> pd.DataFrame:
 
 def connect(path: Path) -> sqlite3.Connection:
     """Open an export read-only; a file that is not SQLite or not an nsys export is a typed error."""
+    return _connect(path)[0]
+
+
+def _connect(path: Path) -> tuple[sqlite3.Connection, set[str]]:
+    """:func:`connect`, and the export's tables and views (read once per export)."""
     con = open_sqlite(path)
     try:
         tables = _tables(con)
@@ -126,7 +131,7 @@ def connect(path: Path) -> sqlite3.Connection:
         raise FormatMismatchError(
             path, "is an SQLite database but not an Nsight Systems export (no META_DATA_EXPORT, EXPORT_META_DATA "
                   f"or {KERNEL_TABLE} table)")
-    return con
+    return con, tables
 
 
 def _tables(con: sqlite3.Connection) -> set[str]:
@@ -134,7 +139,12 @@ def _tables(con: sqlite3.Connection) -> set[str]:
 
 
 def _columns(con: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}
+    return set(_table_info(con, table))
+
+
+def _table_info(con: sqlite3.Connection, table: str) -> dict[str, bool]:
+    """A table's columns and whether each is declared NOT NULL (one PRAGMA per table)."""
+    return {r[1]: bool(r[3]) for r in con.execute(f'PRAGMA table_info("{table}")')}
 
 
 def meta(con: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
@@ -144,8 +154,7 @@ def meta(con: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
     return {}
 
 
-def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
-    tables = _tables(con)
+def _read(path: Path, con: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
     info = meta(con, tables)
     rows = _fetch(path, con, tables)
     if not len(rows):
@@ -154,13 +163,13 @@ def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
                                    "trimmed export)" + (f"; no {', '.join(absent)} table" if absent else ""))
     rows = rows[np.argsort(rows[:, F["start"]], kind="stable")]
     nvtx = _nvtx(con, tables, rows) if "NVTX_EVENTS" in tables else None
-    frame = _frame(path, con, tables, rows, nvtx)
-    _, gpus = _gpus(con, tables)
+    gpus = _gpus(con, tables)  # (table, properties by device id): read once, for the columns and provenance
+    frame = _frame(path, con, tables, rows, nvtx, gpus)
     rec = provenance_record(path, "nsys-sqlite", tool="nsys", tool_version=info.get("EXPORT_PRODUCT_VERSION"),
                             export_schema=info.get("EXPORT_SCHEMA_VERSION"), reader=f"sqlite3 {sqlite3.sqlite_version}",
                             kernels=int((rows[:, F["_kind"]] == KIND_KERNEL).sum()),
                             copies=int((rows[:, F["_kind"]] != KIND_KERNEL).sum()),
-                            devices={str(k): v[0] for k, v in gpus.items()},
+                            devices={str(k): v[0] for k, v in gpus[1].items()},
                             device_table=next((t for t, _ in GPU_TABLES if t in tables), None),
                             missing_tables=missing_tables(tables))
     return set_provenance(frame, [rec])
@@ -182,11 +191,11 @@ def missing_tables(tables: set[str]) -> dict[str, str]:
     return {t: lost for t, lost in OPTIONAL_TABLES.items() if not any(x in tables for x in t.split(" or "))}
 
 
-def _select(con: sqlite3.Connection, table: str, fields: tuple[str, ...]) -> tuple[str, list[int]]:
-    """A query of a table's columns among ``fields`` and their positions in ``fields``. NULL becomes the
-    sentinel (IFNULL) only in columns the schema lets be NULL: every other column is fetched as is,
-    which costs about a third less per value (a crafted file breaking its own NOT NULL is then a typed error)."""
-    info = {r[1]: bool(r[3]) for r in con.execute(f'PRAGMA table_info("{table}")')}
+def _select(info: dict[str, bool], table: str, fields: tuple[str, ...]) -> tuple[str, list[int]]:
+    """A query of a table's columns among ``fields`` (``info``: :func:`_table_info`) and their positions in
+    ``fields``. NULL becomes the sentinel (IFNULL) only in columns the schema lets be NULL: every other column
+    is fetched as is, which costs about a third less per value (a crafted file breaking its own NOT NULL is
+    then a typed error)."""
     exprs, pos = [], []
     for i, f in enumerate(fields):
         if f in info:
@@ -204,10 +213,10 @@ def _fetch(path: Path, con: sqlite3.Connection, tables: set[str]) -> np.ndarray:
     for table, kind in ((KERNEL_TABLE, KIND_KERNEL), (MEMCPY_TABLE, KIND_MEMCPY), (MEMSET_TABLE, KIND_MEMSET)):
         if table not in tables:
             continue
-        if not {"start", "end"} <= (have := _columns(con, table)):
+        if not {"start", "end"} <= (have := _table_info(con, table)).keys():
             lack = " and ".join(c for c in ("start", "end") if c not in have)
             raise CorruptReportError(path, f"the nsys export's {table} table has no {lack} column")
-        sql, pos = _select(con, table, FIELDS)
+        sql, pos = _select(have, table, FIELDS)
         for chunk in _int_chunks(path, con, sql):
             wide = np.full((len(chunk), len(FIELDS)), NULL, dtype=np.int64)
             wide[:, pos] = chunk
@@ -217,8 +226,8 @@ def _fetch(path: Path, con: sqlite3.Connection, tables: set[str]) -> np.ndarray:
         return np.empty((0, len(FIELDS)), dtype=np.int64)
     rows = np.concatenate(parts)
     del parts
-    if RUNTIME_TABLE in tables and {"correlationId", "globalTid", "start"} <= _columns(con, RUNTIME_TABLE):
-        sql, _ = _select(con, RUNTIME_TABLE, ("correlationId", "globalTid", "start"))
+    if RUNTIME_TABLE in tables and {"correlationId", "globalTid", "start"} <= (have := _table_info(con, RUNTIME_TABLE)).keys():
+        sql, _ = _select(have, RUNTIME_TABLE, ("correlationId", "globalTid", "start"))
         chunks = list(_int_chunks(path, con, sql))
         rt = np.concatenate(chunks) if chunks else np.empty((0, 3), dtype=np.int64)
         _link_runtime(rows, rt)
@@ -320,7 +329,8 @@ def _const(value: str, n: int) -> pd.api.extensions.ExtensionArray:
 
 
 def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarray,
-           nvtx: pd.api.extensions.ExtensionArray | None) -> pd.DataFrame:
+           nvtx: pd.api.extensions.ExtensionArray | None,
+           gpus: tuple[str | None, dict[int, tuple[Any, ...]]]) -> pd.DataFrame:
     """The canonical frame, every column built as an array first and the frame made once."""
     n = len(rows)
     col = {f: rows[:, i] for i, f in enumerate(FIELDS)}
@@ -380,7 +390,7 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
                         ("correlation_id", "correlationId"), ("registers_per_thread", "registersPerThread"),
                         ("graph_id", "graphId"), ("graph_node_id", "graphNodeId")):
         out[name] = _masked(col[field])
-    why = _devices(out, con, tables, col["deviceId"])
+    why = _devices(out, *gpus, col["deviceId"])
     _peaks(out, col["deviceId"], why)
     return _assemble(out, n)
 
@@ -496,10 +506,9 @@ def _gpus(con: sqlite3.Connection, tables: set[str]) -> tuple[str | None, dict[i
     return None, {}
 
 
-def _devices(out: dict[str, Any], con: sqlite3.Connection, tables: set[str], dev: np.ndarray) -> str:
-    """Device columns from the device table; its memoryBandwidth is the DRAM roof (device property).
-    Returns why a peak may be missing."""
-    table, gpus = _gpus(con, tables)
+def _devices(out: dict[str, Any], table: str | None, gpus: dict[int, tuple[Any, ...]], dev: np.ndarray) -> str:
+    """Device columns from the device table (``table``, ``gpus``: :func:`_gpus`); its memoryBandwidth is the
+    DRAM roof (device property). Returns why a peak may be missing."""
     n = len(dev)
     name, cc, src = _Labels(n), _Labels(n), _Labels(n)
     sms = np.full(n, NULL, dtype=np.int64)
