@@ -21,6 +21,7 @@ import sqlite3
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -543,27 +544,40 @@ def _peaks(out: dict[str, Any], dev: np.ndarray, why: str) -> None:
 
     Every input of the spec table (name, CC, SMs, clocks, DRAM roof) is per device in a timeline, so
     the table is applied to one row per device and its columns spread to the launches by one take."""
-    from roofline.hardware.specs import fill_spec_peaks
-
     _, first, inv = np.unique(dev, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
-
-    def wanted(c: str) -> bool:
-        return c.startswith("peak_") or c in _PEAK_INPUTS
-
-    small = fill_spec_peaks(_assemble({c: v[first] for c, v in out.items() if wanted(c)}, len(first), wanted))
+    # the per-device inputs as plain values (missing: None), the key of the spec lookup
+    key = tuple((c, tuple(None if v is None or v is pd.NA or v != v else v for v in pd.array(val[first]).tolist()))
+                for c, val in out.items() if _spec_input(c))
     l2 = source_column("peak_l2_bytes_per_s")
-    # one conversion of the small frame to lists: per-column pandas calls cost more than the data here
-    for c, vals in small.to_dict("list").items():
-        if not c.startswith("peak_"):
-            continue
+    for c, vals in _spec_roofs(key).items():
         if c.endswith("_source"):
-            missing = [v is None or v is pd.NA for v in vals]
+            missing = [v is None for v in vals]
             fill = f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters" \
                 if c == l2 and all(missing) else f"{UNAVAILABLE}: {why}"
             out[c] = _take([fill if m else v for v, m in zip(vals, missing)], inv)
         else:
-            out[c] = np.array([np.nan if v is None or v is pd.NA else v for v in vals], dtype=np.float64)[inv]
+            out[c] = np.array([np.nan if v is None else v for v in vals], dtype=np.float64)[inv]
+
+
+def _spec_input(c: str) -> bool:
+    return c.startswith("peak_") or c in _PEAK_INPUTS
+
+
+@lru_cache(maxsize=64)
+def _spec_roofs(key: tuple[tuple[str, tuple[Any, ...]], ...]) -> dict[str, list[Any]]:
+    """The spec table's peak columns (missing: None) for one row per device of the inputs ``key`` gives.
+
+    A pure function of its inputs (the spec table is read once per process), cached: on a one- or two-row
+    frame pandas' fixed cost per column call is ~5 ms of a read, the same for every export of these devices."""
+    from roofline.hardware.specs import fill_spec_peaks
+
+    dtypes = kernel_dtypes()
+    n = len(key[0][1]) if key else 0
+    small = fill_spec_peaks(_assemble({c: pd.array(list(v), dtype=dtypes[c]) for c, v in key}, n, _spec_input))
+    # one conversion of the small frame to lists: per-column pandas calls cost more than the data here
+    return {c: [None if v is None or v is pd.NA or v != v else v for v in vals]
+            for c, vals in small.to_dict("list").items() if c.startswith("peak_")}
 
 
 def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.api.extensions.ExtensionArray | None:
