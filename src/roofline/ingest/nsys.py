@@ -292,8 +292,10 @@ class _Labels:
         self.labels: list[str | None] = [None]
         self.code = np.zeros(n, dtype=np.int64)
         self._ids: dict[str, int] = {}
+        self._built: pa.Array | None = None  # one Arrow column for every array() until the next set()
 
     def set(self, mask: np.ndarray | slice, label: str | None) -> None:
+        self._built = None
         if label is None:
             self.code[mask] = 0
             return
@@ -304,7 +306,10 @@ class _Labels:
         self.code[mask] = i
 
     def array(self) -> pd.api.extensions.ExtensionArray:
-        return _take(self.labels, self.code)
+        # the four FLOP source columns are one _Labels: built once, each column its own (immutable) wrapper
+        if self._built is None:
+            self._built = _arrow_take(self.labels, self.code)
+        return pd.arrays.ArrowStringArray(self._built)
 
 
 def _names(ids: np.ndarray, table: dict[int, str], fixed: _Labels | None = None) -> pd.api.extensions.ExtensionArray:
@@ -322,7 +327,19 @@ def _names(ids: np.ndarray, table: dict[int, str], fixed: _Labels | None = None)
 def _take(values: list[Any], idx: np.ndarray) -> pd.api.extensions.ExtensionArray:
     # straight into pandas' Arrow-backed string array: pd.array(..., dtype="string") re-validates every value;
     # built as large_string, the type pandas stores, so its constructor does not cast (copy) the column again
-    return pd.arrays.ArrowStringArray(pa.array(values, pa.large_string()).take(pa.array(idx)))
+    return pd.arrays.ArrowStringArray(_arrow_take(values, idx))
+
+
+def _arrow_take(values: list[Any], idx: np.ndarray) -> pa.Array:
+    """``values[idx]`` as a large_string array; the same text on every row (most source columns, also when
+    listed once per device) is repeated, half the cost of a gather."""
+    uniq = dict.fromkeys(values)
+    if len(uniq) < len(values):
+        pos = {v: i for i, v in enumerate(uniq)}
+        idx, values = np.array([pos[v] for v in values], dtype=np.int64)[idx], list(uniq)
+    if len(idx) and values[int(idx[0])] is not None and (idx == idx[0]).all():
+        return pa.repeat(pa.scalar(values[int(idx[0])], pa.large_string()), len(idx))
+    return pa.array(values, pa.large_string()).take(pa.array(idx))
 
 
 def _const(value: str, n: int) -> pd.api.extensions.ExtensionArray:
