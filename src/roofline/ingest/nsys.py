@@ -408,8 +408,7 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
                         ("correlation_id", "correlationId"), ("registers_per_thread", "registersPerThread"),
                         ("graph_id", "graphId"), ("graph_node_id", "graphNodeId")):
         out[name] = _masked(col[field])
-    why = _devices(out, *gpus, col["deviceId"])
-    _peaks(out, col["deviceId"], why)
+    _peaks(out, *_devices(out, *gpus, col["deviceId"]))
     return _assemble(out, n)
 
 
@@ -524,48 +523,45 @@ def _gpus(con: sqlite3.Connection, tables: set[str]) -> tuple[str | None, dict[i
     return None, {}
 
 
-def _devices(out: dict[str, Any], table: str | None, gpus: dict[int, tuple[Any, ...]], dev: np.ndarray) -> str:
+def _devices(out: dict[str, Any], table: str | None, gpus: dict[int, tuple[Any, ...]],
+             dev: np.ndarray) -> tuple[dict[str, list[Any]], np.ndarray, str]:
     """Device columns from the device table (``table``, ``gpus``: :func:`_gpus`); its memoryBandwidth is the
-    DRAM roof (device property). Returns why a peak may be missing."""
-    n = len(dev)
-    name, cc, src = _Labels(n), _Labels(n), _Labels(n)
-    sms = np.full(n, NULL, dtype=np.int64)
-    clock = np.full(n, np.nan)
-    bw = np.full(n, np.nan)
+    DRAM roof (device property). Built per distinct device and spread by one take; returns those per-device
+    values (missing: None), each row's index into them, and why a peak may be missing."""
+    uniq, inv = np.unique(dev, return_inverse=True)
     why = ("no TARGET_INFO_GPU (or TARGET_INFO_CUDA_GPU) row for this device in the export (trimmed export?); "
            "pass --peaks '<GPU>'" if not gpus else "no memoryBandwidth in the export's device table")
-    src.set(slice(None), f"{UNAVAILABLE}: {why}")
-    for d, (nm, sm, c, clk, b) in gpus.items():
-        on = dev == d
-        name.set(on, None if nm is None else str(nm))
-        cc.set(on, c)
-        if b:
-            src.set(on, f"nsys {table} memoryBandwidth (device property): {float(b) / 1e12:.4g} TB/s")
-            bw[on] = float(b)
-        if sm is not None:
-            sms[on] = int(sm)
-        if clk:
-            clock[on] = float(clk)
-    out["device_name"], out["compute_capability"], out["sm_count"] = name.array(), cc.array(), _masked(sms)
-    out["sm_boost_clock_hz"] = clock  # CUDA's clockRate is the max clock; the clock during a launch is unknown
-    out["peak_dram_bytes_per_s"], out[source_column("peak_dram_bytes_per_s")] = bw, src.array()
-    return why if not gpus else "the device is not in the spec table (`roofline devices`); pass --peaks"
+    per: dict[str, list[Any]] = {c: [] for c in ("device_name", "compute_capability", "sm_count", "sm_boost_clock_hz",
+                                                 "peak_dram_bytes_per_s", source_column("peak_dram_bytes_per_s"))}
+    for d in uniq.tolist():
+        nm, sm, c, clk, b = gpus.get(d, (None,) * 5)
+        for col, v in zip(per.values(), (
+                None if nm is None else str(nm), c, None if sm is None else int(sm), float(clk) if clk else None,
+                float(b) if b else None,
+                f"nsys {table} memoryBandwidth (device property): {float(b) / 1e12:.4g} TB/s" if b
+                else f"{UNAVAILABLE}: {why}")):
+            col.append(v)
+    inv = inv.reshape(-1)
+    for c in ("device_name", "compute_capability", source_column("peak_dram_bytes_per_s")):
+        out[c] = _take(per[c], inv)
+    out["sm_count"] = _masked(np.array([NULL if v is None else v for v in per["sm_count"]], dtype=np.int64)[inv])
+    # CUDA's clockRate is the max clock; the clock during a launch is unknown
+    for c in ("sm_boost_clock_hz", "peak_dram_bytes_per_s"):
+        out[c] = np.array([np.nan if v is None else v for v in per[c]], dtype=np.float64)[inv]
+    return per, inv, why if not gpus else "the device is not in the spec table (`roofline devices`); pass --peaks"
 
 
 #: what the spec table's roofs depend on, besides the peak columns themselves
 _PEAK_INPUTS = {"device_name", "compute_capability", "sm_count", "sm_boost_clock_hz", "sm_clock_hz", "tensor_path"}
 
 
-def _peaks(out: dict[str, Any], dev: np.ndarray, why: str) -> None:
+def _peaks(out: dict[str, Any], per: dict[str, list[Any]], inv: np.ndarray, why: str) -> None:
     """Compute and L1 roofs from the spec table by device name; every roof left empty says why.
 
-    Every input of the spec table (name, CC, SMs, clocks, DRAM roof) is per device in a timeline, so
-    the table is applied to one row per device and its columns spread to the launches by one take."""
-    _, first, inv = np.unique(dev, return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
-    # the per-device inputs as plain values (missing: None), the key of the spec lookup
-    key = tuple((c, tuple(None if v is None or v is pd.NA or v != v else v for v in pd.array(val[first]).tolist()))
-                for c, val in out.items() if _spec_input(c))
+    Every input of the spec table (name, CC, SMs, clocks, DRAM roof) is per device in a timeline (``per``,
+    from :func:`_devices`; ``inv``: each row's device), so the table is applied to one row per device and its
+    columns spread to the launches by one take."""
+    key = tuple((c, tuple(v)) for c, v in per.items())  # plain values (missing: None): the spec lookup's key
     l2 = source_column("peak_l2_bytes_per_s")
     for c, vals in _spec_roofs(key).items():
         if c.endswith("_source"):
