@@ -15,7 +15,7 @@ name (``NvtxDomainCreate``) and joined by ``;``.
 from __future__ import annotations
 
 import sqlite3
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -113,8 +113,8 @@ def flat(batch: list[tuple[Any, ...]], dtype: Any) -> np.ndarray:
 
 def _resolve_names(con: sqlite3.Connection, names: np.ndarray) -> None:
     """Registered strings (the ints among the names) from StringIds, in place; no name: ``(unnamed)``."""
-    other = [i for i, x in enumerate(names.tolist()) if not isinstance(x, str)]
-    if not other:
+    other = np.flatnonzero(~np.fromiter(map(isinstance, names.tolist(), repeat(str)), bool, len(names)))
+    if not len(other):
         return
     ids = names[other].tolist()
     want = sorted({int(i) for i in ids if isinstance(i, int)})
@@ -130,7 +130,8 @@ def _label_launches(r: np.ndarray, names: np.ndarray, domains: dict[int, str], t
                     t: np.ndarray) -> pa.Array:
     """Per launch, the label of the ranges enclosing it, built per (thread, domain, kind) group with Arrow
     string kernels (no Python string per launch)."""
-    cut = np.flatnonzero(np.any(r[1:, :3] != r[:-1, :3], axis=1)) + 1
+    # group boundaries: column by column (one 2-D compare over the strided key columns costs 5x more)
+    cut = np.flatnonzero((np.diff(r[:, 0]) != 0) | (np.diff(r[:, 1]) != 0) | (np.diff(r[:, 2]) != 0)) + 1
     bounds = np.concatenate([[0], cut, [len(r)]])
     by_tid: dict[int, list[tuple[int, int]]] = {}
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
