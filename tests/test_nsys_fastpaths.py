@@ -27,3 +27,32 @@ def test_range_order_is_the_full_sort(seed):
     # equal (key, start, end) rows may come in either order: compare the rows, not the indices
     assert np.array_equal(r[got], r[want])
     assert np.array_equal(r[nsys_nvtx._range_order(r, None)], r[np.lexsort((-end, start, kind, dom, thread))])
+
+
+def test_read_restores_the_garbage_collector(tmp_path):
+    """The read runs with the cyclic GC paused (its rows hold no cycles) and leaves it as it found it, also
+    when the export is damaged."""
+    import gc
+
+    from nsys_synthetic import make_export
+
+    from roofline.errors import RooflineError
+    from roofline.ingest import nsys
+
+    good = make_export(tmp_path / "good.sqlite")
+    bad = make_export(tmp_path / "bad.sqlite")
+    con = __import__("sqlite3").connect(bad)
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'x'")  # text where a time belongs
+    con.commit()
+    con.close()
+    was = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            assert len(nsys.read(good))
+            assert gc.isenabled() is state
+            with pytest.raises(RooflineError):
+                nsys.read(bad)
+            assert gc.isenabled() is state
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -16,6 +16,7 @@ object per value), and names are resolved once per distinct id, so memory grows 
 
 from __future__ import annotations
 
+import gc
 import shutil
 import sqlite3
 import subprocess
@@ -86,11 +87,17 @@ def read(path: str | Path) -> pd.DataFrame:
     if not data.startswith(MAGIC) and path.name.lower().endswith(REP_SUFFIXES):
         return _read_rep(path)
     con, tables = _connect(path)
+    enabled = gc.isenabled()
+    # every fetched row is a tuple the cyclic GC tracks: with it on, a read of 200k values triggers hundreds of
+    # young-generation passes that find nothing (they hold ints and strings only); as torch_trace.read does
+    gc.disable()
     try:
         return _read(path, con, tables)
     except sqlite3.DatabaseError as exc:  # damaged pages, a table that is not what its name says
         raise CorruptReportError(path, f"SQLite error while reading the nsys export ({exc})") from None
     finally:
+        if enabled:
+            gc.enable()
         con.close()
 
 
