@@ -447,9 +447,11 @@ def _copy_labels(con: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
 
 def _costs(col: dict[str, np.ndarray], kinds: _Labels) -> tuple[dict[str, np.ndarray], dict[str, _Labels]]:
     """FLOP and DRAM columns: unavailable for kernels; for copies, bytes by where they move."""
-    n = len(kinds.code)
-    is_copy = kinds.code > 0
-    label = np.array(kinds.labels, dtype=object)[kinds.code]  # one reference per row, to the few labels
+    n, code = len(kinds.code), kinds.code
+    is_copy = code > 0
+
+    def coded(labels: set[str]) -> np.ndarray:  # rows whose kind is among labels: compared as codes, not strings
+        return np.isin(code, [i for i, lbl in enumerate(kinds.labels) if lbl in labels])
     flop = np.where(is_copy, 0.0, np.nan)
     flop_src = _Labels(n)
     flop_src.set(slice(None), NO_FLOPS)
@@ -459,17 +461,17 @@ def _costs(col: dict[str, np.ndarray], kinds: _Labels) -> tuple[dict[str, np.nda
     dram = np.full(n, np.nan)
     dram_src = _Labels(n)
     dram_src.set(slice(None), NO_BYTES)
-    on_dev = np.isin(label, list(ON_DEVICE_COPIES))
+    on_dev = coded(ON_DEVICE_COPIES)
     dram[on_dev] = 2 * nbytes[on_dev]
     dram_src.set(on_dev, "nsys memcpy bytes × 2 (a device-to-device copy reads and writes device memory)")
-    memset = label == "memset"
+    memset = coded({"memset"})
     dev_set = memset & ((col["memKind"] == MEMKIND_DEVICE) | (col["memKind"] == NULL))
     dram[dev_set] = nbytes[dev_set]
     dram_src.set(dev_set, "nsys memset bytes (written once to device memory)")
     dram_src.set(memset & ~dev_set, f"{UNAVAILABLE}: memset of host or managed memory, not device DRAM")
     link = is_copy & ~on_dev & ~memset
-    for k in set(label[link].tolist()):
-        dram_src.set(link & (label == k), LINK.format(kind=k))
+    for i in np.unique(code[link]).tolist():
+        dram_src.set(link & (code == i), LINK.format(kind=kinds.labels[i]))
     peer = on_dev & (col["srcDeviceId"] != NULL) & (col["dstDeviceId"] != NULL) & \
         (col["srcDeviceId"] != col["dstDeviceId"])
     dram[peer] = np.nan
