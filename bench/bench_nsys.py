@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import resource
-import statistics
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
