@@ -320,16 +320,12 @@ class _Labels:
         return pd.arrays.ArrowStringArray(self._built)
 
 
-def _names(ids: np.ndarray, table: dict[int, str], fixed: _Labels | None = None) -> pd.api.extensions.ExtensionArray:
-    """Names from StringIds ids (rows with a ``fixed`` label take that instead), by one Arrow take."""
-    own = fixed.code > 0 if fixed is not None else np.zeros(len(ids), dtype=bool)
-    uniq, inv = np.unique(np.where(own, NULL, ids), return_inverse=True)
-    vals = [table.get(int(u)) for u in uniq.tolist()]
-    idx = inv.reshape(-1).astype(np.int64)
-    if fixed is not None:
-        idx[own] = len(vals) - 1 + fixed.code[own]
-        vals += fixed.labels[1:]
-    return _take(vals, idx)
+def _names(vals: list[str | None], idx: np.ndarray, fixed: _Labels | None = None) -> pd.api.extensions.ExtensionArray:
+    """Names ``vals[idx]`` (rows with a ``fixed`` label take that instead), by one Arrow take."""
+    if fixed is None:
+        return _take(vals, idx)
+    own = fixed.code > 0
+    return _take(vals + fixed.labels[1:], np.where(own, len(vals) - 1 + fixed.code, idx))
 
 
 def _take(values: list[Any], idx: np.ndarray) -> pd.api.extensions.ExtensionArray:
@@ -374,8 +370,11 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
         kinds.set(on, COPY_KINDS.get(k, f"kind {k}"))
     names.set(kind == KIND_MEMSET, "[CUDA memset]")
     kinds.set(kind == KIND_MEMSET, "memset")
-    strings = _strings(con, np.concatenate([col["demangledName"], col["shortName"], col["mangledName"]])) \
-        if "StringIds" in tables else {}
+    # the three name columns' distinct ids at once: one sort, one StringIds lookup per distinct id
+    uniq, inv = np.unique(np.concatenate([col["demangledName"], col["shortName"], col["mangledName"]]),
+                          return_inverse=True)
+    strings = _strings(con, uniq) if "StringIds" in tables else {}
+    vals, inv = [strings.get(u) for u in uniq.tolist()], inv.reshape(3, n)
     nums, texts = _costs(col, kinds)
     procs = _processes(con, tables, col["globalPid"])
     shm = col["staticSharedMemory"], col["dynamicSharedMemory"]
@@ -384,9 +383,9 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
         "duration_s": np.where(ok, (end - start) * 1e-9, np.nan), **nums,
         **{c: lab.array() for c, lab in texts.items()},
         "replay_ok": pd.arrays.BooleanArray(np.ones(n, dtype=bool), np.zeros(n, dtype=bool)),
-        "kernel_name": _names(col["demangledName"], strings, names),
-        "kernel_short_name": _names(col["shortName"], strings, names),
-        "mangled_name": _names(col["mangledName"], strings),
+        "kernel_name": _names(vals, inv[0], names),
+        "kernel_short_name": _names(vals, inv[1], names),
+        "mangled_name": _names(vals, inv[2]),
         "copy_kind": kinds.array(),
         "shared_memory_bytes": pd.arrays.IntegerArray(np.where(shm[0] == NULL, 0, shm[0]) +
                                                       np.where(shm[1] == NULL, 0, shm[1]),
