@@ -1,12 +1,14 @@
 """Nsight Systems reader: speed against a bare sqlite3 query, and memory on a synthetic 1M-kernel export.
 
-    PYTHONPATH=src .venv/bin/python bench/bench_nsys.py speed [EXPORT.sqlite] [--repeat 7]
+    PYTHONPATH=src .venv/bin/python bench/bench_nsys.py speed [EXPORT.sqlite] [--repeat 7] [--ab-base /tmp/base/src]
     PYTHONPATH=src .venv/bin/python bench/bench_nsys.py memory --kernels 1000000
 
-``speed``: best-of-N CPU and wall time (the two interleaved) of ``roofline.ingest.nsys.read`` against a bare ``sqlite3`` query
-of the same columns (kernel, memcpy and memset rows with their names from StringIds, a copy's kind and devices,
-a memset's memory kind, the launching runtime call, and the NVTX ranges with their event type and name or
-registered name), fetched with ``fetchall`` into Python tuples and nothing else.
+``speed``: best-of-N and median CPU and wall time (the two interleaved) of ``roofline.ingest.nsys.read`` against a
+bare ``sqlite3`` query of the same columns (kernel, memcpy and memset rows with their names from StringIds, a copy's
+kind and devices, a memset's memory kind, the launching runtime call, and the NVTX ranges with their event type and
+name or registered name), fetched with ``fetchall`` into Python tuples and nothing else. With ``--ab-base DIR`` (the
+``src`` of another commit: ``git archive c8abe16 src | tar -x -C /tmp/base``) that commit's reader (its nsys,
+nsys_nvtx and nsys_ranks modules; the rest of roofline is this checkout's) runs in the same rounds.
 ``memory``: writes a synthetic export (tests/nsys_synthetic.py) and reads it in a fresh process,
 reporting the child's VmHWM (peak RSS, /proc) above its baseline after imports against the size of the frame it returns.
 Results: docs/nsys.md.
@@ -15,8 +17,10 @@ Results: docs/nsys.md.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import resource
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -66,24 +70,44 @@ def bare(path: Path) -> int:
     return n
 
 
-def speed(path: Path, repeat: int) -> None:
+def base_reader(base_src: Path):  # type: ignore[no-untyped-def]
+    """``read`` of another commit's nsys reader: its nsys, nsys_nvtx and nsys_ranks modules, loaded under other
+    names (the modules they import besides these two are this checkout's)."""
+    mods = {}
+    for name in ("nsys_nvtx", "nsys_ranks", "nsys"):
+        spec = importlib.util.spec_from_file_location(f"base_{name}", base_src / "roofline" / "ingest" / f"{name}.py")
+        mods[name] = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(mods[name])  # type: ignore[union-attr]
+    mods["nsys"].nsys_nvtx, mods["nsys"].nsys_ranks = mods["nsys_nvtx"], mods["nsys_ranks"]
+    return mods["nsys"].read
+
+
+def speed(path: Path, repeat: int, base_src: Path | None = None) -> None:
     from roofline.ingest import nsys
 
     rows = bare(path)
     frame = nsys.read(path)  # warm: imports and the page cache
+    fns = {"bare sqlite3": lambda: bare(path), "nsys.read": lambda: nsys.read(path)}
+    if base_src is not None:
+        read_base = base_reader(base_src)
+        read_base(path)
+        fns["base nsys.read"] = lambda: read_base(path)
     # CPU time as well as wall time: on a shared machine the wall clock measures the neighbours too.
-    # The two are interleaved, so a burst of load from elsewhere hits both alike; best of N each.
+    # The readers are interleaved, so a burst of load from elsewhere hits them alike; best and median of N.
     times: dict[tuple[str, str], list[float]] = {}
     for _ in range(repeat):
-        for who, fn in (("bare", lambda: bare(path)), ("ours", lambda: nsys.read(path))):
+        for who, fn in fns.items():
             w, c = time.perf_counter(), time.process_time()
             fn()
             times.setdefault((who, "cpu"), []).append(time.process_time() - c)
             times.setdefault((who, "wall"), []).append(time.perf_counter() - w)
+    print(f"{path.name}: {len(frame)} rows ({rows} from the bare query); best (median) of {repeat}")
     for what in ("cpu", "wall"):
-        t_bare, t_ours = min(times[("bare", what)]), min(times[("ours", what)])
-        print(f"{path.name}: {len(frame)} rows ({rows} from the bare query); {what}: bare sqlite3 "
-              f"{t_bare * 1e3:.1f} ms, nsys.read {t_ours * 1e3:.1f} ms, ratio {t_ours / t_bare:.2f}")
+        b, m = min(times[("bare sqlite3", what)]), statistics.median(times[("bare sqlite3", what)])
+        print(f"  {what}: " + ", ".join(
+            f"{who} {min(times[(who, what)]) * 1e3:.1f} ms ({statistics.median(times[(who, what)]) * 1e3:.1f})"
+            + ("" if who == "bare sqlite3" else f" = {min(times[(who, what)]) / b:.2f}x bare "
+               f"({statistics.median(times[(who, what)]) / m:.2f}x)") for who in fns))
 
 
 def memory(kernels: int) -> None:
@@ -115,9 +139,10 @@ def main() -> None:
     ap.add_argument("path", nargs="?", type=Path, default=DEFAULT)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--kernels", type=int, default=1_000_000)
+    ap.add_argument("--ab-base", type=Path, default=None, help="src folder of another commit to A/B against")
     a = ap.parse_args()
     if a.what == "speed":
-        speed(a.path, a.repeat)
+        speed(a.path, a.repeat, a.ab_base)
     else:
         memory(a.kernels)
 

@@ -16,11 +16,13 @@ object per value), and names are resolved once per distinct id, so memory grows 
 
 from __future__ import annotations
 
+import gc
 import shutil
 import sqlite3
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +86,18 @@ def read(path: str | Path) -> pd.DataFrame:
     data = head(path, 16)
     if not data.startswith(MAGIC) and path.name.lower().endswith(REP_SUFFIXES):
         return _read_rep(path)
-    con = connect(path)
+    con, tables = _connect(path)
+    enabled = gc.isenabled()
+    # every fetched row is a tuple the cyclic GC tracks (~32,000 on the 4,010-kernel export): with it on, a
+    # young-generation pass every 700 of them finds nothing to free (ints and strings only); as torch_trace.read
+    gc.disable()
     try:
-        return _read(path, con)
+        return _read(path, con, tables)
     except sqlite3.DatabaseError as exc:  # damaged pages, a table that is not what its name says
         raise CorruptReportError(path, f"SQLite error while reading the nsys export ({exc})") from None
     finally:
+        if enabled:
+            gc.enable()
         con.close()
 
 
@@ -116,6 +124,11 @@ def _read_rep(path: Path) -> pd.DataFrame:
 
 def connect(path: Path) -> sqlite3.Connection:
     """Open an export read-only; a file that is not SQLite or not an nsys export is a typed error."""
+    return _connect(path)[0]
+
+
+def _connect(path: Path) -> tuple[sqlite3.Connection, set[str]]:
+    """:func:`connect`, and the export's tables and views (read once per export)."""
     con = open_sqlite(path)
     try:
         tables = _tables(con)
@@ -126,7 +139,7 @@ def connect(path: Path) -> sqlite3.Connection:
         raise FormatMismatchError(
             path, "is an SQLite database but not an Nsight Systems export (no META_DATA_EXPORT, EXPORT_META_DATA "
                   f"or {KERNEL_TABLE} table)")
-    return con
+    return con, tables
 
 
 def _tables(con: sqlite3.Connection) -> set[str]:
@@ -134,7 +147,12 @@ def _tables(con: sqlite3.Connection) -> set[str]:
 
 
 def _columns(con: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}
+    return set(_table_info(con, table))
+
+
+def _table_info(con: sqlite3.Connection, table: str) -> dict[str, bool]:
+    """A table's columns and whether each is declared NOT NULL (one PRAGMA per table)."""
+    return {r[1]: bool(r[3]) for r in con.execute(f'PRAGMA table_info("{table}")')}
 
 
 def meta(con: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
@@ -144,8 +162,7 @@ def meta(con: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
     return {}
 
 
-def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
-    tables = _tables(con)
+def _read(path: Path, con: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
     info = meta(con, tables)
     rows = _fetch(path, con, tables)
     if not len(rows):
@@ -154,13 +171,13 @@ def _read(path: Path, con: sqlite3.Connection) -> pd.DataFrame:
                                    "trimmed export)" + (f"; no {', '.join(absent)} table" if absent else ""))
     rows = rows[np.argsort(rows[:, F["start"]], kind="stable")]
     nvtx = _nvtx(con, tables, rows) if "NVTX_EVENTS" in tables else None
-    frame = _frame(path, con, tables, rows, nvtx)
-    _, gpus = _gpus(con, tables)
+    gpus = _gpus(con, tables)  # (table, properties by device id): read once, for the columns and provenance
+    frame = _frame(path, con, tables, rows, nvtx, gpus)
     rec = provenance_record(path, "nsys-sqlite", tool="nsys", tool_version=info.get("EXPORT_PRODUCT_VERSION"),
                             export_schema=info.get("EXPORT_SCHEMA_VERSION"), reader=f"sqlite3 {sqlite3.sqlite_version}",
                             kernels=int((rows[:, F["_kind"]] == KIND_KERNEL).sum()),
                             copies=int((rows[:, F["_kind"]] != KIND_KERNEL).sum()),
-                            devices={str(k): v[0] for k, v in gpus.items()},
+                            devices={str(k): v[0] for k, v in gpus[1].items()},
                             device_table=next((t for t, _ in GPU_TABLES if t in tables), None),
                             missing_tables=missing_tables(tables))
     return set_provenance(frame, [rec])
@@ -182,11 +199,11 @@ def missing_tables(tables: set[str]) -> dict[str, str]:
     return {t: lost for t, lost in OPTIONAL_TABLES.items() if not any(x in tables for x in t.split(" or "))}
 
 
-def _select(con: sqlite3.Connection, table: str, fields: tuple[str, ...]) -> tuple[str, list[int]]:
-    """A query of a table's columns among ``fields`` and their positions in ``fields``. NULL becomes the
-    sentinel (IFNULL) only in columns the schema lets be NULL: every other column is fetched as is,
-    which costs about a third less per value (a crafted file breaking its own NOT NULL is then a typed error)."""
-    info = {r[1]: bool(r[3]) for r in con.execute(f'PRAGMA table_info("{table}")')}
+def _select(info: dict[str, bool], table: str, fields: tuple[str, ...]) -> tuple[str, list[int]]:
+    """A query of a table's columns among ``fields`` (``info``: :func:`_table_info`) and their positions in
+    ``fields``. NULL becomes the sentinel (IFNULL) only in columns the schema lets be NULL: every other column
+    is fetched as is, which costs about a third less per value (a crafted file breaking its own NOT NULL is
+    then a typed error)."""
     exprs, pos = [], []
     for i, f in enumerate(fields):
         if f in info:
@@ -204,10 +221,10 @@ def _fetch(path: Path, con: sqlite3.Connection, tables: set[str]) -> np.ndarray:
     for table, kind in ((KERNEL_TABLE, KIND_KERNEL), (MEMCPY_TABLE, KIND_MEMCPY), (MEMSET_TABLE, KIND_MEMSET)):
         if table not in tables:
             continue
-        if not {"start", "end"} <= (have := _columns(con, table)):
+        if not {"start", "end"} <= (have := _table_info(con, table)).keys():
             lack = " and ".join(c for c in ("start", "end") if c not in have)
             raise CorruptReportError(path, f"the nsys export's {table} table has no {lack} column")
-        sql, pos = _select(con, table, FIELDS)
+        sql, pos = _select(have, table, FIELDS)
         for chunk in _int_chunks(path, con, sql):
             wide = np.full((len(chunk), len(FIELDS)), NULL, dtype=np.int64)
             wide[:, pos] = chunk
@@ -217,8 +234,9 @@ def _fetch(path: Path, con: sqlite3.Connection, tables: set[str]) -> np.ndarray:
         return np.empty((0, len(FIELDS)), dtype=np.int64)
     rows = np.concatenate(parts)
     del parts
-    if RUNTIME_TABLE in tables and {"correlationId", "globalTid", "start"} <= _columns(con, RUNTIME_TABLE):
-        sql, _ = _select(con, RUNTIME_TABLE, ("correlationId", "globalTid", "start"))
+    if RUNTIME_TABLE in tables and \
+            {"correlationId", "globalTid", "start"} <= (have := _table_info(con, RUNTIME_TABLE)).keys():
+        sql, _ = _select(have, RUNTIME_TABLE, ("correlationId", "globalTid", "start"))
         chunks = list(_int_chunks(path, con, sql))
         rt = np.concatenate(chunks) if chunks else np.empty((0, 3), dtype=np.int64)
         _link_runtime(rows, rt)
@@ -282,8 +300,10 @@ class _Labels:
         self.labels: list[str | None] = [None]
         self.code = np.zeros(n, dtype=np.int64)
         self._ids: dict[str, int] = {}
+        self._built: pa.Array | None = None  # one Arrow column for every array() until the next set()
 
     def set(self, mask: np.ndarray | slice, label: str | None) -> None:
+        self._built = None
         if label is None:
             self.code[mask] = 0
             return
@@ -294,25 +314,36 @@ class _Labels:
         self.code[mask] = i
 
     def array(self) -> pd.api.extensions.ExtensionArray:
-        return _take(self.labels, self.code)
+        # the four FLOP source columns are one _Labels: built once, each column its own (immutable) wrapper
+        if self._built is None:
+            self._built = _arrow_take(self.labels, self.code)
+        return pd.arrays.ArrowStringArray(self._built)
 
 
-def _names(ids: np.ndarray, table: dict[int, str], fixed: _Labels | None = None) -> pd.api.extensions.ExtensionArray:
-    """Names from StringIds ids (rows with a ``fixed`` label take that instead), by one Arrow take."""
-    own = fixed.code > 0 if fixed is not None else np.zeros(len(ids), dtype=bool)
-    uniq, inv = np.unique(np.where(own, NULL, ids), return_inverse=True)
-    vals = [table.get(int(u)) for u in uniq.tolist()]
-    idx = inv.reshape(-1).astype(np.int64)
-    if fixed is not None:
-        idx[own] = len(vals) - 1 + fixed.code[own]
-        vals += fixed.labels[1:]
-    return _take(vals, idx)
+def _names(vals: list[str | None], idx: np.ndarray, fixed: _Labels | None = None) -> pd.api.extensions.ExtensionArray:
+    """Names ``vals[idx]`` (rows with a ``fixed`` label take that instead), by one Arrow take."""
+    if fixed is None:
+        return _take(vals, idx)
+    own = fixed.code > 0
+    return _take(vals + fixed.labels[1:], np.where(own, len(vals) - 1 + fixed.code, idx))
 
 
 def _take(values: list[Any], idx: np.ndarray) -> pd.api.extensions.ExtensionArray:
     # straight into pandas' Arrow-backed string array: pd.array(..., dtype="string") re-validates every value;
     # built as large_string, the type pandas stores, so its constructor does not cast (copy) the column again
-    return pd.arrays.ArrowStringArray(pa.array(values, pa.large_string()).take(pa.array(idx)))
+    return pd.arrays.ArrowStringArray(_arrow_take(values, idx))
+
+
+def _arrow_take(values: list[Any], idx: np.ndarray) -> pa.Array:
+    """``values[idx]`` as a large_string array; the same text on every row (most source columns, also when
+    listed once per device) is repeated, half the cost of a gather."""
+    uniq = dict.fromkeys(values)
+    if len(uniq) < len(values):
+        pos = {v: i for i, v in enumerate(uniq)}
+        idx, values = np.array([pos[v] for v in values], dtype=np.int64)[idx], list(uniq)
+    if len(idx) and values[int(idx[0])] is not None and (idx == idx[0]).all():
+        return pa.repeat(pa.scalar(values[int(idx[0])], pa.large_string()), len(idx))
+    return pa.array(values, pa.large_string()).take(pa.array(idx))
 
 
 def _const(value: str, n: int) -> pd.api.extensions.ExtensionArray:
@@ -320,7 +351,8 @@ def _const(value: str, n: int) -> pd.api.extensions.ExtensionArray:
 
 
 def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarray,
-           nvtx: pd.api.extensions.ExtensionArray | None) -> pd.DataFrame:
+           nvtx: pd.api.extensions.ExtensionArray | None,
+           gpus: tuple[str | None, dict[int, tuple[Any, ...]]]) -> pd.DataFrame:
     """The canonical frame, every column built as an array first and the frame made once."""
     n = len(rows)
     col = {f: rows[:, i] for i, f in enumerate(FIELDS)}
@@ -338,8 +370,11 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
         kinds.set(on, COPY_KINDS.get(k, f"kind {k}"))
     names.set(kind == KIND_MEMSET, "[CUDA memset]")
     kinds.set(kind == KIND_MEMSET, "memset")
-    strings = _strings(con, np.concatenate([col["demangledName"], col["shortName"], col["mangledName"]])) \
-        if "StringIds" in tables else {}
+    # the three name columns' distinct ids at once: one sort, one StringIds lookup per distinct id
+    uniq, inv = np.unique(np.concatenate([col["demangledName"], col["shortName"], col["mangledName"]]),
+                          return_inverse=True)
+    strings = _strings(con, uniq) if "StringIds" in tables else {}
+    vals, inv = [strings.get(u) for u in uniq.tolist()], inv.reshape(3, n)
     nums, texts = _costs(col, kinds)
     procs = _processes(con, tables, col["globalPid"])
     shm = col["staticSharedMemory"], col["dynamicSharedMemory"]
@@ -348,9 +383,9 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
         "duration_s": np.where(ok, (end - start) * 1e-9, np.nan), **nums,
         **{c: lab.array() for c, lab in texts.items()},
         "replay_ok": pd.arrays.BooleanArray(np.ones(n, dtype=bool), np.zeros(n, dtype=bool)),
-        "kernel_name": _names(col["demangledName"], strings, names),
-        "kernel_short_name": _names(col["shortName"], strings, names),
-        "mangled_name": _names(col["mangledName"], strings),
+        "kernel_name": _names(vals, inv[0], names),
+        "kernel_short_name": _names(vals, inv[1], names),
+        "mangled_name": _names(vals, inv[2]),
         "copy_kind": kinds.array(),
         "shared_memory_bytes": pd.arrays.IntegerArray(np.where(shm[0] == NULL, 0, shm[0]) +
                                                       np.where(shm[1] == NULL, 0, shm[1]),
@@ -380,8 +415,7 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
                         ("correlation_id", "correlationId"), ("registers_per_thread", "registersPerThread"),
                         ("graph_id", "graphId"), ("graph_node_id", "graphNodeId")):
         out[name] = _masked(col[field])
-    why = _devices(out, con, tables, col["deviceId"])
-    _peaks(out, col["deviceId"], why)
+    _peaks(out, *_devices(out, *gpus, col["deviceId"]))
     return _assemble(out, n)
 
 
@@ -413,9 +447,11 @@ def _copy_labels(con: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
 
 def _costs(col: dict[str, np.ndarray], kinds: _Labels) -> tuple[dict[str, np.ndarray], dict[str, _Labels]]:
     """FLOP and DRAM columns: unavailable for kernels; for copies, bytes by where they move."""
-    n = len(kinds.code)
-    is_copy = kinds.code > 0
-    label = np.array(kinds.labels, dtype=object)[kinds.code]  # one reference per row, to the few labels
+    n, code = len(kinds.code), kinds.code
+    is_copy = code > 0
+
+    def coded(labels: set[str]) -> np.ndarray:  # rows whose kind is among labels: compared as codes, not strings
+        return np.isin(code, [i for i, lbl in enumerate(kinds.labels) if lbl in labels])
     flop = np.where(is_copy, 0.0, np.nan)
     flop_src = _Labels(n)
     flop_src.set(slice(None), NO_FLOPS)
@@ -425,17 +461,17 @@ def _costs(col: dict[str, np.ndarray], kinds: _Labels) -> tuple[dict[str, np.nda
     dram = np.full(n, np.nan)
     dram_src = _Labels(n)
     dram_src.set(slice(None), NO_BYTES)
-    on_dev = np.isin(label, list(ON_DEVICE_COPIES))
+    on_dev = coded(ON_DEVICE_COPIES)
     dram[on_dev] = 2 * nbytes[on_dev]
     dram_src.set(on_dev, "nsys memcpy bytes × 2 (a device-to-device copy reads and writes device memory)")
-    memset = label == "memset"
+    memset = coded({"memset"})
     dev_set = memset & ((col["memKind"] == MEMKIND_DEVICE) | (col["memKind"] == NULL))
     dram[dev_set] = nbytes[dev_set]
     dram_src.set(dev_set, "nsys memset bytes (written once to device memory)")
     dram_src.set(memset & ~dev_set, f"{UNAVAILABLE}: memset of host or managed memory, not device DRAM")
     link = is_copy & ~on_dev & ~memset
-    for k in set(label[link].tolist()):
-        dram_src.set(link & (label == k), LINK.format(kind=k))
+    for i in np.unique(code[link]).tolist():
+        dram_src.set(link & (code == i), LINK.format(kind=kinds.labels[i]))
     peer = on_dev & (col["srcDeviceId"] != NULL) & (col["dstDeviceId"] != NULL) & \
         (col["srcDeviceId"] != col["dstDeviceId"])
     dram[peer] = np.nan
@@ -496,65 +532,74 @@ def _gpus(con: sqlite3.Connection, tables: set[str]) -> tuple[str | None, dict[i
     return None, {}
 
 
-def _devices(out: dict[str, Any], con: sqlite3.Connection, tables: set[str], dev: np.ndarray) -> str:
-    """Device columns from the device table; its memoryBandwidth is the DRAM roof (device property).
-    Returns why a peak may be missing."""
-    table, gpus = _gpus(con, tables)
-    n = len(dev)
-    name, cc, src = _Labels(n), _Labels(n), _Labels(n)
-    sms = np.full(n, NULL, dtype=np.int64)
-    clock = np.full(n, np.nan)
-    bw = np.full(n, np.nan)
+def _devices(out: dict[str, Any], table: str | None, gpus: dict[int, tuple[Any, ...]],
+             dev: np.ndarray) -> tuple[dict[str, list[Any]], np.ndarray, str]:
+    """Device columns from the device table (``table``, ``gpus``: :func:`_gpus`); its memoryBandwidth is the
+    DRAM roof (device property). Built per distinct device and spread by one take; returns those per-device
+    values (missing: None), each row's index into them, and why a peak may be missing."""
+    uniq, inv = np.unique(dev, return_inverse=True)
     why = ("no TARGET_INFO_GPU (or TARGET_INFO_CUDA_GPU) row for this device in the export (trimmed export?); "
            "pass --peaks '<GPU>'" if not gpus else "no memoryBandwidth in the export's device table")
-    src.set(slice(None), f"{UNAVAILABLE}: {why}")
-    for d, (nm, sm, c, clk, b) in gpus.items():
-        on = dev == d
-        name.set(on, None if nm is None else str(nm))
-        cc.set(on, c)
-        if b:
-            src.set(on, f"nsys {table} memoryBandwidth (device property): {float(b) / 1e12:.4g} TB/s")
-            bw[on] = float(b)
-        if sm is not None:
-            sms[on] = int(sm)
-        if clk:
-            clock[on] = float(clk)
-    out["device_name"], out["compute_capability"], out["sm_count"] = name.array(), cc.array(), _masked(sms)
-    out["sm_boost_clock_hz"] = clock  # CUDA's clockRate is the max clock; the clock during a launch is unknown
-    out["peak_dram_bytes_per_s"], out[source_column("peak_dram_bytes_per_s")] = bw, src.array()
-    return why if not gpus else "the device is not in the spec table (`roofline devices`); pass --peaks"
+    per: dict[str, list[Any]] = {c: [] for c in ("device_name", "compute_capability", "sm_count", "sm_boost_clock_hz",
+                                                 "peak_dram_bytes_per_s", source_column("peak_dram_bytes_per_s"))}
+    for d in uniq.tolist():
+        nm, sm, c, clk, b = gpus.get(d, (None,) * 5)
+        for col, v in zip(per.values(), (
+                None if nm is None else str(nm), c, None if sm is None else int(sm), float(clk) if clk else None,
+                float(b) if b else None,
+                f"nsys {table} memoryBandwidth (device property): {float(b) / 1e12:.4g} TB/s" if b
+                else f"{UNAVAILABLE}: {why}")):
+            col.append(v)
+    inv = inv.reshape(-1)
+    for c in ("device_name", "compute_capability", source_column("peak_dram_bytes_per_s")):
+        out[c] = _take(per[c], inv)
+    out["sm_count"] = _masked(np.array([NULL if v is None else v for v in per["sm_count"]], dtype=np.int64)[inv])
+    # CUDA's clockRate is the max clock; the clock during a launch is unknown
+    for c in ("sm_boost_clock_hz", "peak_dram_bytes_per_s"):
+        out[c] = np.array([np.nan if v is None else v for v in per[c]], dtype=np.float64)[inv]
+    return per, inv, why if not gpus else "the device is not in the spec table (`roofline devices`); pass --peaks"
 
 
 #: what the spec table's roofs depend on, besides the peak columns themselves
 _PEAK_INPUTS = {"device_name", "compute_capability", "sm_count", "sm_boost_clock_hz", "sm_clock_hz", "tensor_path"}
 
 
-def _peaks(out: dict[str, Any], dev: np.ndarray, why: str) -> None:
+def _peaks(out: dict[str, Any], per: dict[str, list[Any]], inv: np.ndarray, why: str) -> None:
     """Compute and L1 roofs from the spec table by device name; every roof left empty says why.
 
-    Every input of the spec table (name, CC, SMs, clocks, DRAM roof) is per device in a timeline, so
-    the table is applied to one row per device and its columns spread to the launches by one take."""
-    from roofline.hardware.specs import fill_spec_peaks
-
-    _, first, inv = np.unique(dev, return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
-
-    def wanted(c: str) -> bool:
-        return c.startswith("peak_") or c in _PEAK_INPUTS
-
-    small = fill_spec_peaks(_assemble({c: v[first] for c, v in out.items() if wanted(c)}, len(first), wanted))
+    Every input of the spec table (name, CC, SMs, clocks, DRAM roof) is per device in a timeline (``per``,
+    from :func:`_devices`; ``inv``: each row's device), so the table is applied to one row per device and its
+    columns spread to the launches by one take."""
+    key = tuple((c, tuple(v)) for c, v in per.items())  # plain values (missing: None): the spec lookup's key
     l2 = source_column("peak_l2_bytes_per_s")
-    # one conversion of the small frame to lists: per-column pandas calls cost more than the data here
-    for c, vals in small.to_dict("list").items():
-        if not c.startswith("peak_"):
-            continue
+    for c, vals in _spec_roofs(key).items():
         if c.endswith("_source"):
-            missing = [v is None or v is pd.NA for v in vals]
+            missing = [v is None for v in vals]
             fill = f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters" \
                 if c == l2 and all(missing) else f"{UNAVAILABLE}: {why}"
             out[c] = _take([fill if m else v for v, m in zip(vals, missing)], inv)
         else:
-            out[c] = np.array([np.nan if v is None or v is pd.NA else v for v in vals], dtype=np.float64)[inv]
+            out[c] = np.array([np.nan if v is None else v for v in vals], dtype=np.float64)[inv]
+
+
+def _spec_input(c: str) -> bool:
+    return c.startswith("peak_") or c in _PEAK_INPUTS
+
+
+@lru_cache(maxsize=64)
+def _spec_roofs(key: tuple[tuple[str, tuple[Any, ...]], ...]) -> dict[str, list[Any]]:
+    """The spec table's peak columns (missing: None) for one row per device of the inputs ``key`` gives.
+
+    A pure function of its inputs (the spec table is read once per process), cached: on a one- or two-row
+    frame pandas' fixed cost per column call is ~5 ms of a read, the same for every export of these devices."""
+    from roofline.hardware.specs import fill_spec_peaks
+
+    dtypes = kernel_dtypes()
+    n = len(key[0][1]) if key else 0
+    small = fill_spec_peaks(_assemble({c: pd.array(list(v), dtype=dtypes[c]) for c, v in key}, n, _spec_input))
+    # one conversion of the small frame to lists: per-column pandas calls cost more than the data here
+    return {c: [None if pd.isna(v) else v for v in vals]
+            for c, vals in small.to_dict("list").items() if c.startswith("peak_")}
 
 
 def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.api.extensions.ExtensionArray | None:

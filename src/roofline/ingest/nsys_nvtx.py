@@ -15,7 +15,7 @@ name (``NvtxDomainCreate``) and joined by ``;``.
 from __future__ import annotations
 
 import sqlite3
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -79,15 +79,29 @@ def attach(con: sqlite3.Connection, have: set[str], strings: bool, tid: np.ndarr
     names = np.concatenate(texts)
     created = r[:, 2] == DOMAIN_CREATE
     domains = {int(d): x for d, x in zip(r[created, 1].tolist(), names[created].tolist()) if isinstance(x, str)}
-    r, names = r[~created], names[~created]
+    keep = ~created if created.any() else slice(None)  # no copy of every range when no domain was created
+    r, names = r[keep], names[keep]
     if not len(r):
         return None
     _resolve_names(con, names)
-    # by (thread, domain, event type, start, longer first): the packed key orders the first three alike (thread
-    # indices follow the sorted launching threads; the others were domain rows, dropped), one sort key not three
-    first = (np.concatenate(packs)[~created],) if packed else (r[:, 2], r[:, 1], r[:, 0])
-    order = np.lexsort((-r[:, 4], r[:, 3], *first))
+    order = _range_order(r, np.concatenate(packs)[keep] if packed else None)
     return _label_launches(r[order], names[order], domains, tid, t)
+
+
+def _range_order(r: np.ndarray, packs: np.ndarray | None) -> np.ndarray:
+    """Ranges ``r`` (thread, domain, event type, start, end) by (thread, domain, event type, start, longer first).
+
+    The packed key orders the first three alike (thread indices follow the sorted launching threads; the others
+    were domain rows, dropped), one sort key not three. Exports list ranges by start: then a stable sort by that
+    one key alone is the order, unless two ranges of a group start together (then end decides: the full sort)."""
+    s = r[:, 3]
+    if packs is not None and bool((s[1:] >= s[:-1]).all()):
+        order = np.argsort(packs, kind="stable")
+        k, ss = packs[order], s[order]
+        if not ((k[1:] == k[:-1]) & (ss[1:] == ss[:-1])).any():
+            return order
+    first = (packs,) if packs is not None else (r[:, 2], r[:, 1], r[:, 0])
+    return np.lexsort((-r[:, 4], s, *first))
 
 
 def flat(batch: list[tuple[Any, ...]], dtype: Any) -> np.ndarray:
@@ -99,8 +113,8 @@ def flat(batch: list[tuple[Any, ...]], dtype: Any) -> np.ndarray:
 
 def _resolve_names(con: sqlite3.Connection, names: np.ndarray) -> None:
     """Registered strings (the ints among the names) from StringIds, in place; no name: ``(unnamed)``."""
-    other = [i for i, x in enumerate(names.tolist()) if not isinstance(x, str)]
-    if not other:
+    other = np.flatnonzero(~np.fromiter(map(isinstance, names.tolist(), repeat(str)), bool, len(names)))
+    if not len(other):
         return
     ids = names[other].tolist()
     want = sorted({int(i) for i in ids if isinstance(i, int)})
@@ -116,7 +130,8 @@ def _label_launches(r: np.ndarray, names: np.ndarray, domains: dict[int, str], t
                     t: np.ndarray) -> pa.Array:
     """Per launch, the label of the ranges enclosing it, built per (thread, domain, kind) group with Arrow
     string kernels (no Python string per launch)."""
-    cut = np.flatnonzero(np.any(r[1:, :3] != r[:-1, :3], axis=1)) + 1
+    # group boundaries: column by column (one 2-D compare over the strided key columns costs 5x more)
+    cut = np.flatnonzero((np.diff(r[:, 0]) != 0) | (np.diff(r[:, 1]) != 0) | (np.diff(r[:, 2]) != 0)) + 1
     bounds = np.concatenate([[0], cut, [len(r)]])
     by_tid: dict[int, list[tuple[int, int]]] = {}
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
