@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import gc
 from collections import defaultdict
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ import pandas as pd
 
 from roofline.errors import NoGpuWorkError, NoKernelsError, path_text
 from roofline.ingest.common import check_exists, json_bytes, provenance_record
-from roofline.ingest.torch_trace_columns import factorized, repeated
+from roofline.ingest.torch_trace_columns import factorized, repeated, step_column
 from roofline.ingest.torch_trace_decode import (
     NULL,
     RANGE_CAT,
@@ -37,7 +37,7 @@ from roofline.ingest.torch_trace_decode import (
     range_events,
     shapes,
 )
-from roofline.ingest.torch_trace_summary import estimates, unmodelled
+from roofline.ingest.torch_trace_summary import estimates, trace_meta, unmodelled
 from roofline.ingest.torch_trace_threads import Threads as _Threads
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.kernel_precision import decide as precision_evidence
@@ -230,7 +230,7 @@ def _build(path: Path, raw: bytes | list[bytes], events: list[Event], top: dict[
     import msgspec
 
     meta = provenance_record(path, "torch-trace", reader=f"msgspec {msgspec.__version__}")
-    meta.update(_trace_meta(top, n_events, gpu + ranges, orphans, groups, skipped))
+    meta.update(trace_meta(top, n_events, gpu + ranges, orphans, groups, skipped))
     meta["unmodelled_ops"] = unmodelled(frame)
     if graph_notes:
         meta["graph_replays"] = graph_notes
@@ -486,7 +486,7 @@ class _Rows:
         dtypes = kernel_dtypes()
         cols: dict[str, Any] = dict(zip(ROW_COLUMNS, zip(*rows)))
         if self.steps and n:
-            cols["nvtx_range"] = _steps(self.steps, cols["_ts"], cols["nvtx_range"])
+            cols["nvtx_range"] = step_column(self.steps, cols["_ts"], cols["nvtx_range"], STEP)
         cols.update(factorized(cols.pop("_cost"), COST_COLUMNS))  # rows share their signature's cost tuple
         devices = cols.pop("_device")
         props = {d: self._device(d) for d in set(devices)}
@@ -566,18 +566,6 @@ def _dim3(v: Any) -> list[int] | None:
     return None
 
 
-def _steps(steps: list[tuple[float, float, str]], ts: tuple[Any, ...], marks: tuple[Any, ...]) -> list[str | None]:
-    """The ProfilerStep holding each row's start (the latest-starting step that starts at or before it and
-    has not ended), for the rows marked STEP (CUPTI range rows are not put in a step): one searchsorted."""
-    starts = np.array([s[0] for s in steps], dtype="float64")  # (sorted: steps are sorted tuples)
-    ends = np.array([s[1] for s in steps], dtype="float64")
-    at = np.array(ts, dtype="float64")
-    j = np.searchsorted(starts, at, side="right") - 1
-    held = (j >= 0) & (ends[np.maximum(j, 0)] >= at)
-    names = [s[2] for s in steps]
-    return [names[k] if h and m is STEP else None for m, k, h in zip(marks, j.tolist(), held.tolist())]
-
-
 def _copy_bytes(evs: list[Event]) -> tuple[float, float, int]:
     """(device-memory bytes, host<->device bytes, events without a usable ``bytes``) of the
     memcpy/memset events among ``evs``."""
@@ -604,16 +592,3 @@ def _short(name: Any) -> str:
     name = str(name)
     base = name.split("(")[0].split("<")[0].strip()
     return base.rsplit(" ", 1)[-1].rsplit("::", 1)[-1] or name[:60]
-
-
-def _trace_meta(top: dict, n_events: int, gpu: list, orphans: list, groups: dict, skipped: int) -> dict[str, Any]:
-    total = sum(map(float, map(attrgetter("dur"), gpu)))  # (the same additions, in the same order)
-    orphan = sum(float(e.dur) for e, _ in orphans)
-    return {
-        "trace_events": n_events, "gpu_events": len(gpu), "ops_with_gpu_work": len(groups),
-        "gpu_time_s": total * 1e-6, "orphan_gpu_time_s": orphan * 1e-6,
-        "attributed_share": (total - orphan) / total if total else None,
-        "events_without_ts_or_dur": skipped,
-        "distributed": top.get("distributedInfo"),
-        "with_flops": top.get("with_flops"), "schema_version": top.get("schemaVersion"),
-    }

@@ -54,3 +54,16 @@ def repeated(value: Any, n: int, dtype: str) -> Any:
     if dtype == "Int64" and value.__class__ is int and -(2**63) <= value < 2**63:
         return value  # a scalar: kernels_from_columns broadcasts it
     return [value] * n  # anything else (a damaged trace's value): converted as any column is
+
+
+def step_column(steps: list[tuple[float, float, str]], ts: tuple[Any, ...], marks: tuple[Any, ...],
+                step: object) -> list[str | None]:
+    """The ProfilerStep holding each row's start (the latest-starting step that starts at or before it and
+    has not ended), for the rows marked ``step`` (CUPTI range rows are not put in a step): one searchsorted."""
+    starts = np.array([s[0] for s in steps], dtype="float64")  # (sorted: steps are sorted tuples)
+    ends = np.array([s[1] for s in steps], dtype="float64")
+    at = np.array(ts, dtype="float64")
+    j = np.searchsorted(starts, at, side="right") - 1
+    held = (j >= 0) & (ends[np.maximum(j, 0)] >= at)
+    names = [s[2] for s in steps]
+    return [names[k] if h and m is step else None for m, k, h in zip(marks, j.tolist(), held.tolist())]

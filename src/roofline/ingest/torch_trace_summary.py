@@ -1,8 +1,10 @@
-"""Two per-trace extras of the Kineto reader: the cost columns of an op that carries its own estimates
-(Inductor's ``kernel_flop``/``kernel_num_gb``), and the summary of the ops left without FLOPs or bytes."""
+"""Per-trace extras of the Kineto reader: the cost columns of an op that carries its own estimates
+(Inductor's ``kernel_flop``/``kernel_num_gb``), the summary of the ops left without FLOPs or bytes, and
+the trace-level provenance."""
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import pandas as pd
@@ -57,3 +59,17 @@ def unmodelled(frame: pd.DataFrame, top: int = 10) -> list[dict[str, Any]]:
     g = g.sort_values("t", ascending=False).head(top)
     return [{"op": str(n), "gpu_time_share": float(r.t) / total,
              "reason": str(r.why if str(r.why).startswith(UNAVAILABLE) else r.bwhy)} for n, r in g.iterrows()]
+
+
+def trace_meta(top: dict, n_events: int, gpu: list, orphans: list, groups: dict, skipped: int) -> dict[str, Any]:
+    """The trace-level provenance: event counts, GPU time and the share attributed to ops, what the trace says of itself."""
+    total = sum(map(float, map(attrgetter("dur"), gpu)))  # (the same additions, in the same order)
+    orphan = sum(float(e.dur) for e, _ in orphans)
+    return {
+        "trace_events": n_events, "gpu_events": len(gpu), "ops_with_gpu_work": len(groups),
+        "gpu_time_s": total * 1e-6, "orphan_gpu_time_s": orphan * 1e-6,
+        "attributed_share": (total - orphan) / total if total else None,
+        "events_without_ts_or_dur": skipped,
+        "distributed": top.get("distributedInfo"),
+        "with_flops": top.get("with_flops"), "schema_version": top.get("schemaVersion"),
+    }
