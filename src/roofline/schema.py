@@ -201,12 +201,13 @@ def _typed(values: Any, n: int, dtype: str) -> Any:
             return np.full(n, np.nan if values is None else values, dtype="float64")
         return np.array(values, dtype="float64")  # numpy reads None as NaN
     if dtype == "string":
+        # (large_string: the storage of pandas' Arrow-backed "string" dtype, so no cast and no copy)
         if values is None:
-            return pd.array(pa.nulls(n, pa.string()), dtype="string")
+            return pd.array(pa.nulls(n, pa.large_string()), dtype="string")
         try:
             if scalar:
-                return pd.array(pa.repeat(pa.scalar(values, pa.string()), n), dtype="string")
-            return pd.array(pa.array(values, pa.string()), dtype="string")
+                return pd.array(pa.repeat(pa.scalar(values, pa.large_string()), n), dtype="string")
+            return pd.array(pa.array(values, pa.large_string()), dtype="string")
         except (pa.ArrowTypeError, pa.ArrowInvalid, TypeError):  # not all str (or unhashable): pandas converts what it can
             return pd.array([values] * n if scalar else list(values), dtype="string")
     if dtype == "boolean" and values.__class__ is bool:

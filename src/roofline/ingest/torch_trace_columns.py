@@ -39,7 +39,7 @@ def expand(values: tuple[Any, ...], codes: np.ndarray, dtype: str) -> Any:
         return np.array(values, dtype="float64")[codes]  # (None reads as NaN, as in kernels_from_columns)
     if dtype == "string":
         try:
-            return pa.array(values, pa.string()).take(codes)
+            return pa.array(values, pa.large_string()).take(codes)
         except (pa.ArrowTypeError, pa.ArrowInvalid):  # not all str: the generic conversion decides
             pass
     return [values[c] for c in codes]
@@ -50,7 +50,7 @@ def repeated(value: Any, n: int, dtype: str) -> Any:
     if value is None:
         return None  # all missing
     if dtype == "string" and value.__class__ is str:
-        return pa.repeat(pa.scalar(value, pa.string()), n)
+        return pa.repeat(pa.scalar(value, pa.large_string()), n)
     if dtype == "Int64" and value.__class__ is int and -(2**63) <= value < 2**63:
         return value  # a scalar: kernels_from_columns broadcasts it
     return [value] * n  # anything else (a damaged trace's value): converted as any column is
