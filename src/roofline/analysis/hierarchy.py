@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from roofline.analysis.render import Factor, fixed, render
+from roofline.analysis.render import Factor, Source, fixed, render, render_rare
 from roofline.hardware.peaks import LEVELS, OPTIONAL_LEVELS
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, UNAVAILABLE, source_column
 
@@ -198,13 +198,13 @@ def hierarchical(
     binding_code = np.where(decided, binding_idx, len(levels) + 1)
     bound_code = np.where(~decided, 3, np.where(latency, 2, np.where(binding_idx == 0, 0, 1)))
     v = dict(have=have, any_have=any_have, total=total, n_used=n_used, dominant=dominant, no_peak=no_peak,
-             peak_missing=peak_missing, dur=dur, ok_all=ok_all, no_bytes=_stack(level_no_bytes) if n else ok_all,
+             peak_missing=peak_missing, dur=dur, good_dur=good_dur, ok_all=ok_all, no_bytes=_stack(level_no_bytes) if n else ok_all,
              any_level=any_level, silent=_stack(level_silent) if n else ok_all, no_work=no_work,
              decided=decided, latency=latency, over=over, binding_idx=binding_idx)
     text = _Texts(kernels, levels, n, v)
     precision = text.precision(n_used, dominant, total)
     peak_src = text.peak_source(n_used, dominant, used, total)
-    notes = text.notes(v, peak_src, latency_threshold_pct)
+    notes = text.notes(peak_src, latency_threshold_pct)
     out.update(attainable_flop_per_s=attainable, binding_roof=fixed(binding_code, ["compute", *levels, UNAVAILABLE]),
                bound=fixed(bound_code, BOUNDS), pct_of_roof=pct, time_at_roof_s=time_at_roof,
                over_roof=pd.array(over, dtype="boolean"), analysis_note=notes,
@@ -223,26 +223,21 @@ class _Texts:
     """The text columns, each rendered once per distinct combination of what it depends on."""
 
     def __init__(self, kernels: pd.DataFrame, levels: tuple[str, ...], n: int, v: dict[str, np.ndarray]) -> None:
-        self.n, self.levels = n, levels
+        self.n, self.levels, self.v = n, levels, v
         # which rows' text can quote each source (the only rows whose strings are hashed: see Factor)
         self.kind = np.minimum(v["n_used"], 2)
-        self.no_peak_bits = np.where(v["n_used"] > 0, _bits(v["no_peak"]), 0)
-        self.first_no_peak = np.argmax(v["no_peak"], axis=1) if n else np.zeros(0, np.int64)
-        self.over_idx = np.where(v["over"], v["binding_idx"], 0)
+        no_peak_any = (v["n_used"] > 0) & v["peak_missing"]
+        first_no_peak = np.argmax(v["no_peak"], axis=1) if n else np.zeros(0, np.int64)
         one, dominant = self.kind == 1, v["dominant"]
-        quoted_peak = [(one & (dominant == i)) | ((self.no_peak_bits > 0) & (self.first_no_peak == i))
-                       for i in range(len(PRECISIONS))]
+        quoted_peak = [(one & (dominant == i)) | (no_peak_any & (first_no_peak == i)) for i in range(len(PRECISIONS))]
         quoted_peak[1] |= (self.kind == 0) & (v["total"] == 0)  # no floating-point work: the fp32 roof
         self.peak_srcs = [Factor(kernels, source_column(f"peak_flop_per_s_{p}"), rows=quoted_peak[i])
                           for i, p in enumerate(PRECISIONS)]
-        self.flop_src = Factor(kernels, source_column("flop_fp32"), rows=~v["any_have"])
         self.path = Factor(kernels, "tensor_path", rows=one & (dominant == PRECISIONS.index("tensor")))
-        absent, no_bytes = ~v["ok_all"], v["no_bytes"]
-        over_at = [v["over"] & (self.over_idx == j + 1) for j in range(len(levels))]
-        self.bytes_src = [Factor(kernels, source_column(f"{lv}_bytes"), rows=(absent[:, j] & no_bytes[:, j]) | over_at[j])
-                          for j, lv in enumerate(levels)]
-        self.bw_src = [Factor(kernels, source_column(f"peak_{lv}_bytes_per_s"),
-                              rows=(absent[:, j] & ~no_bytes[:, j]) | over_at[j]) for j, lv in enumerate(levels)]
+        # quoted by notes only, so read only on the rows a note is about
+        self.flop_src = Source(kernels, source_column("flop_fp32"))
+        self.bytes_src = [Source(kernels, source_column(f"{lv}_bytes")) for lv in levels]
+        self.bw_src = [Source(kernels, source_column(f"peak_{lv}_bytes_per_s")) for lv in levels]
 
     def _pick(self, factors: list[Factor], which: np.ndarray) -> np.ndarray:
         """Per row, the key of ``factors[which[row]]``."""
@@ -280,41 +275,61 @@ class _Texts:
 
         return render([kind, dominant, _bits(used), total == 0, src, self.peak_srcs[1].key()], self.n, fn)
 
-    def notes(self, v: dict[str, np.ndarray], peak_src: pd.Categorical, threshold: float) -> pd.Categorical:
-        n, levels = self.n, self.levels
-        missing_bits = np.where(v["any_have"], _bits(~v["have"]), 0)
-        no_peak_bits, first_no_peak = self.no_peak_bits, self.first_no_peak
-        no_peak_src = np.where(no_peak_bits > 0, self._pick(self.peak_srcs, first_no_peak), 0)
+    def notes(self, peak_src: pd.Categorical, threshold: float) -> pd.Categorical:
+        v, levels = self.v, self.levels
         absent = ~v["ok_all"] & ~v["silent"]
-        level_keys = []
-        for j in range(len(levels)):
-            level_keys.append(np.where(absent[:, j], 1 + v["no_bytes"][:, j], 0))
-            level_keys.append(np.where(absent[:, j] & v["no_bytes"][:, j], self.bytes_src[j].key(), 0))
-            level_keys.append(np.where(absent[:, j] & ~v["no_bytes"][:, j], self.bw_src[j].key(), 0))
-        over_idx = self.over_idx
-        roof_srcs = [np.asarray(peak_src.codes, dtype=np.int64) + 1] + [f.key() for f in self.bw_src]
-        over_src = np.where(v["over"], np.choose(over_idx, roof_srcs) if n else 0, 0)
-        over_bytes_src = np.zeros(n, np.int64)  # which bytes source an over-roof row's level has (rare: only then)
-        if v["over"].any():
-            byte_keys = _stack([np.zeros(n, np.int64)] + [f.key() for f in self.bytes_src])
-            over_bytes_src = np.where(v["over"], byte_keys[np.arange(n), over_idx], 0)
-        no_flops = ~v["any_have"]
-        flop_src = np.where(no_flops, self.flop_src.key(), 0)
         no_level = v["any_have"] & (v["total"] > 0) & ~v["any_level"]
-        d = v["dur"]
-        dur_kind = np.select([d == 0, d < 0, np.isnan(d), np.isinf(d)], [1, 2, 3, 4], 0)  # keys of _BAD_DURATION
+        # every note part but the latency one is about a rare row: only those rows' keys are built
+        rare = (~v["have"].all(axis=1) | ((v["n_used"] > 0) & v["peak_missing"]) | ~v["good_dur"]
+                | absent.any(axis=1) | no_level | v["no_work"] | v["over"])
+        peak_codes = np.asarray(peak_src.codes, dtype=np.int64) + 1
+
+        def keys(s: np.ndarray) -> list[np.ndarray]:
+            have, any_have = v["have"][s], v["any_have"][s]
+            missing_bits = np.where(any_have, _bits(~have), 0)
+            no_flops = ~any_have
+            no_peak_bits = np.where(v["n_used"][s] > 0, _bits(v["no_peak"][s]), 0)
+            first_no_peak = np.argmax(v["no_peak"][s], axis=1) * (no_peak_bits > 0)
+            no_peak_src = np.zeros(len(s), np.int64)
+            for i, f in enumerate(self.peak_srcs):
+                m = (no_peak_bits > 0) & (first_no_peak == i)
+                no_peak_src[m] = f.key()[s[m]]
+            d = v["dur"][s]
+            dur_kind = np.select([d == 0, d < 0, np.isnan(d), np.isinf(d)], [1, 2, 3, 4], 0)  # keys of _BAD_DURATION
+            absent_s, no_bytes = absent[s], v["no_bytes"][s]
+            level_keys = []
+            for j in range(len(levels)):
+                level_keys.append(np.where(absent_s[:, j], 1 + no_bytes[:, j], 0))
+                level_keys.append(self.bytes_src[j].key_where(s, absent_s[:, j] & no_bytes[:, j]))
+                level_keys.append(self.bw_src[j].key_where(s, absent_s[:, j] & ~no_bytes[:, j]))
+            over = v["over"][s]
+            over_idx = np.where(over, v["binding_idx"][s], 0)
+            over_src = np.where(over & (over_idx == 0), peak_codes[s], 0)
+            over_bytes_src = np.zeros(len(s), np.int64)  # which bytes source an over-roof row's level has
+            for j in range(len(levels)):
+                at = over & (over_idx == j + 1)
+                over_src += self.bw_src[j].key_where(s, at)
+                over_bytes_src += self.bytes_src[j].key_where(s, at)
+            return [missing_bits, no_flops, np.where(no_flops, self.flop_src.key_where(s, no_flops), 0), no_peak_bits,
+                    first_no_peak, no_peak_src, dur_kind, *level_keys, no_level[s], v["no_work"][s], over, over_idx,
+                    over_src, over_bytes_src, v["latency"][s]]
 
         def fn(r: int) -> str | None:
             parts = []
-            if missing_bits[r]:
-                parts.append(f"FLOPs are a lower bound: {_names(int(missing_bits[r]), PRECISIONS)} unavailable")
-            if no_flops[r]:
+            missing_bits = _bits(~v["have"][r:r + 1])[0] if v["any_have"][r] else 0
+            if missing_bits:
+                parts.append(f"FLOPs are a lower bound: {_names(int(missing_bits), PRECISIONS)} unavailable")
+            if not v["any_have"][r]:
                 parts.append(f"no FLOPs: {self.flop_src.text(r)}")
-            if no_peak_bits[r]:
-                parts.append(f"no compute roof for {_names(int(no_peak_bits[r]), PRECISIONS)} "
-                             f"({self.peak_srcs[int(first_no_peak[r])].text(r)})")
-            if dur_kind[r]:
-                parts.append(f"{_BAD_DURATION[dur_kind[r]]}: nothing achieved can be computed, so no bound")
+            no_peak_bits = _bits(v["no_peak"][r:r + 1])[0] if v["n_used"][r] > 0 else 0
+            if no_peak_bits:
+                first = int(np.argmax(v["no_peak"][r]))
+                parts.append(f"no compute roof for {_names(int(no_peak_bits), PRECISIONS)} "
+                             f"({self.peak_srcs[first].text(r)})")
+            d = v["dur"][r]
+            dur_kind = 1 if d == 0 else 2 if d < 0 else 3 if np.isnan(d) else 4 if np.isinf(d) else 0
+            if dur_kind:
+                parts.append(f"{_BAD_DURATION[dur_kind]}: nothing achieved can be computed, so no bound")
             for j, lv in enumerate(levels):
                 if absent[r, j]:
                     what = (f"no {lv.upper()} bytes ({self.bytes_src[j].text(r)})" if v["no_bytes"][r, j]
@@ -326,7 +341,7 @@ class _Texts:
                 parts.append("no work: 0 FLOP and 0 bytes at every level (idle time or an empty kernel), so no "
                              "roofline point and no bound")
             if v["over"][r]:
-                j = int(over_idx[r])
+                j = int(v["binding_idx"][r])
                 name = "compute" if j == 0 else levels[j - 1]
                 src = str(peak_src[r]) if j == 0 else self.bw_src[j - 1].text(r)
                 if j > 0 and self.bytes_src[j - 1].text(r).startswith("model:"):
@@ -341,7 +356,4 @@ class _Texts:
                 parts.append(f"under {threshold:g}% of every roof: latency- or occupancy-limited")
             return "; ".join(parts) or None
 
-        keys = [missing_bits, no_flops, flop_src, no_peak_bits, first_no_peak * (no_peak_bits > 0), no_peak_src,
-                dur_kind, *level_keys, no_level, v["no_work"], v["over"], over_idx, over_src, over_bytes_src,
-                v["latency"]]
-        return render(keys, n, fn)
+        return render_rare([v["latency"]], rare, keys, self.n, fn)

@@ -51,6 +51,32 @@ class Factor:
         return self.values[c] if c >= 0 else missing
 
 
+class Source:
+    """A string column read only where asked: group keys for some rows, the text of one row."""
+
+    def __init__(self, frame: pd.DataFrame, column: str) -> None:
+        self.col = frame[column] if column in frame else None
+
+    def key_at(self, rows: np.ndarray) -> np.ndarray:
+        """Keys (0 = missing) of the strings at ``rows`` (positions), numbered for these rows only."""
+        if self.col is None or not len(rows):
+            return np.zeros(len(rows), dtype=np.int64)
+        return _factorize(self.col.iloc[rows])[0] + 1
+
+    def key_where(self, rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Keys over ``rows``: the string's key where ``mask``, else 0 (only the masked rows are read)."""
+        out = np.zeros(len(rows), dtype=np.int64)
+        if mask.any():
+            out[mask] = self.key_at(rows[mask])
+        return out
+
+    def text(self, row: int, missing: str = "") -> str:
+        if self.col is None:
+            return missing
+        v = self.col.iloc[row]
+        return missing if pd.isna(v) else str(v)
+
+
 def _factorize(col: pd.Series) -> tuple[np.ndarray, list[str]]:
     """Codes (-1 for missing) and distinct values by first appearance, as ``pd.factorize``."""
     if isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow":
@@ -111,11 +137,36 @@ def render(parts: Sequence[np.ndarray], n: int, fn: Callable[[int], str | None])
     if n == 0:
         return pd.Categorical([], categories=[])
     ids, first = group_ids(parts, n)
-    texts = [fn(int(r)) for r in first]
+    return _categorical(ids, first, fn)
+
+
+def render_rare(common: Sequence[np.ndarray], rare: np.ndarray, rare_parts: Callable[[np.ndarray], Sequence[np.ndarray]],
+                n: int, fn: Callable[[int], str | None]) -> pd.Categorical:
+    """:func:`render` for text that depends on the ``common`` parts alone except on the ``rare`` rows (a
+    boolean mask), whose keys ``rare_parts(rows)`` are built for those rows only (arrays over ``rows``).
+
+    The same Categorical as ``render`` over all the keys (a note is about the few rows with an absent
+    level, a bad duration or a roof exceeded): packing twenty keys over a million rows is most of its cost."""
+    if n == 0:
+        return pd.Categorical([], categories=[])
+    ids, first = group_ids([rare, *common], n)
+    rows = np.flatnonzero(rare)
+    if len(rows):
+        keep = ~rare[first]  # groups of rare rows are regrouped below by their own keys
+        ids = (np.cumsum(keep) - 1)[ids]
+        sub_ids, sub_first = group_ids(rare_parts(rows), len(rows))
+        ids[rows] = int(keep.sum()) + sub_ids
+        first = np.concatenate([first[keep], rows[sub_first]])
+    return _categorical(ids, first, fn)
+
+
+def _categorical(ids: np.ndarray, first: np.ndarray, fn: Callable[[int], str | None]) -> pd.Categorical:
+    """Group ``g`` (rows ``ids == g``) gets ``fn(first[g])``; categories by first appearance in the rows."""
     categories: list[str] = []
     index: dict[str, int] = {}
-    remap = np.empty(len(texts), dtype=np.int64)
-    for g, t in enumerate(texts):
+    remap = np.empty(len(first), dtype=np.int64)
+    for g in np.argsort(first, kind="stable"):
+        t = fn(int(first[g]))
         if t is None:
             remap[g] = -1
             continue
