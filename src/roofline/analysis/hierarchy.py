@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from roofline.analysis.render import Factor, Source, fixed, render, render_rare
+from roofline.analysis.render import Factor, Source, fixed, flag_word, render, render_rare
 from roofline.hardware.peaks import LEVELS, OPTIONAL_LEVELS
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, UNAVAILABLE, source_column
 
@@ -77,11 +77,6 @@ def _finite(x: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(x), x, np.nan)
 
 
-def _stack(columns: Sequence[np.ndarray]) -> np.ndarray:
-    """Columns side by side, (rows × k), Fortran order (each column contiguous)."""
-    return np.asarray(columns).T
-
-
 def _sum(columns: Sequence[np.ndarray]) -> np.ndarray:
     """Σ of the columns, left to right (as a row-wise sum over a few columns adds them)."""
     out = columns[0].copy()
@@ -116,16 +111,9 @@ def _arg(better: np.ufunc, columns: Sequence[np.ndarray]) -> tuple[np.ndarray, n
     return idx.astype(np.int64), best
 
 
-def _bits(mask: np.ndarray) -> np.ndarray:
-    """A (rows × k) boolean mask packed into one small integer per row."""
-    out = np.zeros(mask.shape[0], dtype=np.int64)
-    for j in range(mask.shape[1]):
-        out |= mask[:, j].astype(np.int64) << j
-    return out
-
-
-def _names(bits: int, names: Sequence[str]) -> str:
-    return "/".join(nm for j, nm in enumerate(names) if bits >> j & 1)
+def _row_names(masks: Sequence[np.ndarray] | Sequence[bool], row: int, names: Sequence[str]) -> str:
+    """The names whose mask is set at ``row`` ("fp32/tensor"); plain booleans are read as they are."""
+    return "/".join(nm for m, nm in zip(masks, names) if (m if isinstance(m, bool) else m[row]))
 
 
 def hierarchical(
@@ -242,14 +230,13 @@ def hierarchical(
     # categorical columns: computed per distinct combination of their inputs
     binding_code = np.where(decided, binding_idx, len(levels) + 1)
     bound_code = np.where(~decided, 3, np.where(latency, 2, np.where(binding_idx == 0, 0, 1)))
-    v = dict(have=_stack(have), any_have=any_have, total=total, n_used=n_used, dominant=dominant,
-             no_peak=_stack(no_peak), peak_missing=peak_missing, dur=dur, good_dur=good_dur,
-             ok_all=_stack(level_ok), no_bytes=_stack(level_no_bytes), any_level=any_level,
-             silent=_stack(level_silent), no_work=no_work,
+    v = dict(have=have, any_have=any_have, total=total, n_used=n_used, dominant=dominant, used=used,
+             no_peak=no_peak, peak_missing=peak_missing, dur=dur, good_dur=good_dur, ok=level_ok,
+             no_bytes=level_no_bytes, any_level=any_level, silent=level_silent, no_work=no_work,
              decided=decided, latency=latency, over=over, binding_idx=binding_idx)
     text = _Texts(kernels, levels, n, v)
-    precision = text.precision(n_used, dominant, total)
-    peak_src = text.peak_source(n_used, dominant, _stack(used), total)
+    precision = text.precision()
+    peak_src = text.peak_source()
     notes = text.notes(peak_src, latency_threshold_pct)
     out.update(attainable_flop_per_s=attainable, binding_roof=fixed(binding_code, ["compute", *levels, UNAVAILABLE]),
                bound=fixed(bound_code, BOUNDS), pct_of_roof=pct, time_at_roof_s=time_at_roof,
@@ -266,33 +253,37 @@ _BAD_DURATION = {1: "zero duration", 2: "negative duration (a damaged profile)",
 
 
 class _Texts:
-    """The text columns, each rendered once per distinct combination of what it depends on."""
+    """The text columns, each rendered once per distinct combination of what it depends on.
 
-    def __init__(self, kernels: pd.DataFrame, levels: tuple[str, ...], n: int, v: dict[str, np.ndarray]) -> None:
+    ``v`` holds the per-row arrays of :func:`hierarchical` (lists of columns for per-precision and
+    per-level flags)."""
+
+    def __init__(self, kernels: pd.DataFrame, levels: tuple[str, ...], n: int, v: dict) -> None:
         self.n, self.levels, self.v = n, levels, v
         # which rows' text can quote each source (the only rows whose strings are hashed: see Factor)
         self.kind = np.minimum(v["n_used"], 2)
-        no_peak_any = (v["n_used"] > 0) & v["peak_missing"]
-        first_no_peak = np.argmax(v["no_peak"], axis=1) if n else np.zeros(0, np.int64)
-        one, dominant = self.kind == 1, v["dominant"]
-        quoted_peak = [(one & (dominant == i)) | (no_peak_any & (first_no_peak == i)) for i in range(len(PRECISIONS))]
-        quoted_peak[1] |= (self.kind == 0) & (v["total"] == 0)  # no floating-point work: the fp32 roof
+        dominant = v["dominant"]
+        self.one = [(self.kind == 1) & (dominant == i) for i in range(len(PRECISIONS))]
+        quoted_peak = [m.copy() for m in self.one]
+        lacking = np.flatnonzero(v["peak_missing"])  # a precision that did work has no peak (rare)
+        first_no_peak = _arg(np.greater, [m[lacking] for m in v["no_peak"]])[0]
+        for i in range(len(PRECISIONS)):
+            quoted_peak[i][lacking[first_no_peak == i]] = True
+        self.idle = (self.kind == 0) & (v["total"] == 0)
+        quoted_peak[1] |= self.idle  # no floating-point work: the fp32 roof
         self.peak_srcs = [Factor(kernels, source_column(f"peak_flop_per_s_{p}"), rows=quoted_peak[i])
                           for i, p in enumerate(PRECISIONS)]
-        self.path = Factor(kernels, "tensor_path", rows=one & (dominant == PRECISIONS.index("tensor")))
+        self.path = Factor(kernels, "tensor_path", rows=self.one[PRECISIONS.index("tensor")])
         # quoted by notes only, so read only on the rows a note is about
         self.flop_src = Source(kernels, source_column("flop_fp32"))
         self.bytes_src = [Source(kernels, source_column(f"{lv}_bytes")) for lv in levels]
         self.bw_src = [Source(kernels, source_column(f"peak_{lv}_bytes_per_s")) for lv in levels]
+        # kind (0-2), dominant precision (0-3), no FLOPs at all: one small key
+        self.shape = (self.kind.astype(np.int16) + 3 * dominant.astype(np.int16)
+                      + 12 * (v["total"] == 0).view(np.int8).astype(np.int16))
 
-    def _pick(self, factors: list[Factor], which: np.ndarray) -> np.ndarray:
-        """Per row, the key of ``factors[which[row]]``."""
-        if not self.n:
-            return np.zeros(0, np.int64)
-        return np.choose(which, [f.key() for f in factors])
-
-    def precision(self, n_used: np.ndarray, dominant: np.ndarray, total: np.ndarray) -> pd.Categorical:
-        kind = self.kind
+    def precision(self) -> pd.Categorical:
+        kind, dominant, total = self.kind, self.v["dominant"], self.v["total"]
 
         def fn(r: int) -> str:
             if kind[r] == 0:
@@ -303,82 +294,77 @@ class _Texts:
             path = self.path.text(r)
             return f"tensor:{path}" if p == "tensor" and path else p
 
-        return render([kind, dominant, total == 0, self.path.key()], self.n, fn)
+        return render([self.shape, self.path.key()], self.n, fn)
 
-    def peak_source(self, n_used: np.ndarray, dominant: np.ndarray, used: np.ndarray, total: np.ndarray) -> pd.Categorical:
-        kind = self.kind
-        src = self._pick(self.peak_srcs, dominant)
+    def peak_source(self) -> pd.Categorical:
+        kind, dominant, total, used = self.kind, self.v["dominant"], self.v["total"], self.v["used"]
+        # the quoted source: the dominant precision's for one precision, the fp32 one without FLOPs
+        src = np.zeros(self.n, np.int64)
+        for i, f in enumerate(self.peak_srcs):
+            src += f.key() * self.one[i]
+        src += self.peak_srcs[1].key() * self.idle
+        used_bits = flag_word(used)
 
         def fn(r: int) -> str:
             if kind[r] == 1:
                 return f"{PRECISIONS[dominant[r]]} — {self.peak_srcs[dominant[r]].text(r)}"
             if kind[r] == 2:
-                return ("effective Σ FLOPs / Σ FLOPsᵢ/Peakᵢ over " + _names(int(_bits(used[r:r + 1])[0]), PRECISIONS)
+                return ("effective Σ FLOPs / Σ FLOPsᵢ/Peakᵢ over " + _row_names(used, r, PRECISIONS)
                         + " (shares in flop_share_*)")
             if total[r] == 0:
                 return f"fp32 — {self.peak_srcs[1].text(r)} (kernel does no floating-point work)"
             return f"{UNAVAILABLE}: no FLOPs"
 
-        return render([kind, dominant, _bits(used), total == 0, src, self.peak_srcs[1].key()], self.n, fn)
+        return render([self.shape, used_bits, src], self.n, fn)
 
     def notes(self, peak_src: pd.Categorical, threshold: float) -> pd.Categorical:
         v, levels = self.v, self.levels
-        absent = ~v["ok_all"] & ~v["silent"]
+        absent = [~ok & ~silent for ok, silent in zip(v["ok"], v["silent"])]
         no_level = v["any_have"] & (v["total"] > 0) & ~v["any_level"]
         # every note part but the latency one is about a rare row: only those rows' keys are built
-        rare = (~v["have"].all(axis=1) | ((v["n_used"] > 0) & v["peak_missing"]) | ~v["good_dur"]
-                | absent.any(axis=1) | no_level | v["no_work"] | v["over"])
-        peak_codes = np.asarray(peak_src.codes, dtype=np.int64) + 1
+        rare = _any([~_all(v["have"]), v["peak_missing"], ~v["good_dur"], *absent, no_level, v["no_work"], v["over"]])
 
         def keys(s: np.ndarray) -> list[np.ndarray]:
-            have, any_have = v["have"][s], v["any_have"][s]
-            missing_bits = np.where(any_have, _bits(~have), 0)
-            no_flops = ~any_have
-            no_peak_bits = np.where(v["n_used"][s] > 0, _bits(v["no_peak"][s]), 0)
-            first_no_peak = np.argmax(v["no_peak"][s], axis=1) * (no_peak_bits > 0)
-            no_peak_src = np.zeros(len(s), np.int64)
-            for i, f in enumerate(self.peak_srcs):
-                m = (no_peak_bits > 0) & (first_no_peak == i)
-                no_peak_src[m] = f.key()[s[m]]
+            # a partition at least as fine as what fn reads: flags in one word, then the quoted sources
             d = v["dur"][s]
-            dur_kind = np.select([d == 0, d < 0, np.isnan(d), np.isinf(d)], [1, 2, 3, 4], 0)  # keys of _BAD_DURATION
-            absent_s, no_bytes = absent[s], v["no_bytes"][s]
-            level_keys = []
+            over, over_idx = v["over"][s], v["binding_idx"][s]
+            at = [over & (over_idx == j) for j in range(len(levels) + 1)]  # above which roof
+            no_peak = [m[s] for m in v["no_peak"]]
+            absent_s, no_bytes = [m[s] for m in absent], [m[s] for m in v["no_bytes"]]
+            flags = [*(~m[s] for m in v["have"]), *no_peak, d == 0, d < 0, np.isnan(d), np.isinf(d), *absent_s,
+                     *no_bytes, no_level[s], v["no_work"][s], v["latency"][s], *at]
+            no_peak_src = np.zeros(len(s), np.int64)  # the source quoted for the first precision without a peak
+            seen = np.zeros(len(s), bool)
+            for m, f in zip(no_peak, self.peak_srcs):
+                if m.any():
+                    m = m & ~seen
+                    no_peak_src[m] = f.key()[s[m]]
+                    seen |= m
+            out = [flag_word(flags), self.flop_src.key_where(s, ~v["any_have"][s]), no_peak_src,
+                   np.where(at[0], np.asarray(peak_src.codes, np.int64)[s] + 1, 0)]
             for j in range(len(levels)):
-                level_keys.append(np.where(absent_s[:, j], 1 + no_bytes[:, j], 0))
-                level_keys.append(self.bytes_src[j].key_where(s, absent_s[:, j] & no_bytes[:, j]))
-                level_keys.append(self.bw_src[j].key_where(s, absent_s[:, j] & ~no_bytes[:, j]))
-            over = v["over"][s]
-            over_idx = np.where(over, v["binding_idx"][s], 0)
-            over_src = np.where(over & (over_idx == 0), peak_codes[s], 0)
-            over_bytes_src = np.zeros(len(s), np.int64)  # which bytes source an over-roof row's level has
-            for j in range(len(levels)):
-                at = over & (over_idx == j + 1)
-                over_src += self.bw_src[j].key_where(s, at)
-                over_bytes_src += self.bytes_src[j].key_where(s, at)
-            return [missing_bits, no_flops, np.where(no_flops, self.flop_src.key_where(s, no_flops), 0), no_peak_bits,
-                    first_no_peak, no_peak_src, dur_kind, *level_keys, no_level[s], v["no_work"][s], over, over_idx,
-                    over_src, over_bytes_src, v["latency"][s]]
+                out.append(self.bytes_src[j].key_where(s, (absent_s[j] & no_bytes[j]) | at[j + 1]))
+                out.append(self.bw_src[j].key_where(s, (absent_s[j] & ~no_bytes[j]) | at[j + 1]))
+            return out
 
         def fn(r: int) -> str | None:
             parts = []
-            missing_bits = _bits(~v["have"][r:r + 1])[0] if v["any_have"][r] else 0
-            if missing_bits:
-                parts.append(f"FLOPs are a lower bound: {_names(int(missing_bits), PRECISIONS)} unavailable")
+            if v["any_have"][r] and not all(h[r] for h in v["have"]):
+                missing = [not h[r] for h in v["have"]]
+                parts.append(f"FLOPs are a lower bound: {_row_names(missing, 0, PRECISIONS)} unavailable")
             if not v["any_have"][r]:
                 parts.append(f"no FLOPs: {self.flop_src.text(r)}")
-            no_peak_bits = _bits(v["no_peak"][r:r + 1])[0] if v["n_used"][r] > 0 else 0
-            if no_peak_bits:
-                first = int(np.argmax(v["no_peak"][r]))
-                parts.append(f"no compute roof for {_names(int(no_peak_bits), PRECISIONS)} "
+            if v["peak_missing"][r]:
+                first = next(i for i, m in enumerate(v["no_peak"]) if m[r])
+                parts.append(f"no compute roof for {_row_names(v['no_peak'], r, PRECISIONS)} "
                              f"({self.peak_srcs[first].text(r)})")
             d = v["dur"][r]
             dur_kind = 1 if d == 0 else 2 if d < 0 else 3 if np.isnan(d) else 4 if np.isinf(d) else 0
             if dur_kind:
                 parts.append(f"{_BAD_DURATION[dur_kind]}: nothing achieved can be computed, so no bound")
             for j, lv in enumerate(levels):
-                if absent[r, j]:
-                    what = (f"no {lv.upper()} bytes ({self.bytes_src[j].text(r)})" if v["no_bytes"][r, j]
+                if absent[j][r]:
+                    what = (f"no {lv.upper()} bytes ({self.bytes_src[j].text(r)})" if v["no_bytes"][j][r]
                             else f"no {lv.upper()} roof ({self.bw_src[j].text(r)})")
                     parts.append(f"{lv.upper()} level absent: {what}")
             if no_level[r]:
