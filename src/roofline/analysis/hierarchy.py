@@ -104,11 +104,19 @@ def _arg(better: np.ufunc, columns: Sequence[np.ndarray]) -> tuple[np.ndarray, n
     ``better`` is np.less (min) or np.greater (max); the columns hold no NaN."""
     best = columns[0].copy()
     idx = np.zeros(len(best), np.int8)
+    pick = np.minimum if better is np.less else np.maximum  # equal values: either is the same number
     for j, c in enumerate(columns[1:], 1):
         b = better(c, best)
         idx += b.view(np.int8) * (np.int8(j) - idx)  # branch-free: the mask is random across rows
-        np.copyto(best, c, where=b)
+        pick(best, c, out=best)
     return idx.astype(np.int64), best
+
+
+def _max(columns: Sequence[np.ndarray]) -> np.ndarray:
+    out = columns[0].copy()
+    for c in columns[1:]:
+        np.maximum(out, c, out=out)
+    return out
 
 
 def _row_names(masks: Sequence[np.ndarray] | Sequence[bool], row: int, names: Sequence[str]) -> str:
@@ -136,7 +144,8 @@ def hierarchical(
         total[~any_have] = np.nan
         used = [f > 0 for f in flops]  # NaN is not > 0
         n_used = _sum([u.view(np.int8) for u in used])
-        dominant, _ = _arg(np.greater, [np.where(u, f, -1.0) for u, f in zip(used, flops)])
+        # the largest positive count; precisions without work tie at 0 (NaN too: fmax), the first wins
+        dominant, _ = _arg(np.greater, [np.fmax(f, 0.0) for f in flops])
         positive = total > 0
         out: dict[str, object] = {"flop_total": total}
         for f, p in zip(flops, PRECISIONS):
@@ -224,7 +233,7 @@ def hierarchical(
         decided = (with_flops | (no_flops & ~np.isnan(pct))) & good_dur
         latency = decided & (pct < latency_threshold_pct)
         over = decided & (pct > 100.0 * (1 + OVER_ROOF_TOLERANCE))
-        time_at_roof = _arg(np.greater, t_roof)[1]
+        time_at_roof = _max(t_roof)
         time_at_roof[~decided | np.isinf(time_at_roof)] = np.nan
 
     # categorical columns: computed per distinct combination of their inputs
