@@ -74,7 +74,32 @@ def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
 
 
 def _finite(x: np.ndarray) -> np.ndarray:
-    return np.where(np.isfinite(x), x, np.nan)
+    """x, NaN where not finite (x itself, not a copy, when all finite: it is only read)."""
+    ok = np.isfinite(x)
+    return x if ok.all() else np.where(ok, x, np.nan)
+
+
+def _positive(x: np.ndarray) -> np.ndarray:
+    """x, NaN where not > 0: ``a / _positive(x)`` is ``where(x > 0, a / x, NaN)`` in one pass."""
+    ok = x > 0
+    return x if ok.all() else np.where(ok, x, np.nan)
+
+
+def _put(x: np.ndarray, mask: np.ndarray, value: float) -> np.ndarray:
+    """x (a new array) set to ``value`` where ``mask``; rare masks cost a scan, not a pass per row."""
+    if mask.any():
+        x[mask] = value
+    return x
+
+
+def _gather(columns: Sequence[np.ndarray], which: np.ndarray) -> np.ndarray:
+    """Per row r, ``columns[which[r]][r]``: one take from the columns laid end to end (3× faster than
+    np.choose, 4× faster than a masked copy per column when ``which`` is random across rows)."""
+    n = len(which)
+    flat = np.concatenate(columns)
+    idx = which.astype(np.int64) * n
+    idx += np.arange(n)
+    return flat.take(idx)
 
 
 def _sum(columns: Sequence[np.ndarray]) -> np.ndarray:
@@ -140,45 +165,45 @@ def hierarchical(
         peaks = [_finite(_col(kernels, f"peak_flop_per_s_{p}")) for p in PRECISIONS]
         have = [~np.isnan(f) for f in flops]
         any_have = _any(have)
-        total = _sum([np.where(h, f, 0.0) for h, f in zip(have, flops)])
-        total[~any_have] = np.nan
+        total = _put(_sum([f if h.all() else np.where(h, f, 0.0) for h, f in zip(have, flops)]), ~any_have, np.nan)
         used = [f > 0 for f in flops]  # NaN is not > 0
         n_used = _sum([u.view(np.int8) for u in used])
         # the largest positive count; precisions without work tie at 0 (NaN too: fmax), the first wins
         dominant, _ = _arg(np.greater, [np.fmax(f, 0.0) for f in flops])
         positive = total > 0
         out: dict[str, object] = {"flop_total": total}
+        total_pos = _positive(total)
         for f, p in zip(flops, PRECISIONS):
-            out[f"flop_share_{p}"] = np.where(positive, np.nan_to_num(f) / total, np.nan)
+            out[f"flop_share_{p}"] = (f if np.isfinite(f).all() else np.nan_to_num(f)) / total_pos
 
         # effective compute peak: Σ F / Σ F_i/P_i over the precisions that did work
         has_peak = [pk > 0 for pk in peaks]
         no_peak = [u & ~h for u, h in zip(used, has_peak)]
         peak_missing = _any(no_peak)
-        t_compute_at_peak = _sum([np.where(u, f / np.where(h, pk, np.nan), 0.0)
-                                  for u, f, h, pk in zip(used, flops, has_peak, peaks)])
-        t_compute_at_peak[peak_missing] = np.nan
-        peak = np.where(n_used > 0, total / t_compute_at_peak, np.nan)
-        one = n_used == 1
-        for i, pk in enumerate(peaks):  # one precision: its own peak, exact (not a round trip)
-            at = one & (dominant == i)
-            peak[at] = pk[at]
-        # no floating-point work: keep the fp32 roof so the point can still be drawn
+        # fmax(…, 0): a precision without work (0, negative or NaN FLOPs) adds nothing; a used one without
+        # a peak gives NaN here only by chance, so peak_missing sets it
+        t_compute_at_peak = _put(_sum([np.fmax(f / _positive(pk), 0.0) for f, pk in zip(flops, peaks)]),
+                                 peak_missing, np.nan)
+        mixed = _put(total / t_compute_at_peak, n_used == 0, np.nan)
+        # one precision: its own peak, exact (not a round trip); no floating-point work: the fp32 roof,
+        # so the point can still be drawn; else the effective peak (index 4)
         idle = (n_used == 0) & (total == 0)
-        peak[idle] = peaks[1][idle]
+        which = np.where(n_used == 1, dominant, 4)
+        which[idle] = 1
+        peak = _gather([*peaks, mixed], which)
 
         dur = _col(kernels, "duration_s")
         good_dur = np.isfinite(dur) & (dur > 0)  # zero, negative, NaN or inf: nothing achieved to place
-        achieved = total / dur
-        achieved[~good_dur] = np.nan
+        achieved = _put(total / dur, ~good_dur, np.nan)
         peak_ok = peak > 0
-        util_compute = np.where(peak_ok, achieved / peak, np.nan)
+        peak_pos = _positive(peak)
+        util_compute = achieved / peak_pos
         out.update(peak_flop_per_s=peak, achieved_flop_per_s=achieved, pct_of_peak_flop=util_compute * 100.0)
 
         # no roof: an infinite ceiling (never the lowest), utilisation -inf (never the busiest), time -inf
-        ceilings = [np.where(peak_ok, peak, np.inf)]  # compute roof first: ties go to compute
-        utils = [np.where(positive & peak_ok, util_compute, -np.inf)]
-        t_roof = [np.where(peak_ok, total / peak, -np.inf)]
+        ceilings = [_put(peak_pos.copy(), ~peak_ok, np.inf)]  # compute roof first: ties go to compute
+        utils = [_put(util_compute.copy(), ~positive | np.isnan(util_compute), -np.inf)]
+        t_roof = [total / peak_pos]
         level_ok, level_no_bytes, level_silent, level_zero = [], [], [], []
         for lv in levels:
             nbytes = _col(kernels, f"{lv}_bytes")
@@ -187,6 +212,7 @@ def hierarchical(
             level_silent.append(np.zeros(n, bool) if lv not in OPTIONAL_LEVELS else
                                 np.isnan(nbytes) & (src.isna().to_numpy() if src is not None else True))
             bw = _finite(_col(kernels, f"peak_{lv}_bytes_per_s"))
+            bw_pos = _positive(bw)
             nonneg = nbytes >= 0
             ok = nonneg & (bw > 0)
             level_ok.append(ok)
@@ -196,26 +222,24 @@ def hierarchical(
             odd = ~(nbytes > 0)  # zero, negative or NaN bytes (rare): infinite intensity, or none
             if odd.any():
                 intensity[odd] = np.where((nbytes[odd] == 0) & (total[odd] > 0), np.inf, np.nan)
-            bw_ach = nbytes / dur
-            bw_ach[~(good_dur & nonneg)] = np.nan
+            bw_ach = _put(nbytes / dur, ~(good_dur & nonneg), np.nan)
             ceiling = intensity * bw  # infinite intensity: an infinite memory ceiling (bw > 0 where ok)
             attain = np.fmin(peak, ceiling)
-            attain[intensity == np.inf] = peak[intensity == np.inf]
-            attain[~ok] = np.nan
-            util = bw_ach / bw
-            util[~ok] = np.nan
+            at_inf = intensity == np.inf
+            if at_inf.any():
+                attain[at_inf] = peak[at_inf]
+            not_ok = ~ok
+            attain = _put(attain, not_ok, np.nan)
+            util = bw_ach / bw_pos  # NaN where not ok: no bytes (bw_ach NaN) or no roof
             out[f"intensity_{lv}_flop_per_byte"] = intensity
             out[f"achieved_{lv}_bytes_per_s"] = bw_ach
-            out[f"ridge_{lv}_flop_per_byte"] = np.where(bw > 0, peak / bw, np.nan)
+            out[f"ridge_{lv}_flop_per_byte"] = peak / bw_pos
             out[f"attainable_{lv}_flop_per_s"] = attain
             out[f"pct_of_peak_{lv}_bandwidth"] = util * 100.0
-            ceiling = np.where(ok, ceiling, np.inf)
-            ceiling[np.isnan(ceiling)] = np.inf
-            ceilings.append(ceiling)
-            utils.append(np.where(np.isnan(util), -np.inf, util))
-            t_roof.append(np.where(ok, nbytes / bw, -np.inf))
-        utils[0][np.isnan(utils[0])] = -np.inf  # no achieved FLOP/s
-        t_roof[0][np.isnan(t_roof[0])] = -np.inf
+            ceilings.append(_put(ceiling, not_ok | np.isnan(ceiling), np.inf))  # a new array: never a view
+            utils.append(_put(util.copy(), np.isnan(util), -np.inf))
+            t_roof.append(_put(nbytes / bw_pos, not_ok, -np.inf))
+        t_roof[0] = _put(t_roof[0], np.isnan(t_roof[0]), -np.inf)
 
         any_level = _any(level_ok)
         with_flops = positive & peak_ok & any_level
