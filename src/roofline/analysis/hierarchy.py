@@ -366,18 +366,26 @@ class _Texts:
             absent_s, no_bytes = [m[s] for m in absent], [m[s] for m in v["no_bytes"]]
             flags = [*(~m[s] for m in v["have"]), *no_peak, d == 0, d < 0, np.isnan(d), np.isinf(d), *absent_s,
                      *no_bytes, no_level[s], v["no_work"][s], v["latency"][s], *at]
-            no_peak_src = np.zeros(len(s), np.int64)  # the source quoted for the first precision without a peak
-            seen = np.zeros(len(s), bool)
-            for m, f in zip(no_peak, self.peak_srcs):
-                if m.any():
-                    m = m & ~seen
-                    no_peak_src[m] = f.key()[s[m]]
-                    seen |= m
-            out = [flag_word(flags), self.flop_src.key_where(s, ~v["any_have"][s]), no_peak_src,
+            # the quoted sources: each read only on the rows that quote it, placed by position in s
+            pos = np.cumsum(rare) - 1
+
+            def part(source: Source | Factor, quoting: np.ndarray) -> np.ndarray:
+                out = np.zeros(len(s), np.int64)
+                rows = np.flatnonzero(quoting)
+                if len(rows):
+                    out[pos[rows]] = source.key_at(rows)
+                return out
+
+            first_no_peak = np.full(self.n, -1, np.int8)  # only the first precision without a peak is quoted
+            for i in reversed(range(len(PRECISIONS))):
+                first_no_peak[v["no_peak"][i]] = i
+            out = [flag_word(flags), part(self.flop_src, ~v["any_have"]),
                    np.where(at[0], np.asarray(peak_src.codes, np.int64)[s] + 1, 0)]
+            out += [part(f, first_no_peak == i) for i, f in enumerate(self.peak_srcs)]
+            over_at = [v["over"] & (v["binding_idx"] == j + 1) for j in range(len(levels))]
             for j in range(len(levels)):
-                out.append(self.bytes_src[j].key_where(s, (absent_s[j] & no_bytes[j]) | at[j + 1]))
-                out.append(self.bw_src[j].key_where(s, (absent_s[j] & ~no_bytes[j]) | at[j + 1]))
+                out.append(part(self.bytes_src[j], (absent[j] & v["no_bytes"][j]) | over_at[j]))
+                out.append(part(self.bw_src[j], (absent[j] & ~v["no_bytes"][j]) | over_at[j]))
             return out
 
         def fn(r: int) -> str | None:

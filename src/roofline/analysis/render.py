@@ -40,6 +40,9 @@ class Factor:
         else:
             self.codes, self.values = _factorize(col)
 
+    def key_at(self, rows: np.ndarray) -> np.ndarray:
+        return self.key()[rows]
+
     def key(self) -> np.ndarray:
         """Codes shifted to be non-negative (0 = missing), usable as a group key."""
         if self._key is None:
@@ -62,13 +65,6 @@ class Source:
         if self.col is None or not len(rows):
             return np.zeros(len(rows), dtype=np.int64)
         return _factorize(self.col.iloc[rows])[0] + 1
-
-    def key_where(self, rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Keys over ``rows``: the string's key where ``mask``, else 0 (only the masked rows are read)."""
-        out = np.zeros(len(rows), dtype=np.int64)
-        if mask.any():
-            out[mask] = self.key_at(rows[mask])
-        return out
 
     def text(self, row: int, missing: str = "") -> str:
         if self.col is None:
