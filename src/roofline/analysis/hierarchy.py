@@ -263,7 +263,7 @@ def hierarchical(
     # categorical columns: computed per distinct combination of their inputs
     binding_code = np.where(decided, binding_idx, len(levels) + 1)
     bound_code = np.where(~decided, 3, np.where(latency, 2, np.where(binding_idx == 0, 0, 1)))
-    v = dict(have=have, any_have=any_have, total=total, n_used=n_used, dominant=dominant, used=used,
+    v = dict(have=have, any_have=any_have, total=total, n_used=n_used, dominant=dominant, used=used, which=which,
              no_peak=no_peak, peak_missing=peak_missing, dur=dur, good_dur=good_dur, ok=level_ok,
              no_bytes=level_no_bytes, any_level=any_level, silent=level_silent, no_work=no_work,
              decided=decided, latency=latency, over=over, binding_idx=binding_idx)
@@ -332,10 +332,7 @@ class _Texts:
     def peak_source(self) -> pd.Categorical:
         kind, dominant, total, used = self.kind, self.v["dominant"], self.v["total"], self.v["used"]
         # the quoted source: the dominant precision's for one precision, the fp32 one without FLOPs
-        src = np.zeros(self.n, np.int64)
-        for i, f in enumerate(self.peak_srcs):
-            src += f.key() * self.one[i]
-        src += self.peak_srcs[1].key() * self.idle
+        src = _gather([*(f.key() for f in self.peak_srcs), np.zeros(self.n, np.int64)], self.v["which"])
         used_bits = flag_word(used)
 
         def fn(r: int) -> str:
@@ -367,7 +364,8 @@ class _Texts:
             flags = [*(~m[s] for m in v["have"]), *no_peak, d == 0, d < 0, np.isnan(d), np.isinf(d), *absent_s,
                      *no_bytes, no_level[s], v["no_work"][s], v["latency"][s], *at]
             # the quoted sources: each read only on the rows that quote it, placed by position in s
-            pos = np.cumsum(rare) - 1
+            pos = np.empty(self.n, np.int64)
+            pos[s] = np.arange(len(s))
 
             def part(source: Source | Factor, quoting: np.ndarray) -> np.ndarray:
                 out = np.zeros(len(s), np.int64)

@@ -95,13 +95,18 @@ def _factorize(col: pd.Series) -> tuple[np.ndarray, list[str]]:
 def group_ids(parts: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
     """Dense group ids of rows by the tuple of ``parts`` (numbered by first appearance), and the
     first row of each group."""
-    key = np.zeros(n, dtype=np.int64)
+    key: np.ndarray | None = None
     span = 1
     for p in parts:
         p = np.asarray(p)
-        if not n or not p.any():  # an all-zero part (a condition no row meets) does not split any group
+        top = int(p.max()) if n else 0
+        if top <= 0:  # an all-zero part (a condition no row meets) does not split any group (keys are >= 0)
             continue
-        m = 2 if p.dtype == bool else int(p.max()) + 1
+        m = top + 1
+        if key is None:
+            key = p.astype(np.int64)  # a copy: parts are never written
+            span = m
+            continue
         if span * m >= 2**62:  # re-densify before the packed key could overflow
             key, uniq = pd.factorize(key)
             key = key.astype(np.int64)
@@ -109,6 +114,8 @@ def group_ids(parts: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarr
         key *= m  # in place: no new million-row temporaries per part
         key += p
         span *= m
+    if key is None:
+        key = np.zeros(n, dtype=np.int64)
     rows = np.arange(n, dtype=np.int64)
     if span <= 1 << 18:
         # few possible keys: a table indexed by key (2 MB at most, cache-resident) instead of a hash
