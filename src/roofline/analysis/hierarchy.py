@@ -125,16 +125,17 @@ def _all(columns: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def _arg(better: np.ufunc, columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the index of the best column (the first on ties, as argmin/argmax) and its value;
-    ``better`` is np.less (min) or np.greater (max); the columns hold no NaN."""
+    """Per row, the index (int8) of the best column (the first on ties, as argmin/argmax) and its value;
+    ``better`` is np.less (min) or np.greater (max). The first column holds no NaN; a NaN in the others
+    is never the best (as -inf for a max, +inf for a min)."""
     best = columns[0].copy()
     idx = np.zeros(len(best), np.int8)
-    pick = np.minimum if better is np.less else np.maximum  # equal values: either is the same number
+    pick = np.fmin if better is np.less else np.fmax  # equal values: either is the same number
     for j, c in enumerate(columns[1:], 1):
-        b = better(c, best)
+        b = better(c, best)  # NaN: False
         idx += b.view(np.int8) * (np.int8(j) - idx)  # branch-free: the mask is random across rows
         pick(best, c, out=best)
-    return idx.astype(np.int64), best
+    return idx, best
 
 
 def _max(columns: Sequence[np.ndarray]) -> np.ndarray:
@@ -180,17 +181,19 @@ def hierarchical(
         has_peak = [pk > 0 for pk in peaks]
         no_peak = [u & ~h for u, h in zip(used, has_peak)]
         peak_missing = _any(no_peak)
-        # fmax(…, 0): a precision without work (0, negative or NaN FLOPs) adds nothing; a used one without
-        # a peak gives NaN here only by chance, so peak_missing sets it
-        t_compute_at_peak = _put(_sum([np.fmax(f / _positive(pk), 0.0) for f, pk in zip(flops, peaks)]),
-                                 peak_missing, np.nan)
-        mixed = _put(total / t_compute_at_peak, n_used == 0, np.nan)
         # one precision: its own peak, exact (not a round trip); no floating-point work: the fp32 roof,
-        # so the point can still be drawn; else the effective peak (index 4)
+        # so the point can still be drawn; else (index 4) NaN, or the effective peak set below
         idle = (n_used == 0) & (total == 0)
-        which = np.where(n_used == 1, dominant, 4)
-        which[idle] = 1
-        peak = _gather([*peaks, mixed], which)
+        which = 4 + (dominant - 4) * (n_used == 1).view(np.int8)  # int8 arithmetic: no branch per row
+        which += (1 - which) * idle.view(np.int8)
+        peak = _gather([*peaks, np.full(n, np.nan)], which)
+        mixed = np.flatnonzero(n_used > 1)  # several precisions: the effective peak, on those rows only
+        if len(mixed):
+            # fmax(…, 0): a precision without work (0, negative or NaN FLOPs) adds nothing; a used one
+            # without a peak gives NaN here only by chance, so peak_missing sets it
+            t_compute_at_peak = _put(_sum([np.fmax(f[mixed] / _positive(pk[mixed]), 0.0) for f, pk in zip(flops, peaks)]),
+                                     peak_missing[mixed], np.nan)
+            peak[mixed] = total[mixed] / t_compute_at_peak
 
         dur = _col(kernels, "duration_s")
         good_dur = np.isfinite(dur) & (dur > 0)  # zero, negative, NaN or inf: nothing achieved to place
@@ -236,8 +239,8 @@ def hierarchical(
             out[f"ridge_{lv}_flop_per_byte"] = peak / bw_pos
             out[f"attainable_{lv}_flop_per_s"] = attain
             out[f"pct_of_peak_{lv}_bandwidth"] = util * 100.0
-            ceilings.append(_put(ceiling, not_ok | np.isnan(ceiling), np.inf))  # a new array: never a view
-            utils.append(_put(util.copy(), np.isnan(util), -np.inf))
+            ceilings.append(_put(ceiling, not_ok, np.inf))  # a new array, never a view; NaN: no ceiling
+            utils.append(util)  # NaN: no roof to be busy on (see _arg)
             t_roof.append(_put(nbytes / bw_pos, not_ok, -np.inf))
         t_roof[0] = _put(t_roof[0], np.isnan(t_roof[0]), -np.inf)
 
@@ -250,7 +253,7 @@ def hierarchical(
         lowest, ceil_min = _arg(np.less, ceilings)
         busiest, util_max = _arg(np.greater, utils)
         binding_idx = np.where(with_flops, lowest, busiest)
-        attainable = np.where(with_flops, ceil_min, np.where(no_flops, 0.0, np.nan))
+        attainable = _put(_put(ceil_min, ~with_flops, np.nan), no_flops, 0.0)  # no_flops: not with_flops
         pct = util_max * 100.0
         pct[~((with_flops | no_flops) & good_dur & np.isfinite(util_max))] = np.nan
         # without a finite positive duration nothing was achieved: no point, so no bound (the note says why)
@@ -261,8 +264,12 @@ def hierarchical(
         time_at_roof[~decided | np.isinf(time_at_roof)] = np.nan
 
     # categorical columns: computed per distinct combination of their inputs
-    binding_code = np.where(decided, binding_idx, len(levels) + 1)
-    bound_code = np.where(~decided, 3, np.where(latency, 2, np.where(binding_idx == 0, 0, 1)))
+    # int8 arithmetic on flags (no branch per row): undecided rows get the last code, "unavailable"
+    undecided = (~decided).view(np.int8)
+    binding_code = binding_idx + (len(levels) + 1 - binding_idx) * undecided
+    bound_code = (binding_idx != 0).view(np.int8)  # memory-bound (1), else compute-bound (0) ...
+    bound_code = bound_code + latency.view(np.int8) * (2 - bound_code)  # ... latency-limited (2) ...
+    bound_code += undecided * (3 - bound_code)  # ... or unavailable (3)
     v = dict(have=have, any_have=any_have, total=total, n_used=n_used, dominant=dominant, used=used, which=which,
              no_peak=no_peak, peak_missing=peak_missing, dur=dur, good_dur=good_dur, ok=level_ok,
              no_bytes=level_no_bytes, any_level=any_level, silent=level_silent, no_work=no_work,

@@ -197,7 +197,8 @@ def _categorical(ids: np.ndarray, first: np.ndarray, fn: Callable[[int], str | N
 
 def fixed(codes: np.ndarray, categories: Sequence[str]) -> pd.Categorical:
     """A Categorical from codes into a fixed, known list of values."""
-    return pd.Categorical.from_codes(np.asarray(codes, dtype=np.int64), categories=list(categories))
+    codes = np.asarray(codes)
+    return pd.Categorical.from_codes(codes if codes.dtype.kind == "i" else codes.astype(np.int64), categories=list(categories))
 
 
 def as_string(cat: pd.Categorical, index: pd.Index) -> pd.Series:
