@@ -92,14 +92,18 @@ def _put(x: np.ndarray, mask: np.ndarray, value: float) -> np.ndarray:
     return x
 
 
-def _gather(columns: Sequence[np.ndarray], which: np.ndarray) -> np.ndarray:
-    """Per row r, ``columns[which[r]][r]``: one take from the columns laid end to end (3× faster than
-    np.choose, 4× faster than a masked copy per column when ``which`` is random across rows)."""
-    n = len(which)
-    flat = np.concatenate(columns)
-    idx = which.astype(np.int64) * n
-    idx += np.arange(n)
-    return flat.take(idx)
+def _gather(columns: Sequence[np.ndarray | float], which: np.ndarray) -> np.ndarray:
+    """Per row r, ``columns[which[r]][r]`` (a float entry: that value on every row). The most used
+    column is copied and the other rows set by index: no per-row branch (``which`` is random across
+    rows) and no stacked copy of every column."""
+    counts = [int(np.count_nonzero(which == j)) for j in range(len(columns))]
+    most = int(np.argmax(counts))
+    out = np.full(len(which), columns[most]) if np.isscalar(columns[most]) else columns[most].copy()
+    for j, c in enumerate(columns):
+        if j != most and counts[j]:
+            rows = np.flatnonzero(which == j)
+            out[rows] = c if np.isscalar(c) else c[rows]
+    return out
 
 
 def _sum(columns: Sequence[np.ndarray]) -> np.ndarray:
@@ -186,7 +190,7 @@ def hierarchical(
         idle = (n_used == 0) & (total == 0)
         which = 4 + (dominant - 4) * (n_used == 1).view(np.int8)  # int8 arithmetic: no branch per row
         which += (1 - which) * idle.view(np.int8)
-        peak = _gather([*peaks, np.full(n, np.nan)], which)
+        peak = _gather([*peaks, np.nan], which)
         mixed = np.flatnonzero(n_used > 1)  # several precisions: the effective peak, on those rows only
         if len(mixed):
             # fmax(…, 0): a precision without work (0, negative or NaN FLOPs) adds nothing; a used one
@@ -339,7 +343,7 @@ class _Texts:
     def peak_source(self) -> pd.Categorical:
         kind, dominant, total, used = self.kind, self.v["dominant"], self.v["total"], self.v["used"]
         # the quoted source: the dominant precision's for one precision, the fp32 one without FLOPs
-        src = _gather([*(f.key() for f in self.peak_srcs), np.zeros(self.n, np.int64)], self.v["which"])
+        src = _gather([*(f.key() for f in self.peak_srcs), 0], self.v["which"])
         used_bits = flag_word(used)
 
         def fn(r: int) -> str:
