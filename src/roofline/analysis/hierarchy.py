@@ -22,7 +22,7 @@ Everything is vectorised over columns: no Python loop per row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -367,35 +367,34 @@ class _Texts:
 
         def keys(s: np.ndarray) -> list[np.ndarray]:
             # a partition at least as fine as what fn reads: flags in one word, then the quoted sources
-            d = v["dur"][s]
-            over, over_idx = v["over"][s], v["binding_idx"][s]
-            at = [over & (over_idx == j) for j in range(len(levels) + 1)]  # above which roof
-            no_peak = [m[s] for m in v["no_peak"]]
-            absent_s, no_bytes = [m[s] for m in absent], [m[s] for m in v["no_bytes"]]
-            flags = [*(~m[s] for m in v["have"]), *no_peak, d == 0, d < 0, np.isnan(d), np.isinf(d), *absent_s,
-                     *no_bytes, no_level[s], v["no_work"][s], v["latency"][s], *at]
+            d = v["dur"]
+            over_at = [v["over"] & (v["binding_idx"] == j) for j in range(len(levels) + 1)]  # above which roof
+            flags = [*(~m for m in v["have"]), *v["no_peak"], d == 0, d < 0, np.isnan(d), np.isinf(d), *absent,
+                     *v["no_bytes"], no_level, v["no_work"], v["latency"], *over_at]
             # the quoted sources: each read only on the rows that quote it, placed by position in s
             pos = np.empty(self.n, np.int64)
             pos[s] = np.arange(len(s))
 
-            def part(source: Source | Factor, quoting: np.ndarray) -> np.ndarray:
-                out = np.zeros(len(s), np.int64)
+            def part(quoting: np.ndarray, read: Callable[[np.ndarray], np.ndarray]) -> np.ndarray | None:
                 rows = np.flatnonzero(quoting)
-                if len(rows):
-                    out[pos[rows]] = source.key_at(rows)
+                if not len(rows):
+                    return None
+                out = np.zeros(len(s), np.int32)
+                out[pos[rows]] = read(rows)
                 return out
 
             first_no_peak = np.full(self.n, -1, np.int8)  # only the first precision without a peak is quoted
             for i in reversed(range(len(PRECISIONS))):
                 first_no_peak[v["no_peak"][i]] = i
-            out = [flag_word(flags), part(self.flop_src, ~v["any_have"]),
-                   np.where(at[0], np.asarray(peak_src.codes, np.int64)[s] + 1, 0)]
-            out += [part(f, first_no_peak == i) for i, f in enumerate(self.peak_srcs)]
-            over_at = [v["over"] & (v["binding_idx"] == j + 1) for j in range(len(levels))]
+            out = [flag_word(flags)[s], part(~v["any_have"], self.flop_src.key_at),
+                   part(over_at[0], lambda rows: np.asarray(peak_src.codes)[rows].astype(np.int32) + 1)]
+            out += [part(first_no_peak == i, f.key_at) for i, f in enumerate(self.peak_srcs)]
             for j in range(len(levels)):
-                out.append(part(self.bytes_src[j], (absent[j] & v["no_bytes"][j]) | over_at[j]))
-                out.append(part(self.bw_src[j], (absent[j] & ~v["no_bytes"][j]) | over_at[j]))
-            return out
+                out.append(part(absent[j] & v["no_bytes"][j], self.bytes_src[j].key_at))
+                # above a memory roof, the bytes source only matters for being modelled ("model:")
+                out.append(part(over_at[j + 1], lambda rows, j=j: self.bytes_src[j].starts_with(rows, "model:")))
+                out.append(part((absent[j] & ~v["no_bytes"][j]) | over_at[j + 1], self.bw_src[j].key_at))
+            return [p for p in out if p is not None]
 
         def fn(r: int) -> str | None:
             parts = []

@@ -70,6 +70,29 @@ class Source:
             return np.zeros(len(rows), dtype=np.int32)
         return _factorize(self.col.iloc[rows])[0]
 
+    def starts_with(self, rows: np.ndarray, prefix: str) -> np.ndarray:
+        """Whether the string at each of ``rows`` starts with ``prefix`` (missing: False). On Arrow
+        strings, the prefix bytes are compared in the column's buffers: no string is copied out."""
+        if self.col is None or not len(rows):
+            return np.zeros(len(rows), bool)
+        whole = _arrow(self.col)
+        if whole is None or not (pa.types.is_string(whole.type) or pa.types.is_large_string(whole.type)):
+            return self.col.iloc[rows].astype(object).map(lambda x: isinstance(x, str) and x.startswith(prefix)).to_numpy(bool)
+        _, off_buf, data_buf = whole.buffers()
+        offsets = np.frombuffer(off_buf, np.int64 if pa.types.is_large_string(whole.type) else np.int32)
+        offsets = offsets[whole.offset:whole.offset + len(whole) + 1]
+        data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+        want = np.frombuffer(prefix.encode(), np.uint8)
+        start = offsets[rows]
+        ok = offsets[rows + 1] - start >= len(want)
+        if not len(data):
+            return ok & (len(want) == 0)
+        for k, byte in enumerate(want):
+            ok &= data[np.minimum(start + k, len(data) - 1)] == byte  # a shorter string is already False
+        if whole.null_count:
+            ok &= whole.is_valid().to_numpy(zero_copy_only=False)[rows]
+        return ok
+
     def text(self, row: int, missing: str = "") -> str:
         if self.col is None:
             return missing
@@ -77,13 +100,20 @@ class Source:
         return missing if pd.isna(v) else str(v)
 
 
+def _arrow(col: pd.Series) -> pa.Array | None:
+    """An Arrow-backed string column as one Arrow array (None for any other column)."""
+    if not (isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow"):
+        return None
+    chunked = pa.chunked_array(col.array.__arrow_array__())
+    return chunked.combine_chunks() if chunked.num_chunks != 1 else chunked.chunk(0)
+
+
 def _factorize(col: pd.Series) -> tuple[np.ndarray, list[str]]:
     """Keys (int32, 0 for missing, k for ``values[k - 1]``) and distinct values by first appearance,
     as ``pd.factorize``."""
-    if isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow":
+    whole = _arrow(col)
+    if whole is not None:
         # Arrow-backed strings: Arrow's own hash on the column's buffers, no pandas round trip
-        chunked = pa.chunked_array(col.array.__arrow_array__())
-        whole = chunked.combine_chunks() if chunked.num_chunks != 1 else chunked.chunk(0)
         if whole.null_count < len(whole):
             valid = whole.is_valid().to_numpy(zero_copy_only=False)
             first = whole[int(np.argmax(valid))]
@@ -145,17 +175,19 @@ def group_ids(parts: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarr
 
 def flag_word(flags: Sequence[np.ndarray]) -> np.ndarray:
     """Boolean columns packed into one integer key per row (bit j = column j): one group-key part
-    instead of one per flag (each part costs three passes in :func:`group_ids`)."""
-    if len(flags) > 62:
+    instead of one per flag (each part costs passes in :func:`group_ids`). Eight flags are packed
+    per byte on one-byte arrays, then the bytes are read as one word."""
+    if len(flags) > 62:  # 62 bits: a non-negative int64
         raise ValueError(f"{len(flags)} flags do not fit one key word")
-    dtype = np.uint32 if len(flags) <= 32 else np.int64
     n = len(flags[0]) if flags else 0
-    word = np.zeros(n, dtype)
-    for j, f in enumerate(flags):
-        bit = f.astype(dtype)
-        bit <<= dtype(j)
-        word |= bit
-    return word
+    width = 4 if len(flags) <= 32 else 8
+    packed = np.zeros((n, width), np.uint8)
+    for g in range(0, len(flags), 8):
+        byte = np.zeros(n, np.uint8)
+        for j, f in enumerate(flags[g:g + 8]):
+            byte |= np.asarray(f, dtype=bool).view(np.uint8) << np.uint8(j)
+        packed[:, g // 8] = byte
+    return packed.view(np.uint32 if width == 4 else np.int64)[:, 0]
 
 
 def render(parts: Sequence[np.ndarray], n: int, fn: Callable[[int], str | None]) -> pd.Categorical:
