@@ -371,30 +371,40 @@ class _Texts:
             over_at = [v["over"] & (v["binding_idx"] == j) for j in range(len(levels) + 1)]  # above which roof
             flags = [*(~m for m in v["have"]), *v["no_peak"], d == 0, d < 0, np.isnan(d), np.isinf(d), *absent,
                      *v["no_bytes"], no_level, v["no_work"], v["latency"], *over_at]
-            # the quoted sources: each read only on the rows that quote it, placed by position in s
+            # the quoted sources: each read only on the rows that quote it, placed by position in s and
+            # packed into one key (mixed radix: Σ key_i × Π_{j<i} (max key_j + 1)), a new one before overflow
             pos = np.empty(self.n, np.int64)
             pos[s] = np.arange(len(s))
+            packed = [np.zeros(len(s), np.int64)]
+            radix = 1
 
-            def part(quoting: np.ndarray, read: Callable[[np.ndarray], np.ndarray]) -> np.ndarray | None:
+            def part(quoting: np.ndarray, read: Callable[[np.ndarray], np.ndarray]) -> None:
+                nonlocal radix
                 rows = np.flatnonzero(quoting)
                 if not len(rows):
-                    return None
-                out = np.zeros(len(s), np.int32)
-                out[pos[rows]] = read(rows)
-                return out
+                    return
+                key = np.asarray(read(rows), dtype=np.int64)
+                top = int(key.max()) + 1
+                if radix * top >= 2**62:
+                    packed.append(np.zeros(len(s), np.int64))
+                    radix = 1
+                key *= radix
+                packed[-1][pos[rows]] += key  # rows are distinct: no lost update
+                radix *= top
 
             first_no_peak = np.full(self.n, -1, np.int8)  # only the first precision without a peak is quoted
             for i in reversed(range(len(PRECISIONS))):
                 first_no_peak[v["no_peak"][i]] = i
-            out = [flag_word(flags)[s], part(~v["any_have"], self.flop_src.key_at),
-                   part(over_at[0], lambda rows: np.asarray(peak_src.codes)[rows].astype(np.int32) + 1)]
-            out += [part(first_no_peak == i, f.key_at) for i, f in enumerate(self.peak_srcs)]
+            part(~v["any_have"], self.flop_src.key_at)
+            part(over_at[0], lambda rows: np.asarray(peak_src.codes)[rows] + 1)
+            for i, f in enumerate(self.peak_srcs):
+                part(first_no_peak == i, f.key_at)
             for j in range(len(levels)):
-                out.append(part(absent[j] & v["no_bytes"][j], self.bytes_src[j].key_at))
+                part(absent[j] & v["no_bytes"][j], self.bytes_src[j].key_at)
                 # above a memory roof, the bytes source only matters for being modelled ("model:")
-                out.append(part(over_at[j + 1], lambda rows, j=j: self.bytes_src[j].starts_with(rows, "model:")))
-                out.append(part((absent[j] & ~v["no_bytes"][j]) | over_at[j + 1], self.bw_src[j].key_at))
-            return [p for p in out if p is not None]
+                part(over_at[j + 1], lambda rows, j=j: self.bytes_src[j].starts_with(rows, "model:"))
+                part((absent[j] & ~v["no_bytes"][j]) | over_at[j + 1], self.bw_src[j].key_at)
+            return [flag_word(flags)[s], *packed]
 
         def fn(r: int) -> str | None:
             parts = []
