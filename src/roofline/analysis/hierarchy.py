@@ -292,6 +292,38 @@ def hierarchical(
     return frame[roofline_columns(levels)]
 
 
+class _Packer:
+    """Group keys read on a few rows, packed into int64 words (mixed radix: Σ key_i × Π_{j<i} (max key_j + 1),
+    a new word before one could overflow): one group-key part instead of one per key."""
+
+    def __init__(self, size: int, pos: np.ndarray | None = None) -> None:
+        self.words = [np.zeros(size, np.int64)]
+        self.pos = pos  # a row's place in the words (None: the row itself)
+        self.radix = 1
+
+    def add_dense(self, key: np.ndarray, top: int) -> None:
+        """Keys in [0, top) on every row (a place per row: ``pos`` None)."""
+        if self.radix * top >= 2**62:
+            self.words.append(np.zeros(len(self.words[0]), np.int64))
+            self.radix = 1
+        self.words[-1] += key.astype(np.int64) * self.radix
+        self.radix *= top
+
+    def add(self, quoting: np.ndarray, read: Callable[[np.ndarray], np.ndarray]) -> None:
+        """Keys (>= 0) ``read(rows)`` of the rows where ``quoting`` (a boolean mask over all rows)."""
+        rows = np.flatnonzero(quoting)
+        if not len(rows):
+            return
+        key = np.asarray(read(rows), dtype=np.int64)
+        top = int(key.max()) + 1
+        if self.radix * top >= 2**62:
+            self.words.append(np.zeros(len(self.words[0]), np.int64))
+            self.radix = 1
+        key *= self.radix
+        self.words[-1][rows if self.pos is None else self.pos[rows]] += key  # distinct rows: no lost update
+        self.radix *= top
+
+
 _BAD_DURATION = {1: "zero duration", 2: "negative duration (a damaged profile)", 3: "no duration (NaN)",
                  4: "infinite duration"}
 
@@ -362,49 +394,37 @@ class _Texts:
         v, levels = self.v, self.levels
         absent = [~ok & ~silent for ok, silent in zip(v["ok"], v["silent"])]
         no_level = v["any_have"] & (v["total"] > 0) & ~v["any_level"]
-        # every note part but the latency one is about a rare row: only those rows' keys are built
-        rare = _any([~_all(v["have"]), v["peak_missing"], ~v["good_dur"], *absent, no_level, v["no_work"], v["over"]])
+        # above a roof (half the rows of a batch with a wrong peak): which roof and the source quoted
+        over_at = [v["over"] & (v["binding_idx"] == j) for j in range(len(levels) + 1)]
+        over = _Packer(self.n)
+        # which roof (0: none) and, above the compute roof, its peak source: dense (int8 arithmetic)
+        over.add_dense((v["binding_idx"] + 1) * v["over"].view(np.int8), len(levels) + 2)
+        over.add_dense((np.asarray(peak_src.codes, np.int16) + 1) * over_at[0].view(np.int8), len(peak_src.categories) + 1)
+        for j in range(len(levels)):
+            # above a memory roof, the bytes source only matters for being modelled ("model:")
+            over.add(over_at[j + 1], lambda rows, j=j: self.bytes_src[j].starts_with(rows, "model:"))
+            over.add(over_at[j + 1], self.bw_src[j].key_at)
+        # every other note part is about a rare row: only those rows' keys are built
+        rare = _any([~_all(v["have"]), v["peak_missing"], ~v["good_dur"], *absent, no_level, v["no_work"]])
 
         def keys(s: np.ndarray) -> list[np.ndarray]:
             # a partition at least as fine as what fn reads: flags in one word, then the quoted sources
             d = v["dur"]
-            over_at = [v["over"] & (v["binding_idx"] == j) for j in range(len(levels) + 1)]  # above which roof
             flags = [*(~m for m in v["have"]), *v["no_peak"], d == 0, d < 0, np.isnan(d), np.isinf(d), *absent,
-                     *v["no_bytes"], no_level, v["no_work"], v["latency"], *over_at]
-            # the quoted sources: each read only on the rows that quote it, placed by position in s and
-            # packed into one key (mixed radix: Σ key_i × Π_{j<i} (max key_j + 1)), a new one before overflow
+                     *v["no_bytes"], no_level, v["no_work"], v["latency"]]
             pos = np.empty(self.n, np.int64)
             pos[s] = np.arange(len(s))
-            packed = [np.zeros(len(s), np.int64)]
-            radix = 1
-
-            def part(quoting: np.ndarray, read: Callable[[np.ndarray], np.ndarray]) -> None:
-                nonlocal radix
-                rows = np.flatnonzero(quoting)
-                if not len(rows):
-                    return
-                key = np.asarray(read(rows), dtype=np.int64)
-                top = int(key.max()) + 1
-                if radix * top >= 2**62:
-                    packed.append(np.zeros(len(s), np.int64))
-                    radix = 1
-                key *= radix
-                packed[-1][pos[rows]] += key  # rows are distinct: no lost update
-                radix *= top
-
+            packer = _Packer(len(s), pos)
+            packer.add(~v["any_have"], self.flop_src.key_at)
             first_no_peak = np.full(self.n, -1, np.int8)  # only the first precision without a peak is quoted
             for i in reversed(range(len(PRECISIONS))):
                 first_no_peak[v["no_peak"][i]] = i
-            part(~v["any_have"], self.flop_src.key_at)
-            part(over_at[0], lambda rows: np.asarray(peak_src.codes)[rows] + 1)
             for i, f in enumerate(self.peak_srcs):
-                part(first_no_peak == i, f.key_at)
+                packer.add(first_no_peak == i, f.key_at)
             for j in range(len(levels)):
-                part(absent[j] & v["no_bytes"][j], self.bytes_src[j].key_at)
-                # above a memory roof, the bytes source only matters for being modelled ("model:")
-                part(over_at[j + 1], lambda rows, j=j: self.bytes_src[j].starts_with(rows, "model:"))
-                part((absent[j] & ~v["no_bytes"][j]) | over_at[j + 1], self.bw_src[j].key_at)
-            return [flag_word(flags)[s], *packed]
+                packer.add(absent[j] & v["no_bytes"][j], self.bytes_src[j].key_at)
+                packer.add(absent[j] & ~v["no_bytes"][j], self.bw_src[j].key_at)
+            return [flag_word(flags)[s], *packer.words, *(w[s] for w in over.words)]
 
         def fn(r: int) -> str | None:
             parts = []
@@ -447,4 +467,4 @@ class _Texts:
                 parts.append(f"under {threshold:g}% of every roof: latency- or occupancy-limited")
             return "; ".join(parts) or None
 
-        return render_rare([v["latency"]], rare, keys, self.n, fn)
+        return render_rare([v["latency"], *over.words], rare, keys, self.n, fn)
