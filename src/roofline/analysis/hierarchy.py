@@ -409,9 +409,10 @@ class _Texts:
 
         def keys(s: np.ndarray) -> list[np.ndarray]:
             # a partition at least as fine as what fn reads: flags in one word, then the quoted sources
-            d = v["dur"]
-            flags = [*(~m for m in v["have"]), *v["no_peak"], d == 0, d < 0, np.isnan(d), np.isinf(d), *absent,
-                     *v["no_bytes"], no_level, v["no_work"], v["latency"]]
+            d = v["dur"][s]
+            flags = [*(~m[s] for m in v["have"]), *(m[s] for m in v["no_peak"]), d == 0, d < 0, np.isnan(d),
+                     np.isinf(d), *(m[s] for m in absent), *(m[s] for m in v["no_bytes"]), no_level[s],
+                     v["no_work"][s], v["latency"][s]]
             pos = np.empty(self.n, np.int64)
             pos[s] = np.arange(len(s))
             packer = _Packer(len(s), pos)
@@ -424,7 +425,7 @@ class _Texts:
             for j in range(len(levels)):
                 packer.add(absent[j] & v["no_bytes"][j], self.bytes_src[j].key_at)
                 packer.add(absent[j] & ~v["no_bytes"][j], self.bw_src[j].key_at)
-            return [flag_word(flags)[s], *packer.words, *(w[s] for w in over.words)]
+            return [flag_word(flags), *packer.words, *(w[s] for w in over.words)]
 
         def fn(r: int) -> str | None:
             parts = []

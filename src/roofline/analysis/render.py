@@ -222,9 +222,11 @@ def _categorical(ids: np.ndarray, first: np.ndarray, fn: Callable[[int], str | N
     """Group ``g`` (rows ``ids == g``) gets ``fn(first[g])``; categories by first appearance in the rows."""
     categories: list[str] = []
     index: dict[str, int] = {}
-    remap = np.empty(len(first), dtype=np.int64)
-    for g in np.argsort(first, kind="stable"):
-        t = fn(int(first[g]))
+    texts = [fn(int(first[g])) for g in np.argsort(first, kind="stable")]
+    # codes in the dtype the Categorical keeps (int8 up to 127 categories): no conversion of a million codes
+    dtype = np.int8 if len(texts) < 2**7 else np.int16 if len(texts) < 2**15 else np.int32
+    remap = np.empty(len(first), dtype=dtype)
+    for g, t in zip(np.argsort(first, kind="stable"), texts):
         if t is None:
             remap[g] = -1
             continue
