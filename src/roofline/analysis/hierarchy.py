@@ -173,8 +173,9 @@ def hierarchical(
         total = _put(_sum([f if h.all() else np.where(h, f, 0.0) for h, f in zip(have, flops)]), ~any_have, np.nan)
         used = [f > 0 for f in flops]  # NaN is not > 0
         n_used = _sum([u.view(np.int8) for u in used])
-        # the largest positive count; precisions without work tie at 0 (NaN too: fmax), the first wins
-        dominant, _ = _arg(np.greater, [np.fmax(f, 0.0) for f in flops])
+        # the one precision that did work, on rows with exactly one (0 elsewhere: no text reads it there)
+        dominant = sum((np.int8(i) * u.view(np.int8) for i, u in enumerate(used) if i), np.zeros(n, np.int8))
+        dominant *= (n_used == 1).view(np.int8)
         positive = total > 0
         out: dict[str, object] = {"flop_total": total}
         total_pos = _positive(total)

@@ -31,9 +31,9 @@ class Factor:
             self._keys = np.zeros(n, dtype=np.int32)
             return
         col = frame[column]
-        picked = np.flatnonzero(rows) if rows is not None else None
-        if picked is not None and len(picked) * 4 < n:  # a few rows: copying them out costs less than hashing all
+        if rows is not None and np.count_nonzero(rows) * 4 < n:  # a few rows: copying them out costs less than hashing all
             self._keys = np.zeros(n, dtype=np.int32)
+            picked = np.flatnonzero(rows)
             if len(picked):
                 self._keys[picked], self.values = _factorize(col.iloc[picked])
         else:
