@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from roofline.analysis.render import Factor, Source, fixed, flag_word, render, render_rare
+from roofline.analysis.render import Factor, Source, fixed, flag_word, render_each, render_rare
 from roofline.hardware.peaks import LEVELS, OPTIONAL_LEVELS
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, UNAVAILABLE, source_column
 
@@ -280,8 +280,7 @@ def hierarchical(
              no_bytes=level_no_bytes, any_level=any_level, silent=level_silent, no_work=no_work,
              decided=decided, latency=latency, over=over, binding_idx=binding_idx)
     text = _Texts(kernels, levels, n, v)
-    precision = text.precision()
-    peak_src = text.peak_source()
+    precision, peak_src = text.precision_and_peak_source()
     notes = text.notes(peak_src, latency_threshold_pct)
     out.update(attainable_flop_per_s=attainable, binding_roof=fixed(binding_code, ["compute", *levels, UNAVAILABLE]),
                bound=fixed(bound_code, BOUNDS), pct_of_roof=pct, time_at_roof_s=time_at_roof,
@@ -359,10 +358,11 @@ class _Texts:
         self.shape = (self.kind.astype(np.int16) + 3 * dominant.astype(np.int16)
                       + 12 * (v["total"] == 0).view(np.int8).astype(np.int16))
 
-    def precision(self) -> pd.Categorical:
-        kind, dominant, total = self.kind, self.v["dominant"], self.v["total"]
+    def precision_and_peak_source(self) -> tuple[pd.Categorical, pd.Categorical]:
+        """``compute_precision`` and ``peak_flop_per_s_source``, from one grouping of the rows."""
+        kind, dominant, total, used = self.kind, self.v["dominant"], self.v["total"], self.v["used"]
 
-        def fn(r: int) -> str:
+        def precision(r: int) -> str:
             if kind[r] == 0:
                 return "none" if total[r] == 0 else UNAVAILABLE
             if kind[r] == 2:
@@ -371,15 +371,7 @@ class _Texts:
             path = self.path.text(r)
             return f"tensor:{path}" if p == "tensor" and path else p
 
-        return render([self.shape, self.path.key()], self.n, fn)
-
-    def peak_source(self) -> pd.Categorical:
-        kind, dominant, total, used = self.kind, self.v["dominant"], self.v["total"], self.v["used"]
-        # the quoted source: the dominant precision's for one precision, the fp32 one without FLOPs
-        src = _gather([*(f.key() for f in self.peak_srcs), 0], self.v["which"])
-        used_bits = flag_word(used)
-
-        def fn(r: int) -> str:
+        def peak_source(r: int) -> str:
             if kind[r] == 1:
                 return f"{PRECISIONS[dominant[r]]} — {self.peak_srcs[dominant[r]].text(r)}"
             if kind[r] == 2:
@@ -389,7 +381,11 @@ class _Texts:
                 return f"fp32 — {self.peak_srcs[1].text(r)} (kernel does no floating-point work)"
             return f"{UNAVAILABLE}: no FLOPs"
 
-        return render([self.shape, used_bits, src], self.n, fn)
+        # the quoted source: the dominant precision's for one precision, the fp32 one without FLOPs
+        src = _gather([*(f.key() for f in self.peak_srcs), 0], self.v["which"])
+        shape = self.shape + 24 * flag_word(used).astype(np.int16)  # shape < 24, then which precisions did work
+        precision_col, source_col = render_each([shape, self.path.key(), src], self.n, [precision, peak_source])
+        return precision_col, source_col
 
     def notes(self, peak_src: pd.Categorical, threshold: float) -> pd.Categorical:
         v, levels = self.v, self.levels

@@ -198,6 +198,14 @@ def render(parts: Sequence[np.ndarray], n: int, fn: Callable[[int], str | None])
     return _categorical(ids, first, fn)
 
 
+def render_each(parts: Sequence[np.ndarray], n: int, fns: Sequence[Callable[[int], str | None]]) -> list[pd.Categorical]:
+    """:func:`render` for several texts that depend on (at most) the same parts: one grouping for all."""
+    if n == 0:
+        return [pd.Categorical([], categories=[]) for _ in fns]
+    ids, first = group_ids(parts, n)
+    return [_categorical(ids, first, fn) for fn in fns]
+
+
 def render_rare(common: Sequence[np.ndarray], rare: np.ndarray, rare_parts: Callable[[np.ndarray], Sequence[np.ndarray]],
                 n: int, fn: Callable[[int], str | None]) -> pd.Categorical:
     """:func:`render` for text that depends on the ``common`` parts alone except on the ``rare`` rows (a
