@@ -22,12 +22,12 @@ Everything is vectorised over columns: no Python loop per row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from roofline.analysis.render import Factor, fixed, render
+from roofline.analysis.render import Factor, Source, fixed, flag_word, render_each, render_rare
 from roofline.hardware.peaks import LEVELS, OPTIONAL_LEVELS
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, UNAVAILABLE, source_column
 
@@ -74,24 +74,84 @@ def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
 
 
 def _finite(x: np.ndarray) -> np.ndarray:
-    return np.where(np.isfinite(x), x, np.nan)
+    """x, NaN where not finite (x itself, not a copy, when all finite: it is only read)."""
+    ok = np.isfinite(x)
+    return x if ok.all() else np.where(ok, x, np.nan)
 
 
-def _stack(columns: Sequence[np.ndarray]) -> np.ndarray:
-    """Columns side by side in Fortran order: row-wise reductions over few columns run 3× faster."""
-    return np.asarray(columns).T
+def _positive(x: np.ndarray) -> np.ndarray:
+    """x, NaN where not > 0: ``a / _positive(x)`` is ``where(x > 0, a / x, NaN)`` in one pass."""
+    ok = x > 0
+    return x if ok.all() else np.where(ok, x, np.nan)
 
 
-def _bits(mask: np.ndarray) -> np.ndarray:
-    """A (rows × k) boolean mask packed into one small integer per row."""
-    out = np.zeros(mask.shape[0], dtype=np.int64)
-    for j in range(mask.shape[1]):
-        out |= mask[:, j].astype(np.int64) << j
+def _put(x: np.ndarray, mask: np.ndarray, value: float) -> np.ndarray:
+    """x (a new array) set to ``value`` where ``mask``; rare masks cost a scan, not a pass per row."""
+    if mask.any():
+        x[mask] = value
+    return x
+
+
+def _gather(columns: Sequence[np.ndarray | float], which: np.ndarray) -> np.ndarray:
+    """Per row r, ``columns[which[r]][r]`` (a float entry: that value on every row). The most used
+    column is copied and the other rows set by index: no per-row branch (``which`` is random across
+    rows) and no stacked copy of every column."""
+    counts = [int(np.count_nonzero(which == j)) for j in range(len(columns))]
+    most = int(np.argmax(counts))
+    out = np.full(len(which), columns[most]) if np.isscalar(columns[most]) else columns[most].copy()
+    for j, c in enumerate(columns):
+        if j != most and counts[j]:
+            rows = np.flatnonzero(which == j)
+            out[rows] = c if np.isscalar(c) else c[rows]
     return out
 
 
-def _names(bits: int, names: Sequence[str]) -> str:
-    return "/".join(nm for j, nm in enumerate(names) if bits >> j & 1)
+def _sum(columns: Sequence[np.ndarray]) -> np.ndarray:
+    """Σ of the columns, left to right (as a row-wise sum over a few columns adds them)."""
+    out = columns[0].copy()
+    for c in columns[1:]:
+        out += c
+    return out
+
+
+def _any(columns: Sequence[np.ndarray]) -> np.ndarray:
+    out = columns[0].copy()
+    for c in columns[1:]:
+        out |= c
+    return out
+
+
+def _all(columns: Sequence[np.ndarray]) -> np.ndarray:
+    out = columns[0].copy()
+    for c in columns[1:]:
+        out &= c
+    return out
+
+
+def _arg(better: np.ufunc, columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the index (int8) of the best column (the first on ties, as argmin/argmax) and its value;
+    ``better`` is np.less (min) or np.greater (max). The first column holds no NaN; a NaN in the others
+    is never the best (as -inf for a max, +inf for a min)."""
+    best = columns[0].copy()
+    idx = np.zeros(len(best), np.int8)
+    pick = np.fmin if better is np.less else np.fmax  # equal values: either is the same number
+    for j, c in enumerate(columns[1:], 1):
+        b = better(c, best)  # NaN: False
+        idx += b.view(np.int8) * (np.int8(j) - idx)  # branch-free: the mask is random across rows
+        pick(best, c, out=best)
+    return idx, best
+
+
+def _max(columns: Sequence[np.ndarray]) -> np.ndarray:
+    out = columns[0].copy()
+    for c in columns[1:]:
+        np.maximum(out, c, out=out)
+    return out
+
+
+def _row_names(masks: Sequence[np.ndarray] | Sequence[bool], row: int, names: Sequence[str]) -> str:
+    """The names whose mask is set at ``row`` ("fp32/tensor"); plain booleans are read as they are."""
+    return "/".join(nm for m, nm in zip(masks, names) if (m if isinstance(m, bool) else m[row]))
 
 
 def hierarchical(
@@ -102,42 +162,56 @@ def hierarchical(
     """The roofline columns for every row of a kernels frame (same index, same order)."""
     n = len(kernels)
     levels = tuple(levels)
-    rows = np.arange(n)
+    # column by column: a row-wise reduction over a (rows × 4) stack (argmax, nansum, any) costs 5-30×
+    # an elementwise pass over each column; left to right, ties to the first, as the reductions did
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        flops = _stack([_col(kernels, c) for c in FLOP_COLUMNS]) if n else np.empty((0, 4))
+        flops = [_col(kernels, c) for c in FLOP_COLUMNS]
         # a non-finite peak is no peak: an infinite roof would silently drop the compute roof
-        peaks = _stack([_finite(_col(kernels, f"peak_flop_per_s_{p}")) for p in PRECISIONS]) if n else np.empty((0, 4))
-        have = ~np.isnan(flops)
-        any_have = have.any(axis=1)
-        total = np.where(any_have, np.nansum(flops, axis=1), np.nan)
-        used = have & (flops > 0)
-        shares = np.where(total[:, None] > 0, np.nan_to_num(flops) / total[:, None], np.nan)
-        n_used = used.sum(axis=1)
-        dominant = np.argmax(np.where(used, flops, -1.0), axis=1) if n else np.zeros(0, np.int64)
+        peaks = [_finite(_col(kernels, f"peak_flop_per_s_{p}")) for p in PRECISIONS]
+        have = [~np.isnan(f) for f in flops]
+        any_have = _any(have)
+        total = _put(_sum([f if h.all() else np.where(h, f, 0.0) for h, f in zip(have, flops)]), ~any_have, np.nan)
+        used = [f > 0 for f in flops]  # NaN is not > 0
+        n_used = _sum([u.view(np.int8) for u in used])
+        # the one precision that did work, on rows with exactly one (0 elsewhere: no text reads it there)
+        dominant = sum((np.int8(i) * u.view(np.int8) for i, u in enumerate(used) if i), np.zeros(n, np.int8))
+        dominant *= (n_used == 1).view(np.int8)
+        positive = total > 0
+        out: dict[str, object] = {"flop_total": total}
+        total_pos = _positive(total)
+        for f, p in zip(flops, PRECISIONS):
+            out[f"flop_share_{p}"] = (f if np.isfinite(f).all() else np.nan_to_num(f)) / total_pos
 
         # effective compute peak: Σ F / Σ F_i/P_i over the precisions that did work
-        no_peak = used & ~(peaks > 0)
-        peak_missing = no_peak.any(axis=1)
-        t_compute_parts = np.where(used, flops / np.where(peaks > 0, peaks, np.nan), 0.0)
-        t_compute_at_peak = np.where(peak_missing, np.nan, t_compute_parts.sum(axis=1))
-        peak = np.where(n_used > 0, total / t_compute_at_peak, np.nan)
-        peak = np.where(n_used == 1, peaks[rows, dominant] if n else peak, peak)  # exact, not a round trip
-        # no floating-point work: keep the fp32 roof so the point can still be drawn
-        peak = np.where((n_used == 0) & (total == 0), peaks[:, 1], peak)
+        has_peak = [pk > 0 for pk in peaks]
+        no_peak = [u & ~h for u, h in zip(used, has_peak)]
+        peak_missing = _any(no_peak)
+        # one precision: its own peak, exact (not a round trip); no floating-point work: the fp32 roof,
+        # so the point can still be drawn; else (index 4) NaN, or the effective peak set below
+        idle = (n_used == 0) & (total == 0)
+        which = 4 + (dominant - 4) * (n_used == 1).view(np.int8)  # int8 arithmetic: no branch per row
+        which += (1 - which) * idle.view(np.int8)
+        peak = _gather([*peaks, np.nan], which)
+        mixed = np.flatnonzero(n_used > 1)  # several precisions: the effective peak, on those rows only
+        if len(mixed):
+            # fmax(…, 0): a precision without work (0, negative or NaN FLOPs) adds nothing; a used one
+            # without a peak gives NaN here only by chance, so peak_missing sets it
+            t_compute_at_peak = _put(_sum([np.fmax(f[mixed] / _positive(pk[mixed]), 0.0) for f, pk in zip(flops, peaks)]),
+                                     peak_missing[mixed], np.nan)
+            peak[mixed] = total[mixed] / t_compute_at_peak
 
         dur = _col(kernels, "duration_s")
         good_dur = np.isfinite(dur) & (dur > 0)  # zero, negative, NaN or inf: nothing achieved to place
-        achieved = np.where(good_dur, total / dur, np.nan)
-        util_compute = np.where(peak > 0, achieved / peak, np.nan)
-
-        out: dict[str, object] = {"flop_total": total}
-        for i, p in enumerate(PRECISIONS):
-            out[f"flop_share_{p}"] = shares[:, i]
+        achieved = _put(total / dur, ~good_dur, np.nan)
+        peak_ok = peak > 0
+        peak_pos = _positive(peak)
+        util_compute = achieved / peak_pos
         out.update(peak_flop_per_s=peak, achieved_flop_per_s=achieved, pct_of_peak_flop=util_compute * 100.0)
 
-        ceilings = [np.where(peak > 0, peak, np.nan)]  # compute roof first: ties go to compute
-        utils = [np.where(total > 0, util_compute, np.nan)]
-        t_roof = [np.where(peak > 0, total / peak, np.nan)]
+        # no roof: an infinite ceiling (never the lowest), utilisation -inf (never the busiest), time -inf
+        ceilings = [_put(peak_pos.copy(), ~peak_ok, np.inf)]  # compute roof first: ties go to compute
+        utils = [_put(util_compute.copy(), ~positive | np.isnan(util_compute), -np.inf)]
+        t_roof = [total / peak_pos]
         level_ok, level_no_bytes, level_silent, level_zero = [], [], [], []
         for lv in levels:
             nbytes = _col(kernels, f"{lv}_bytes")
@@ -146,65 +220,68 @@ def hierarchical(
             level_silent.append(np.zeros(n, bool) if lv not in OPTIONAL_LEVELS else
                                 np.isnan(nbytes) & (src.isna().to_numpy() if src is not None else True))
             bw = _finite(_col(kernels, f"peak_{lv}_bytes_per_s"))
+            bw_pos = _positive(bw)
             nonneg = nbytes >= 0
             ok = nonneg & (bw > 0)
             level_ok.append(ok)
             level_no_bytes.append(~nonneg)  # NaN, or negative (flagged at ingest)
             level_zero.append(~ok | (nbytes == 0))
-            intensity = np.where(nbytes > 0, total / nbytes, np.where((nbytes == 0) & (total > 0), np.inf, np.nan))
-            bw_ach = np.where(good_dur & nonneg, nbytes / dur, np.nan)
+            intensity = total / nbytes
+            odd = ~(nbytes > 0)  # zero, negative or NaN bytes (rare): infinite intensity, or none
+            if odd.any():
+                intensity[odd] = np.where((nbytes[odd] == 0) & (total[odd] > 0), np.inf, np.nan)
+            bw_ach = _put(nbytes / dur, ~(good_dur & nonneg), np.nan)
             ceiling = intensity * bw  # infinite intensity: an infinite memory ceiling (bw > 0 where ok)
-            attain = np.where(ok, np.fmin(peak, ceiling), np.nan)
-            attain = np.where(ok & (intensity == np.inf), peak, attain)
-            util = np.where(ok, bw_ach / bw, np.nan)
+            attain = np.fmin(peak, ceiling)
+            at_inf = intensity == np.inf
+            if at_inf.any():
+                attain[at_inf] = peak[at_inf]
+            not_ok = ~ok
+            attain = _put(attain, not_ok, np.nan)
+            util = bw_ach / bw_pos  # NaN where not ok: no bytes (bw_ach NaN) or no roof
             out[f"intensity_{lv}_flop_per_byte"] = intensity
             out[f"achieved_{lv}_bytes_per_s"] = bw_ach
-            out[f"ridge_{lv}_flop_per_byte"] = np.where(bw > 0, peak / bw, np.nan)
+            out[f"ridge_{lv}_flop_per_byte"] = peak / bw_pos
             out[f"attainable_{lv}_flop_per_s"] = attain
             out[f"pct_of_peak_{lv}_bandwidth"] = util * 100.0
-            ceilings.append(np.where(ok, ceiling, np.nan))
-            utils.append(util)
-            t_roof.append(np.where(ok, nbytes / bw, np.nan))
+            ceilings.append(_put(ceiling, not_ok, np.inf))  # a new array, never a view; NaN: no ceiling
+            utils.append(util)  # NaN: no roof to be busy on (see _arg)
+            t_roof.append(_put(nbytes / bw_pos, not_ok, -np.inf))
+        t_roof[0] = _put(t_roof[0], np.isnan(t_roof[0]), -np.inf)
 
-        ceil_filled = _stack(ceilings)  # no roof (NaN): never the lowest, never the busiest
-        ceil_filled[np.isnan(ceil_filled)] = np.inf
-        util_filled = _stack(utils)
-        util_filled[np.isnan(util_filled)] = -np.inf
-        ok_all = _stack(level_ok) if n else np.zeros((0, len(levels)), bool)
-        any_level = ok_all.any(axis=1)
-        with_flops = (total > 0) & (peak > 0) & any_level
+        any_level = _any(level_ok)
+        with_flops = positive & peak_ok & any_level
         # 0 FLOP and 0 bytes at every level with a roof (XProf's IDLE, an empty kernel): no work, so no point
         # and no bound; "latency-limited at 0%" would call idle time a slow kernel
-        no_work = (total == 0) & any_level & (_stack(level_zero).all(axis=1) if n else np.zeros(0, bool))
+        no_work = (total == 0) & any_level & _all(level_zero)
         no_flops = (total == 0) & any_level & ~no_work
-        if n:
-            binding_idx = np.where(with_flops, np.argmin(ceil_filled, axis=1), np.argmax(util_filled, axis=1))
-            util_max = util_filled.max(axis=1)
-        else:
-            binding_idx = np.zeros(0, np.int64)
-            util_max = np.zeros(0)
-        attainable = np.where(with_flops, ceil_filled.min(axis=1) if n else 0.0, np.where(no_flops, 0.0, np.nan))
-        pct = np.where((with_flops | no_flops) & good_dur & np.isfinite(util_max), util_max * 100.0, np.nan)
+        lowest, ceil_min = _arg(np.less, ceilings)
+        busiest, util_max = _arg(np.greater, utils)
+        binding_idx = np.where(with_flops, lowest, busiest)
+        attainable = _put(_put(ceil_min, ~with_flops, np.nan), no_flops, 0.0)  # no_flops: not with_flops
+        pct = util_max * 100.0
+        pct[~((with_flops | no_flops) & good_dur & np.isfinite(util_max))] = np.nan
         # without a finite positive duration nothing was achieved: no point, so no bound (the note says why)
         decided = (with_flops | (no_flops & ~np.isnan(pct))) & good_dur
         latency = decided & (pct < latency_threshold_pct)
         over = decided & (pct > 100.0 * (1 + OVER_ROOF_TOLERANCE))
-        t_all = _stack(t_roof)
-        t_all[np.isnan(t_all)] = -np.inf
-        time_at_roof = np.where(decided, t_all.max(axis=1) if n else np.nan, np.nan)
-        time_at_roof = np.where(np.isinf(time_at_roof), np.nan, time_at_roof)
+        time_at_roof = _max(t_roof)
+        time_at_roof[~decided | np.isinf(time_at_roof)] = np.nan
 
     # categorical columns: computed per distinct combination of their inputs
-    binding_code = np.where(decided, binding_idx, len(levels) + 1)
-    bound_code = np.where(~decided, 3, np.where(latency, 2, np.where(binding_idx == 0, 0, 1)))
-    v = dict(have=have, any_have=any_have, total=total, n_used=n_used, dominant=dominant, no_peak=no_peak,
-             peak_missing=peak_missing, dur=dur, ok_all=ok_all, no_bytes=_stack(level_no_bytes) if n else ok_all,
-             any_level=any_level, silent=_stack(level_silent) if n else ok_all, no_work=no_work,
+    # int8 arithmetic on flags (no branch per row): undecided rows get the last code, "unavailable"
+    undecided = (~decided).view(np.int8)
+    binding_code = binding_idx + (len(levels) + 1 - binding_idx) * undecided
+    bound_code = (binding_idx != 0).view(np.int8)  # memory-bound (1), else compute-bound (0) ...
+    bound_code = bound_code + latency.view(np.int8) * (2 - bound_code)  # ... latency-limited (2) ...
+    bound_code += undecided * (3 - bound_code)  # ... or unavailable (3)
+    v = dict(have=have, any_have=any_have, total=total, n_used=n_used, dominant=dominant, used=used, which=which,
+             no_peak=no_peak, peak_missing=peak_missing, dur=dur, good_dur=good_dur, ok=level_ok,
+             no_bytes=level_no_bytes, any_level=any_level, silent=level_silent, no_work=no_work,
              decided=decided, latency=latency, over=over, binding_idx=binding_idx)
     text = _Texts(kernels, levels, n, v)
-    precision = text.precision(n_used, dominant, total)
-    peak_src = text.peak_source(n_used, dominant, used, total)
-    notes = text.notes(v, peak_src, latency_threshold_pct)
+    precision, peak_src = text.precision_and_peak_source()
+    notes = text.notes(peak_src, latency_threshold_pct)
     out.update(attainable_flop_per_s=attainable, binding_roof=fixed(binding_code, ["compute", *levels, UNAVAILABLE]),
                bound=fixed(bound_code, BOUNDS), pct_of_roof=pct, time_at_roof_s=time_at_roof,
                over_roof=pd.array(over, dtype="boolean"), analysis_note=notes,
@@ -215,45 +292,77 @@ def hierarchical(
     return frame[roofline_columns(levels)]
 
 
+class _Packer:
+    """Group keys read on a few rows, packed into int64 words (mixed radix: Σ key_i × Π_{j<i} (max key_j + 1),
+    a new word before one could overflow): one group-key part instead of one per key."""
+
+    def __init__(self, size: int, pos: np.ndarray | None = None) -> None:
+        self.words = [np.zeros(size, np.int64)]
+        self.pos = pos  # a row's place in the words (None: the row itself)
+        self.radix = 1
+
+    def add_dense(self, key: np.ndarray, top: int) -> None:
+        """Keys in [0, top) on every row (a place per row: ``pos`` None)."""
+        if self.radix * top >= 2**62:
+            self.words.append(np.zeros(len(self.words[0]), np.int64))
+            self.radix = 1
+        self.words[-1] += key.astype(np.int64) * self.radix
+        self.radix *= top
+
+    def add(self, quoting: np.ndarray, read: Callable[[np.ndarray], np.ndarray]) -> None:
+        """Keys (>= 0) ``read(rows)`` of the rows where ``quoting`` (a boolean mask over all rows)."""
+        rows = np.flatnonzero(quoting)
+        if not len(rows):
+            return
+        key = np.asarray(read(rows), dtype=np.int64)
+        top = int(key.max()) + 1
+        if self.radix * top >= 2**62:
+            self.words.append(np.zeros(len(self.words[0]), np.int64))
+            self.radix = 1
+        key *= self.radix
+        self.words[-1][rows if self.pos is None else self.pos[rows]] += key  # distinct rows: no lost update
+        self.radix *= top
+
+
 _BAD_DURATION = {1: "zero duration", 2: "negative duration (a damaged profile)", 3: "no duration (NaN)",
                  4: "infinite duration"}
 
 
 class _Texts:
-    """The text columns, each rendered once per distinct combination of what it depends on."""
+    """The text columns, each rendered once per distinct combination of what it depends on.
 
-    def __init__(self, kernels: pd.DataFrame, levels: tuple[str, ...], n: int, v: dict[str, np.ndarray]) -> None:
-        self.n, self.levels = n, levels
+    ``v`` holds the per-row arrays of :func:`hierarchical` (lists of columns for per-precision and
+    per-level flags)."""
+
+    def __init__(self, kernels: pd.DataFrame, levels: tuple[str, ...], n: int, v: dict) -> None:
+        self.n, self.levels, self.v = n, levels, v
         # which rows' text can quote each source (the only rows whose strings are hashed: see Factor)
         self.kind = np.minimum(v["n_used"], 2)
-        self.no_peak_bits = np.where(v["n_used"] > 0, _bits(v["no_peak"]), 0)
-        self.first_no_peak = np.argmax(v["no_peak"], axis=1) if n else np.zeros(0, np.int64)
-        self.over_idx = np.where(v["over"], v["binding_idx"], 0)
-        one, dominant = self.kind == 1, v["dominant"]
-        quoted_peak = [(one & (dominant == i)) | ((self.no_peak_bits > 0) & (self.first_no_peak == i))
-                       for i in range(len(PRECISIONS))]
-        quoted_peak[1] |= (self.kind == 0) & (v["total"] == 0)  # no floating-point work: the fp32 roof
+        dominant = v["dominant"]
+        self.one = [(self.kind == 1) & (dominant == i) for i in range(len(PRECISIONS))]
+        quoted_peak = [m.copy() for m in self.one]
+        lacking = np.flatnonzero(v["peak_missing"])  # a precision that did work has no peak (rare)
+        first_no_peak = _arg(np.greater, [m[lacking] for m in v["no_peak"]])[0]
+        for i in range(len(PRECISIONS)):
+            quoted_peak[i][lacking[first_no_peak == i]] = True
+        self.idle = (self.kind == 0) & (v["total"] == 0)
+        quoted_peak[1] |= self.idle  # no floating-point work: the fp32 roof
         self.peak_srcs = [Factor(kernels, source_column(f"peak_flop_per_s_{p}"), rows=quoted_peak[i])
                           for i, p in enumerate(PRECISIONS)]
-        self.flop_src = Factor(kernels, source_column("flop_fp32"), rows=~v["any_have"])
-        self.path = Factor(kernels, "tensor_path", rows=one & (dominant == PRECISIONS.index("tensor")))
-        absent, no_bytes = ~v["ok_all"], v["no_bytes"]
-        over_at = [v["over"] & (self.over_idx == j + 1) for j in range(len(levels))]
-        self.bytes_src = [Factor(kernels, source_column(f"{lv}_bytes"), rows=(absent[:, j] & no_bytes[:, j]) | over_at[j])
-                          for j, lv in enumerate(levels)]
-        self.bw_src = [Factor(kernels, source_column(f"peak_{lv}_bytes_per_s"),
-                              rows=(absent[:, j] & ~no_bytes[:, j]) | over_at[j]) for j, lv in enumerate(levels)]
+        self.path = Factor(kernels, "tensor_path", rows=self.one[PRECISIONS.index("tensor")])
+        # quoted by notes only, so read only on the rows a note is about
+        self.flop_src = Source(kernels, source_column("flop_fp32"))
+        self.bytes_src = [Source(kernels, source_column(f"{lv}_bytes")) for lv in levels]
+        self.bw_src = [Source(kernels, source_column(f"peak_{lv}_bytes_per_s")) for lv in levels]
+        # kind (0-2), dominant precision (0-3), no FLOPs at all: one small key
+        self.shape = (self.kind.astype(np.int16) + 3 * dominant.astype(np.int16)
+                      + 12 * (v["total"] == 0).view(np.int8).astype(np.int16))
 
-    def _pick(self, factors: list[Factor], which: np.ndarray) -> np.ndarray:
-        """Per row, the key of ``factors[which[row]]``."""
-        if not self.n:
-            return np.zeros(0, np.int64)
-        return np.choose(which, [f.key() for f in factors])
+    def precision_and_peak_source(self) -> tuple[pd.Categorical, pd.Categorical]:
+        """``compute_precision`` and ``peak_flop_per_s_source``, from one grouping of the rows."""
+        kind, dominant, total, used = self.kind, self.v["dominant"], self.v["total"], self.v["used"]
 
-    def precision(self, n_used: np.ndarray, dominant: np.ndarray, total: np.ndarray) -> pd.Categorical:
-        kind = self.kind
-
-        def fn(r: int) -> str:
+        def precision(r: int) -> str:
             if kind[r] == 0:
                 return "none" if total[r] == 0 else UNAVAILABLE
             if kind[r] == 2:
@@ -262,62 +371,77 @@ class _Texts:
             path = self.path.text(r)
             return f"tensor:{path}" if p == "tensor" and path else p
 
-        return render([kind, dominant, total == 0, self.path.key()], self.n, fn)
-
-    def peak_source(self, n_used: np.ndarray, dominant: np.ndarray, used: np.ndarray, total: np.ndarray) -> pd.Categorical:
-        kind = self.kind
-        src = self._pick(self.peak_srcs, dominant)
-
-        def fn(r: int) -> str:
+        def peak_source(r: int) -> str:
             if kind[r] == 1:
                 return f"{PRECISIONS[dominant[r]]} — {self.peak_srcs[dominant[r]].text(r)}"
             if kind[r] == 2:
-                return ("effective Σ FLOPs / Σ FLOPsᵢ/Peakᵢ over " + _names(int(_bits(used[r:r + 1])[0]), PRECISIONS)
+                return ("effective Σ FLOPs / Σ FLOPsᵢ/Peakᵢ over " + _row_names(used, r, PRECISIONS)
                         + " (shares in flop_share_*)")
             if total[r] == 0:
                 return f"fp32 — {self.peak_srcs[1].text(r)} (kernel does no floating-point work)"
             return f"{UNAVAILABLE}: no FLOPs"
 
-        return render([kind, dominant, _bits(used), total == 0, src, self.peak_srcs[1].key()], self.n, fn)
+        # the quoted source: the dominant precision's for one precision, the fp32 one without FLOPs
+        src = _gather([*(f.key() for f in self.peak_srcs), 0], self.v["which"])
+        shape = self.shape + 24 * flag_word(used).astype(np.int16)  # shape < 24, then which precisions did work
+        precision_col, source_col = render_each([shape, self.path.key(), src], self.n, [precision, peak_source])
+        return precision_col, source_col
 
-    def notes(self, v: dict[str, np.ndarray], peak_src: pd.Categorical, threshold: float) -> pd.Categorical:
-        n, levels = self.n, self.levels
-        missing_bits = np.where(v["any_have"], _bits(~v["have"]), 0)
-        no_peak_bits, first_no_peak = self.no_peak_bits, self.first_no_peak
-        no_peak_src = np.where(no_peak_bits > 0, self._pick(self.peak_srcs, first_no_peak), 0)
-        absent = ~v["ok_all"] & ~v["silent"]
-        level_keys = []
-        for j in range(len(levels)):
-            level_keys.append(np.where(absent[:, j], 1 + v["no_bytes"][:, j], 0))
-            level_keys.append(np.where(absent[:, j] & v["no_bytes"][:, j], self.bytes_src[j].key(), 0))
-            level_keys.append(np.where(absent[:, j] & ~v["no_bytes"][:, j], self.bw_src[j].key(), 0))
-        over_idx = self.over_idx
-        roof_srcs = [np.asarray(peak_src.codes, dtype=np.int64) + 1] + [f.key() for f in self.bw_src]
-        over_src = np.where(v["over"], np.choose(over_idx, roof_srcs) if n else 0, 0)
-        over_bytes_src = np.zeros(n, np.int64)  # which bytes source an over-roof row's level has (rare: only then)
-        if v["over"].any():
-            byte_keys = _stack([np.zeros(n, np.int64)] + [f.key() for f in self.bytes_src])
-            over_bytes_src = np.where(v["over"], byte_keys[np.arange(n), over_idx], 0)
-        no_flops = ~v["any_have"]
-        flop_src = np.where(no_flops, self.flop_src.key(), 0)
+    def notes(self, peak_src: pd.Categorical, threshold: float) -> pd.Categorical:
+        v, levels = self.v, self.levels
+        absent = [~ok & ~silent for ok, silent in zip(v["ok"], v["silent"])]
         no_level = v["any_have"] & (v["total"] > 0) & ~v["any_level"]
-        d = v["dur"]
-        dur_kind = np.select([d == 0, d < 0, np.isnan(d), np.isinf(d)], [1, 2, 3, 4], 0)  # keys of _BAD_DURATION
+        # above a roof (half the rows of a batch with a wrong peak): which roof and the source quoted
+        over_at = [v["over"] & (v["binding_idx"] == j) for j in range(len(levels) + 1)]
+        over = _Packer(self.n)
+        # which roof (0: none) and, above the compute roof, its peak source: dense (int8 arithmetic)
+        over.add_dense((v["binding_idx"] + 1) * v["over"].view(np.int8), len(levels) + 2)
+        over.add_dense((np.asarray(peak_src.codes, np.int16) + 1) * over_at[0].view(np.int8), len(peak_src.categories) + 1)
+        for j in range(len(levels)):
+            # above a memory roof, the bytes source only matters for being modelled ("model:")
+            over.add(over_at[j + 1], lambda rows, j=j: self.bytes_src[j].starts_with(rows, "model:"))
+            over.add(over_at[j + 1], self.bw_src[j].key_at)
+        # every other note part is about a rare row: only those rows' keys are built
+        rare = _any([~_all(v["have"]), v["peak_missing"], ~v["good_dur"], *absent, no_level, v["no_work"]])
+
+        def keys(s: np.ndarray) -> list[np.ndarray]:
+            # a partition at least as fine as what fn reads: flags in one word, then the quoted sources
+            d = v["dur"][s]
+            flags = [*(~m[s] for m in v["have"]), *(m[s] for m in v["no_peak"]), d == 0, d < 0, np.isnan(d),
+                     np.isinf(d), *(m[s] for m in absent), *(m[s] for m in v["no_bytes"]), no_level[s],
+                     v["no_work"][s], v["latency"][s]]
+            pos = np.empty(self.n, np.int64)
+            pos[s] = np.arange(len(s))
+            packer = _Packer(len(s), pos)
+            packer.add(~v["any_have"], self.flop_src.key_at)
+            first_no_peak = np.full(self.n, -1, np.int8)  # only the first precision without a peak is quoted
+            for i in reversed(range(len(PRECISIONS))):
+                first_no_peak[v["no_peak"][i]] = i
+            for i, f in enumerate(self.peak_srcs):
+                packer.add(first_no_peak == i, f.key_at)
+            for j in range(len(levels)):
+                packer.add(absent[j] & v["no_bytes"][j], self.bytes_src[j].key_at)
+                packer.add(absent[j] & ~v["no_bytes"][j], self.bw_src[j].key_at)
+            return [flag_word(flags), *packer.words, *(w[s] for w in over.words)]
 
         def fn(r: int) -> str | None:
             parts = []
-            if missing_bits[r]:
-                parts.append(f"FLOPs are a lower bound: {_names(int(missing_bits[r]), PRECISIONS)} unavailable")
-            if no_flops[r]:
+            if v["any_have"][r] and not all(h[r] for h in v["have"]):
+                missing = [not h[r] for h in v["have"]]
+                parts.append(f"FLOPs are a lower bound: {_row_names(missing, 0, PRECISIONS)} unavailable")
+            if not v["any_have"][r]:
                 parts.append(f"no FLOPs: {self.flop_src.text(r)}")
-            if no_peak_bits[r]:
-                parts.append(f"no compute roof for {_names(int(no_peak_bits[r]), PRECISIONS)} "
-                             f"({self.peak_srcs[int(first_no_peak[r])].text(r)})")
-            if dur_kind[r]:
-                parts.append(f"{_BAD_DURATION[dur_kind[r]]}: nothing achieved can be computed, so no bound")
+            if v["peak_missing"][r]:
+                first = next(i for i, m in enumerate(v["no_peak"]) if m[r])
+                parts.append(f"no compute roof for {_row_names(v['no_peak'], r, PRECISIONS)} "
+                             f"({self.peak_srcs[first].text(r)})")
+            d = v["dur"][r]
+            dur_kind = 1 if d == 0 else 2 if d < 0 else 3 if np.isnan(d) else 4 if np.isinf(d) else 0
+            if dur_kind:
+                parts.append(f"{_BAD_DURATION[dur_kind]}: nothing achieved can be computed, so no bound")
             for j, lv in enumerate(levels):
-                if absent[r, j]:
-                    what = (f"no {lv.upper()} bytes ({self.bytes_src[j].text(r)})" if v["no_bytes"][r, j]
+                if absent[j][r]:
+                    what = (f"no {lv.upper()} bytes ({self.bytes_src[j].text(r)})" if v["no_bytes"][j][r]
                             else f"no {lv.upper()} roof ({self.bw_src[j].text(r)})")
                     parts.append(f"{lv.upper()} level absent: {what}")
             if no_level[r]:
@@ -326,7 +450,7 @@ class _Texts:
                 parts.append("no work: 0 FLOP and 0 bytes at every level (idle time or an empty kernel), so no "
                              "roofline point and no bound")
             if v["over"][r]:
-                j = int(over_idx[r])
+                j = int(v["binding_idx"][r])
                 name = "compute" if j == 0 else levels[j - 1]
                 src = str(peak_src[r]) if j == 0 else self.bw_src[j - 1].text(r)
                 if j > 0 and self.bytes_src[j - 1].text(r).startswith("model:"):
@@ -341,7 +465,4 @@ class _Texts:
                 parts.append(f"under {threshold:g}% of every roof: latency- or occupancy-limited")
             return "; ".join(parts) or None
 
-        keys = [missing_bits, no_flops, flop_src, no_peak_bits, first_no_peak * (no_peak_bits > 0), no_peak_src,
-                dur_kind, *level_keys, no_level, v["no_work"], v["over"], over_idx, over_src, over_bytes_src,
-                v["latency"]]
-        return render(keys, n, fn)
+        return render_rare([v["latency"], *over.words], rare, keys, self.n, fn)

@@ -16,70 +16,135 @@ import pyarrow.compute as pc
 
 
 class Factor:
-    """A string column as integer codes (-1 for missing) and its distinct values.
+    """A string column as integer keys (0 for missing) and its distinct values (key k: ``values[k - 1]``).
 
-    ``rows``: a boolean mask of the rows whose text can be asked for; the others get code -1 without
+    ``rows``: a boolean mask of the rows whose text can be asked for; the others get key 0 without
     their strings being hashed (hashing a million strings is most of the cost of a text column, and
-    most sources are only quoted by the rare rows a note is about). Codes only group rows: any
-    numbering of the distinct values gives the same rendered texts."""
+    most sources are only quoted by the rare rows a note is about). Keys only group rows: any
+    numbering of the distinct values gives the same rendered texts. int32: half the memory to fill."""
 
     def __init__(self, frame: pd.DataFrame, column: str, rows: np.ndarray | None = None) -> None:
         n = len(frame)
-        self.codes = np.full(n, -1, dtype=np.int64)
         self.values: list[str] = []
-        self._key: np.ndarray | None = None
+        self._codes: np.ndarray | None = None
         if column not in frame:
+            self._keys = np.zeros(n, dtype=np.int32)
             return
         col = frame[column]
-        picked = np.flatnonzero(rows) if rows is not None else None
-        if picked is not None and len(picked) * 4 < n:  # a few rows: copying them out costs less than hashing all
-            if not len(picked):
-                return
-            codes, self.values = _factorize(col.iloc[picked])
-            self.codes[picked] = codes
+        if rows is not None and np.count_nonzero(rows) * 4 < n:  # a few rows: copying them out costs less than hashing all
+            self._keys = np.zeros(n, dtype=np.int32)
+            picked = np.flatnonzero(rows)
+            if len(picked):
+                self._keys[picked], self.values = _factorize(col.iloc[picked])
         else:
-            self.codes, self.values = _factorize(col)
+            self._keys, self.values = _factorize(col)
+
+    @property
+    def codes(self) -> np.ndarray:
+        """Codes into ``values``, -1 for missing (or not read)."""
+        if self._codes is None:
+            self._codes = self._keys.astype(np.int64) - 1
+        return self._codes
+
+    def key_at(self, rows: np.ndarray) -> np.ndarray:
+        return self._keys[rows]
 
     def key(self) -> np.ndarray:
-        """Codes shifted to be non-negative (0 = missing), usable as a group key."""
-        if self._key is None:
-            self._key = self.codes + 1
-        return self._key
+        """Non-negative keys (0 = missing), usable as a group key."""
+        return self._keys
 
     def text(self, row: int, missing: str = "") -> str:
-        c = int(self.codes[row])
-        return self.values[c] if c >= 0 else missing
+        k = int(self._keys[row])
+        return self.values[k - 1] if k > 0 else missing
+
+
+class Source:
+    """A string column read only where asked: group keys for some rows, the text of one row."""
+
+    def __init__(self, frame: pd.DataFrame, column: str) -> None:
+        self.col = frame[column] if column in frame else None
+
+    def key_at(self, rows: np.ndarray) -> np.ndarray:
+        """Keys (0 = missing) of the strings at ``rows`` (positions), numbered for these rows only."""
+        if self.col is None or not len(rows):
+            return np.zeros(len(rows), dtype=np.int32)
+        return _factorize(self.col.iloc[rows])[0]
+
+    def starts_with(self, rows: np.ndarray, prefix: str) -> np.ndarray:
+        """Whether the string at each of ``rows`` starts with ``prefix`` (missing: False). On Arrow
+        strings, the prefix bytes are compared in the column's buffers: no string is copied out."""
+        if self.col is None or not len(rows):
+            return np.zeros(len(rows), bool)
+        whole = _arrow(self.col)
+        if whole is None or not (pa.types.is_string(whole.type) or pa.types.is_large_string(whole.type)):
+            return self.col.iloc[rows].astype(object).map(lambda x: isinstance(x, str) and x.startswith(prefix)).to_numpy(bool)
+        _, off_buf, data_buf = whole.buffers()
+        offsets = np.frombuffer(off_buf, np.int64 if pa.types.is_large_string(whole.type) else np.int32)
+        offsets = offsets[whole.offset:whole.offset + len(whole) + 1]
+        data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+        want = np.frombuffer(prefix.encode(), np.uint8)
+        start = offsets[rows]
+        ok = offsets[rows + 1] - start >= len(want)
+        if not len(data):
+            return ok & (len(want) == 0)
+        for k, byte in enumerate(want):
+            ok &= data[np.minimum(start + k, len(data) - 1)] == byte  # a shorter string is already False
+        if whole.null_count:
+            ok &= whole.is_valid().to_numpy(zero_copy_only=False)[rows]
+        return ok
+
+    def text(self, row: int, missing: str = "") -> str:
+        if self.col is None:
+            return missing
+        v = self.col.iloc[row]
+        return missing if pd.isna(v) else str(v)
+
+
+def _arrow(col: pd.Series) -> pa.Array | None:
+    """An Arrow-backed string column as one Arrow array (None for any other column)."""
+    if not (isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow"):
+        return None
+    chunked = pa.chunked_array(col.array.__arrow_array__())
+    return chunked.combine_chunks() if chunked.num_chunks != 1 else chunked.chunk(0)
 
 
 def _factorize(col: pd.Series) -> tuple[np.ndarray, list[str]]:
-    """Codes (-1 for missing) and distinct values by first appearance, as ``pd.factorize``."""
-    if isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow":
+    """Keys (int32, 0 for missing, k for ``values[k - 1]``) and distinct values by first appearance,
+    as ``pd.factorize``."""
+    whole = _arrow(col)
+    if whole is not None:
         # Arrow-backed strings: Arrow's own hash on the column's buffers, no pandas round trip
-        chunked = pa.chunked_array(col.array.__arrow_array__())
-        whole = chunked.combine_chunks() if chunked.num_chunks != 1 else chunked.chunk(0)
         if whole.null_count < len(whole):
             valid = whole.is_valid().to_numpy(zero_copy_only=False)
             first = whole[int(np.argmax(valid))]
             if pc.all(pc.equal(whole, first)).as_py():  # nulls skipped
                 # one distinct value (a source every kernel quotes): a comparison, 4x cheaper than hashing
-                return np.where(valid, 0, -1).astype(np.int64), [first.as_py()]
+                return valid.astype(np.int32), [first.as_py()]
         enc = whole.dictionary_encode()
-        codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        return codes, [str(v) for v in enc.dictionary.to_pylist()]
+        keys = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+        keys += 1
+        return keys, [str(v) for v in enc.dictionary.to_pylist()]
     codes, uniques = pd.factorize(col, use_na_sentinel=True)
-    return np.asarray(codes, dtype=np.int64), [str(u) for u in uniques]
+    keys = np.asarray(codes).astype(np.int32)
+    keys += 1
+    return keys, [str(u) for u in uniques]
 
 
 def group_ids(parts: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
     """Dense group ids of rows by the tuple of ``parts`` (numbered by first appearance), and the
     first row of each group."""
-    key = np.zeros(n, dtype=np.int64)
+    key: np.ndarray | None = None
     span = 1
     for p in parts:
         p = np.asarray(p)
-        if not n or not p.any():  # an all-zero part (a condition no row meets) does not split any group
+        top = int(p.max()) if n else 0
+        if top <= 0:  # an all-zero part (a condition no row meets) does not split any group (keys are >= 0)
             continue
-        m = 2 if p.dtype == bool else int(p.max()) + 1
+        m = top + 1
+        if key is None:
+            key = p.astype(np.int64)  # a copy: parts are never written
+            span = m
+            continue
         if span * m >= 2**62:  # re-densify before the packed key could overflow
             key, uniq = pd.factorize(key)
             key = key.astype(np.int64)
@@ -87,6 +152,8 @@ def group_ids(parts: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarr
         key *= m  # in place: no new million-row temporaries per part
         key += p
         span *= m
+    if key is None:
+        key = np.zeros(n, dtype=np.int64)
     rows = np.arange(n, dtype=np.int64)
     if span <= 1 << 18:
         # few possible keys: a table indexed by key (2 MB at most, cache-resident) instead of a hash
@@ -106,16 +173,68 @@ def group_ids(parts: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarr
     return ids.astype(np.int64), first
 
 
+def flag_word(flags: Sequence[np.ndarray]) -> np.ndarray:
+    """Boolean columns packed into one integer key per row (bit j = column j): one group-key part
+    instead of one per flag (each part costs passes in :func:`group_ids`). Eight flags are packed
+    per byte on one-byte arrays, then the bytes are read as one word."""
+    if len(flags) > 62:  # 62 bits: a non-negative int64
+        raise ValueError(f"{len(flags)} flags do not fit one key word")
+    n = len(flags[0]) if flags else 0
+    width = 4 if len(flags) <= 32 else 8
+    packed = np.zeros((n, width), np.uint8)
+    for g in range(0, len(flags), 8):
+        byte = np.zeros(n, np.uint8)
+        for j, f in enumerate(flags[g:g + 8]):
+            byte |= np.asarray(f, dtype=bool).view(np.uint8) << np.uint8(j)
+        packed[:, g // 8] = byte
+    return packed.view(np.uint32 if width == 4 else np.int64)[:, 0]
+
+
 def render(parts: Sequence[np.ndarray], n: int, fn: Callable[[int], str | None]) -> pd.Categorical:
     """A Categorical whose value for each row is ``fn(first row of its group)`` (None = missing)."""
     if n == 0:
         return pd.Categorical([], categories=[])
     ids, first = group_ids(parts, n)
-    texts = [fn(int(r)) for r in first]
+    return _categorical(ids, first, fn)
+
+
+def render_each(parts: Sequence[np.ndarray], n: int, fns: Sequence[Callable[[int], str | None]]) -> list[pd.Categorical]:
+    """:func:`render` for several texts that depend on (at most) the same parts: one grouping for all."""
+    if n == 0:
+        return [pd.Categorical([], categories=[]) for _ in fns]
+    ids, first = group_ids(parts, n)
+    return [_categorical(ids, first, fn) for fn in fns]
+
+
+def render_rare(common: Sequence[np.ndarray], rare: np.ndarray, rare_parts: Callable[[np.ndarray], Sequence[np.ndarray]],
+                n: int, fn: Callable[[int], str | None]) -> pd.Categorical:
+    """:func:`render` for text that depends on the ``common`` parts alone except on the ``rare`` rows (a
+    boolean mask), whose keys ``rare_parts(rows)`` are built for those rows only (arrays over ``rows``).
+
+    The same Categorical as ``render`` over all the keys (a note is about the few rows with an absent
+    level, a bad duration or a roof exceeded): packing twenty keys over a million rows is most of its cost."""
+    if n == 0:
+        return pd.Categorical([], categories=[])
+    ids, first = group_ids([rare, *common], n)
+    rows = np.flatnonzero(rare)
+    if len(rows):
+        keep = ~rare[first]  # groups of rare rows are regrouped below by their own keys
+        ids = (np.cumsum(keep) - 1)[ids]
+        sub_ids, sub_first = group_ids(rare_parts(rows), len(rows))
+        ids[rows] = int(keep.sum()) + sub_ids
+        first = np.concatenate([first[keep], rows[sub_first]])
+    return _categorical(ids, first, fn)
+
+
+def _categorical(ids: np.ndarray, first: np.ndarray, fn: Callable[[int], str | None]) -> pd.Categorical:
+    """Group ``g`` (rows ``ids == g``) gets ``fn(first[g])``; categories by first appearance in the rows."""
     categories: list[str] = []
     index: dict[str, int] = {}
-    remap = np.empty(len(texts), dtype=np.int64)
-    for g, t in enumerate(texts):
+    texts = [fn(int(first[g])) for g in np.argsort(first, kind="stable")]
+    # codes in the dtype the Categorical keeps (int8 up to 127 categories): no conversion of a million codes
+    dtype = np.int8 if len(texts) < 2**7 else np.int16 if len(texts) < 2**15 else np.int32
+    remap = np.empty(len(first), dtype=dtype)
+    for g, t in zip(np.argsort(first, kind="stable"), texts):
         if t is None:
             remap[g] = -1
             continue
@@ -128,7 +247,8 @@ def render(parts: Sequence[np.ndarray], n: int, fn: Callable[[int], str | None])
 
 def fixed(codes: np.ndarray, categories: Sequence[str]) -> pd.Categorical:
     """A Categorical from codes into a fixed, known list of values."""
-    return pd.Categorical.from_codes(np.asarray(codes, dtype=np.int64), categories=list(categories))
+    codes = np.asarray(codes)
+    return pd.Categorical.from_codes(codes if codes.dtype.kind == "i" else codes.astype(np.int64), categories=list(categories))
 
 
 def as_string(cat: pd.Categorical, index: pd.Index) -> pd.Series:
