@@ -62,7 +62,7 @@ class Source:
     """A string column read only where asked: group keys for some rows, the text of one row."""
 
     def __init__(self, frame: pd.DataFrame, column: str) -> None:
-        self.col = frame[column] if column in frame else None
+        self.col = frame.get(column)
 
     def key_at(self, rows: np.ndarray) -> np.ndarray:
         """Keys (0 = missing) of the strings at ``rows`` (positions), numbered for these rows only."""
