@@ -112,7 +112,7 @@ def test_factor_keys_and_texts(dtype):
 
 def _edge_frame(n: int) -> pd.DataFrame:
     """Kernels with every condition a note or a text column depends on, mixed row by row."""
-    u = lambda: RNG.uniform(size=n)  # noqa: E731
+    u = lambda: RNG.uniform(size=n)
     kind = u()
     cols: dict[str, object] = {
         "kernel_id": np.arange(n), "kernel_name": "k", "kernel_short_name": "k",

@@ -27,7 +27,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from roofline.analysis.render import Factor, Source, fixed, flag_word, render_each, render_rare
+from roofline.analysis.render import (
+    Factor,
+    Source,
+    fixed,
+    flag_word,
+    render_each,
+    render_rare,
+)
 from roofline.hardware.peaks import LEVELS, OPTIONAL_LEVELS
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, UNAVAILABLE, source_column
 
@@ -86,7 +93,7 @@ def _positive(x: np.ndarray) -> np.ndarray:
 
 
 def _put(x: np.ndarray, mask: np.ndarray, value: float) -> np.ndarray:
-    """x (a new array) set to ``value`` where ``mask``; rare masks cost a scan, not a pass per row."""
+    """x (an array of ours, set in place) with ``value`` where ``mask``: a rare mask costs one scan."""
     if mask.any():
         x[mask] = value
     return x

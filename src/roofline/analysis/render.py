@@ -62,7 +62,7 @@ class Source:
     """A string column read only where asked: group keys for some rows, the text of one row."""
 
     def __init__(self, frame: pd.DataFrame, column: str) -> None:
-        self.col = frame[column] if column in frame else None
+        self.col = frame.get(column)
 
     def key_at(self, rows: np.ndarray) -> np.ndarray:
         """Keys (0 = missing) of the strings at ``rows`` (positions), numbered for these rows only."""
@@ -211,8 +211,8 @@ def render_rare(common: Sequence[np.ndarray], rare: np.ndarray, rare_parts: Call
     """:func:`render` for text that depends on the ``common`` parts alone except on the ``rare`` rows (a
     boolean mask), whose keys ``rare_parts(rows)`` are built for those rows only (arrays over ``rows``).
 
-    The same Categorical as ``render`` over all the keys (a note is about the few rows with an absent
-    level, a bad duration or a roof exceeded): packing twenty keys over a million rows is most of its cost."""
+    The same Categorical as ``render`` over all the keys (most parts of a note are about the few rows
+    with an absent level or a bad duration): packing twenty keys over a million rows was most of its cost."""
     if n == 0:
         return pd.Categorical([], categories=[])
     ids, first = group_ids([rare, *common], n)
