@@ -1,5 +1,5 @@
-"""The fast paths (spec peaks filled on distinct rows, batched innermost-op lookups, typed Int64 columns
-through float64) give exactly what the plain paths give, on synthetic edge cases and on real traces."""
+"""The fast paths (spec peaks filled on distinct rows, batched innermost-op lookups) give exactly what
+the plain paths give, on synthetic edge cases and on real traces."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from conftest import shared
 
 from roofline.frames import distinct_rows
 from roofline.hardware import specs
-from roofline.schema import _typed, kernels_from_columns, source_column
+from roofline.schema import kernels_from_columns, source_column
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -98,13 +98,3 @@ def test_innermost_many_equals_innermost_one_by_one() -> None:
     assert many[:11] == [None, 0, 0, 1, 2, 2, 1, 0, 3, 0, None]
     assert many[11:] == [4, None, 5, None]
 
-
-def test_int64_columns_through_float64_equal_the_object_path() -> None:
-    values = (1, None, 65535, 0, -3, None)
-    got = _typed(values, len(values), "Int64")
-    assert got.tolist() == [1, pd.NA, 65535, 0, -3, pd.NA]
-    # past 2**53 a float64 is not exact: the object path keeps the value
-    big = (2**62 + 1, None)
-    assert _typed(big, 2, "Int64").tolist() == [2**62 + 1, pd.NA]
-    # bools and floats are not ints: the object path decides (integral floats kept, others missing)
-    assert _typed((True, 2.0, 2.5), 3, "Int64").tolist() == [pd.NA, 2, pd.NA]

@@ -218,12 +218,6 @@ def _typed(values: Any, n: int, dtype: str) -> Any:
                                           np.full(n, values is None))
         if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
             return pd.arrays.IntegerArray(values.astype("int64"), np.zeros(n, dtype=bool))
-        if isinstance(values, (tuple, list)) and set(map(type, values)) <= {int, type(None)}:
-            # (ints and None only, checked in C: through float64, exact below 2**53, ~5x faster than objects)
-            f = np.array(values, dtype="float64")
-            missing = np.isnan(f)
-            if not (np.abs(f) >= 2.0**53).any():
-                return pd.arrays.IntegerArray(np.where(missing, 0, f).astype("int64"), missing)
         obj = np.empty(n, dtype=object)
         obj[:] = list(values)  # (not np.array(values): that would nest lists)
         missing = pd.isna(obj)
