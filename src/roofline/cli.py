@@ -162,11 +162,8 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         from roofline.ingest.torch_graphs import CAPTURES
 
         CAPTURES.set(tuple(captures))
-    result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold,
-                                          device_map, strict, counters)
-    from roofline.hardware.peaks import recorded_levels
-
-    levels = recorded_levels(result, levels)  # + LDS where an AMD format recorded it (default levels only)
+    result, failures, n_files, levels = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold,
+                                                  device_map, strict, counters)
     try:
         # name and NVTX filters pick kernels, before any grouping; bound, precision and top pick rows
         result = select(result, name=name_rx, nvtx=nvtx)
@@ -199,8 +196,9 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
 
 def _analysed(paths: tuple[Path, ...], peaks_opt: str, device: str | None, levels: tuple[str, ...], clock: str,
               latency_threshold: float, device_map: tuple[str, ...] = (),
-              strict: bool = False, counters: tuple[Path, ...] = ()) -> tuple[pd.DataFrame, int, int]:
-    """Read every input and analyse it: (kernel-level result, failed inputs, inputs)."""
+              strict: bool = False, counters: tuple[Path, ...] = ()) -> tuple[pd.DataFrame, int, int, tuple[str, ...]]:
+    """Read every input and analyse it: (kernel-level result, failed inputs, inputs, the levels to show: the
+    given ones, + LDS where an AMD format recorded it and the levels were the default)."""
     from roofline.analysis import analyze as analyze_frame
     from roofline.hardware.specs import require
 
@@ -226,7 +224,9 @@ def _analysed(paths: tuple[Path, ...], peaks_opt: str, device: str | None, level
     missing_roofs = _warn_missing_roofs(result)
     if strict:
         failures += missing_roofs
-    return result, failures, n_files
+    from roofline.hardware.peaks import recorded_levels
+
+    return result, failures, n_files, recorded_levels(result, levels)
 
 
 def _joined(timeline: pd.DataFrame, reports: tuple[Path, ...]) -> tuple[pd.DataFrame, int]:
@@ -314,11 +314,8 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
     from roofline.analysis.select import select
     from roofline.report import write_report
 
-    result, failures, n_files = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold,
-                                          device_map, strict)
-    from roofline.hardware.peaks import recorded_levels
-
-    levels = recorded_levels(result, levels)  # + LDS where an AMD format recorded it (default levels only)
+    result, failures, n_files, levels = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold,
+                                                  device_map, strict)
     try:
         written = write_report(result, out_dir, levels, clock=clock, svg=svg, top=top)
     except OSError as exc:

@@ -52,7 +52,7 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
         raise click.UsageError(str(exc)) from None
     analysed = []
     for p in profiles:
-        result, failures, _ = _analysed((p,), peaks_opt, device, levels, "profiled", 20.0)
+        result, failures, _, _ = _analysed((p,), peaks_opt, device, levels, "profiled", 20.0)
         if failures or result.empty:
             _err(f"{p}: cannot be compared (see the errors above)" if failures else f"{p}: no kernels to compare")
             sys.exit(EXIT_INPUT_ERRORS)
