@@ -83,10 +83,16 @@ def choose_peaks(kernels: pd.DataFrame, peaks: Peaks | str | None, published: bo
     raise TypeError(f"peaks must be None, 'counters', 'spec', a GPU name or a Peaks; got {type(peaks).__name__}")
 
 
+def _peak_columns(frame: pd.DataFrame) -> tuple[str, ...]:
+    """The peak columns a spec-only analysis sets: compute, bandwidth, and an optional level's (LDS) where
+    the frame has it (the spec table has no LDS figure: cleared, then said why)."""
+    optional = tuple(c for lv in OPTIONAL_LEVELS if (c := f"peak_{lv}_bytes_per_s") in frame)
+    return COMPUTE_PEAK_COLUMNS + BANDWIDTH_PEAK_COLUMNS + optional
+
+
 def _cleared(kernels: pd.DataFrame) -> pd.DataFrame:
     out = kernels.copy()
-    optional = tuple(c for lv in OPTIONAL_LEVELS if (c := f"peak_{lv}_bytes_per_s") in out)  # LDS: spec has none
-    for col in COMPUTE_PEAK_COLUMNS + BANDWIDTH_PEAK_COLUMNS + optional:
+    for col in _peak_columns(out):
         out[col] = np.nan
         out[source_column(col)] = pd.Series(pd.NA, index=out.index, dtype="string")
     return out
@@ -94,8 +100,7 @@ def _cleared(kernels: pd.DataFrame) -> pd.DataFrame:
 
 def _unfilled(frame: pd.DataFrame, whose: str) -> pd.DataFrame:
     """Say why a spec-only peak is missing (L2 bandwidth is never published, or an unknown device)."""
-    optional = tuple(c for lv in OPTIONAL_LEVELS if (c := f"peak_{lv}_bytes_per_s") in frame)
-    for col in COMPUTE_PEAK_COLUMNS + BANDWIDTH_PEAK_COLUMNS + optional:
+    for col in _peak_columns(frame):
         src = source_column(col)
         why = ("vendors publish no L2 bandwidth" if col == "peak_l2_bytes_per_s"
                else f"{whose} spec table entry has no such figure (or the device is not in the table)")
