@@ -226,11 +226,15 @@ def _build(path: Path, raw: bytes | list[bytes], events: list[Event], top: dict[
         rows.add(None, [e], label)
     for r in ranges:
         rows.add_range(r)
-    frame = rows.frame(path, rank)
     import msgspec
 
     meta = provenance_record(path, "torch-trace", reader=f"msgspec {msgspec.__version__}")
     meta.update(trace_meta(top, n_events, gpu + ranges, orphans, groups, skipped))
+    # the events are not needed past here: freed before the frame's memory peak
+    del ops, gpu, runtimes, groups, orphans, kept, threads, notes, ranges, by_ext
+    rows.events = []
+    rows.threads = None
+    frame = rows.frame(path, rank)
     meta["unmodelled_ops"] = unmodelled(frame)
     if graph_notes:
         meta["graph_replays"] = graph_notes
