@@ -208,7 +208,7 @@ def _typed(values: Any, n: int, dtype: str) -> Any:
             if scalar:
                 return pd.array(pa.repeat(pa.scalar(values, pa.large_string()), n), dtype="string")
             return pd.array(pa.array(values, pa.large_string()), dtype="string")
-        except (pa.ArrowTypeError, pa.ArrowInvalid, TypeError):  # not all str (or unhashable): pandas converts what it can
+        except (pa.ArrowTypeError, pa.ArrowInvalid):  # not all str: pandas converts what it can
             return pd.array([values] * n if scalar else list(values), dtype="string")
     if dtype == "boolean" and values.__class__ is bool:
         return pd.arrays.BooleanArray(np.full(n, values), np.zeros(n, dtype=bool))

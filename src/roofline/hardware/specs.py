@@ -309,8 +309,8 @@ def _distinct_fill(frame: pd.DataFrame, at_profiled_clock: bool,
 
     A row's filled peaks and sources depend only on its device columns, clock, tensor path and the peaks
     and sources it already has, and a 20k-row trace has a handful of distinct combinations: filling those
-    takes ~5 ms against ~90 ms for the masked column rebuilds on every row. None when the rows are mostly
-    distinct (or a value is unhashable): then the row-wise fill is as fast.
+    and spreading them back took 16 ms against 45 ms for the row-wise fill (V100 trace). None when the rows
+    are mostly distinct (or a value is unhashable): then the row-wise fill is as fast.
     """
     from roofline.frames import distinct_rows
 

@@ -49,9 +49,8 @@ def repeated(value: Any, n: int, dtype: str) -> Any:
     """One value for every row, in the column type ``kernels_from_columns`` takes as is."""
     if value is None:
         return None  # all missing
-    if dtype == "string" and value.__class__ is str:
-        return pa.repeat(pa.scalar(value, pa.large_string()), n)
-    if dtype == "Int64" and value.__class__ is int and -(2**63) <= value < 2**63:
+    if (dtype == "string" and value.__class__ is str) or \
+            (dtype == "Int64" and value.__class__ is int and -(2**63) <= value < 2**63):
         return value  # a scalar: kernels_from_columns broadcasts it
     return [value] * n  # anything else (a damaged trace's value): converted as any column is
 
