@@ -113,26 +113,25 @@ def _gather(columns: Sequence[np.ndarray | float], which: np.ndarray) -> np.ndar
     return out
 
 
-def _sum(columns: Sequence[np.ndarray]) -> np.ndarray:
-    """Σ of the columns, left to right (as a row-wise sum over a few columns adds them)."""
+def _fold(op: np.ufunc, columns: Sequence[np.ndarray]) -> np.ndarray:
+    """``op`` over the columns, left to right, into a copy of the first (Σ adds in the order a row-wise
+    sum over a few columns does)."""
     out = columns[0].copy()
     for c in columns[1:]:
-        out += c
+        op(out, c, out=out)
     return out
+
+
+def _sum(columns: Sequence[np.ndarray]) -> np.ndarray:
+    return _fold(np.add, columns)
 
 
 def _any(columns: Sequence[np.ndarray]) -> np.ndarray:
-    out = columns[0].copy()
-    for c in columns[1:]:
-        out |= c
-    return out
+    return _fold(np.logical_or, columns)
 
 
 def _all(columns: Sequence[np.ndarray]) -> np.ndarray:
-    out = columns[0].copy()
-    for c in columns[1:]:
-        out &= c
-    return out
+    return _fold(np.logical_and, columns)
 
 
 def _arg(better: np.ufunc, columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -150,10 +149,7 @@ def _arg(better: np.ufunc, columns: Sequence[np.ndarray]) -> tuple[np.ndarray, n
 
 
 def _max(columns: Sequence[np.ndarray]) -> np.ndarray:
-    out = columns[0].copy()
-    for c in columns[1:]:
-        np.maximum(out, c, out=out)
-    return out
+    return _fold(np.maximum, columns)
 
 
 def _row_names(masks: Sequence[np.ndarray] | Sequence[bool], row: int, names: Sequence[str]) -> str:

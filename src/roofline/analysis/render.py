@@ -151,10 +151,7 @@ def flag_word(flags: Sequence[np.ndarray]) -> np.ndarray:
 
 def render(parts: Sequence[np.ndarray], n: int, fn: Callable[[int], str | None]) -> pd.Categorical:
     """A Categorical whose value for each row is ``fn(first row of its group)`` (None = missing)."""
-    if n == 0:
-        return pd.Categorical([], categories=[])
-    ids, first = group_ids(parts, n)
-    return _categorical(ids, first, fn)
+    return render_each(parts, n, [fn])[0]
 
 
 def render_each(parts: Sequence[np.ndarray], n: int, fns: Sequence[Callable[[int], str | None]]) -> list[pd.Categorical]:
@@ -189,11 +186,12 @@ def _categorical(ids: np.ndarray, first: np.ndarray, fn: Callable[[int], str | N
     """Group ``g`` (rows ``ids == g``) gets ``fn(first[g])``; categories by first appearance in the rows."""
     categories: list[str] = []
     index: dict[str, int] = {}
-    texts = [fn(int(first[g])) for g in np.argsort(first, kind="stable")]
+    order = np.argsort(first, kind="stable")
+    texts = [fn(int(first[g])) for g in order]
     # codes in the dtype the Categorical keeps (int8 up to 127 categories): no conversion of a million codes
     dtype = np.int8 if len(texts) < 2**7 else np.int16 if len(texts) < 2**15 else np.int32
     remap = np.empty(len(first), dtype=dtype)
-    for g, t in zip(np.argsort(first, kind="stable"), texts):
+    for g, t in zip(order, texts):
         if t is None:
             remap[g] = -1
             continue

@@ -16,14 +16,14 @@ object per value), and names are resolved once per distinct id, so memory grows 
 
 from __future__ import annotations
 
-import gc
 import shutil
 import sqlite3
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ from roofline.errors import (
     UnsupportedFormatError,
 )
 from roofline.ingest import nsys_nvtx, nsys_ranks
-from roofline.ingest.common import head, open_sqlite, provenance_record
+from roofline.ingest.common import gc_paused, head, open_sqlite, provenance_record
 from roofline.schema import UNAVAILABLE, kernel_dtypes, set_provenance, source_column
 
 MAGIC = b"SQLite format 3\x00"
@@ -87,17 +87,14 @@ def read(path: str | Path) -> pd.DataFrame:
     if not data.startswith(MAGIC) and path.name.lower().endswith(REP_SUFFIXES):
         return _read_rep(path)
     con, tables = _connect(path)
-    enabled = gc.isenabled()
     # every fetched row is a tuple the cyclic GC tracks (~32,000 on the 4,010-kernel export): with it on, a
-    # young-generation pass every 700 of them finds nothing to free (ints and strings only); as torch_trace.read
-    gc.disable()
+    # young-generation pass every 700 of them finds nothing to free (ints and strings only)
     try:
-        return _read(path, con, tables)
+        with gc_paused():
+            return _read(path, con, tables)
     except sqlite3.DatabaseError as exc:  # damaged pages, a table that is not what its name says
         raise CorruptReportError(path, f"SQLite error while reading the nsys export ({exc})") from None
     finally:
-        if enabled:
-            gc.enable()
         con.close()
 
 
@@ -587,7 +584,7 @@ def _spec_input(c: str) -> bool:
 
 
 @lru_cache(maxsize=64)
-def _spec_roofs(key: tuple[tuple[str, tuple[Any, ...]], ...]) -> dict[str, list[Any]]:
+def _spec_roofs(key: tuple[tuple[str, tuple[Any, ...]], ...]) -> Mapping[str, tuple[Any, ...]]:
     """The spec table's peak columns (missing: None) for one row per device of the inputs ``key`` gives.
 
     A pure function of its inputs (the spec table is read once per process), cached: on a one- or two-row
@@ -598,8 +595,9 @@ def _spec_roofs(key: tuple[tuple[str, tuple[Any, ...]], ...]) -> dict[str, list[
     n = len(key[0][1]) if key else 0
     small = fill_spec_peaks(_assemble({c: pd.array(list(v), dtype=dtypes[c]) for c, v in key}, n, _spec_input))
     # one conversion of the small frame to lists: per-column pandas calls cost more than the data here
-    return {c: [None if pd.isna(v) else v for v in vals]
-            for c, vals in small.to_dict("list").items() if c.startswith("peak_")}
+    # (read-only: every read of these devices shares the cached value)
+    return MappingProxyType({c: tuple(None if pd.isna(v) else v for v in vals)
+                             for c, vals in small.to_dict("list").items() if c.startswith("peak_")})
 
 
 def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.api.extensions.ExtensionArray | None:

@@ -17,12 +17,11 @@ Each joined op also carries the iteration annotation its graph launch ran under 
 from __future__ import annotations
 
 import contextvars
-import gc
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from roofline.ingest.common import json_bytes
+from roofline.ingest.common import gc_paused, json_bytes
 from roofline.ingest.torch_trace_decode import Event, decode
 
 #: capture traces given explicitly (``roofline analyze REPLAY --capture CAPTURE``); else the
@@ -46,13 +45,8 @@ class Captured:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             events, _ = decode(path, json_bytes(path))
-        finally:
-            if enabled:
-                gc.enable()
         ops: dict[Any, Event] = {}
         cpu: list[Event] = []
         windows: list[tuple[float, float]] = []

@@ -16,7 +16,6 @@ measured FP instruction counts; their rows use those.
 
 from __future__ import annotations
 
-import gc
 from collections import defaultdict
 from operator import itemgetter
 from pathlib import Path
@@ -26,7 +25,12 @@ import numpy as np
 import pandas as pd
 
 from roofline.errors import NoGpuWorkError, NoKernelsError, path_text
-from roofline.ingest.common import check_exists, json_bytes, provenance_record
+from roofline.ingest.common import (
+    check_exists,
+    gc_paused,
+    json_bytes,
+    provenance_record,
+)
 from roofline.ingest.torch_trace_columns import factorized, repeated, step_column
 from roofline.ingest.torch_trace_decode import (
     NULL,
@@ -94,14 +98,9 @@ def read(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     check_exists(path)
     held = [json_bytes(path)]  # (a holder, not a local: _build drops the JSON once it knows it is not needed)
-    enabled = gc.isenabled()
-    gc.disable()  # the decode makes hundreds of thousands of small objects; cyclic GC only slows it
-    try:
+    with gc_paused():
         events, top = decode(path, held[0])
         return _build(path, held, events, top)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _ext(a: Args) -> Any:
