@@ -1,14 +1,18 @@
-"""read() frees the JSON and the unused events before building rows: same frame as building from kept copies."""
+"""read() frees the JSON and the unused events before building rows: same frame as building from kept copies;
+large documents are decoded and scanned in pieces, with the same frame as a whole decode."""
 
 from __future__ import annotations
 
 import json
 
 import pandas as pd
+import pytest
 
 from roofline.ingest import torch_trace
 from roofline.ingest.common import json_bytes
-from roofline.ingest.torch_trace_decode import RANGE_COUNTERS, decode
+from roofline.errors import CorruptReportError
+from roofline.ingest import torch_trace_decode
+from roofline.ingest.torch_trace_decode import RANGE_COUNTERS, Uncut, decode, pieces
 from roofline.schema import get_provenance
 
 OP = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10, "dur": 50, "pid": 1, "tid": 1,
@@ -39,7 +43,7 @@ def _both(tmp_path, events):
     got = torch_trace.read(p)  # the holder path: JSON and unused events dropped after the scan
     raw = json_bytes(p)
     decoded, top = decode(p, raw)
-    kept = torch_trace._build(p, raw, decoded, top)  # the bytes path: nothing dropped
+    kept = torch_trace._build(p, raw, [decoded], top)  # the bytes path: nothing dropped
     assert len(decoded) == len(events)  # (the bytes path leaves the caller's events alone)
     return got, kept
 
@@ -71,3 +75,98 @@ def test_read_keeps_the_json_for_range_events(tmp_path):
     assert r["flop_fp64"].iloc[0] == 10 + 20 + 2 * 30
     assert r["flop_fp32"].iloc[0] == 40 + 50 + 2 * 60
     assert r["flop_fp16"].iloc[0] == 2 * (70 + 80 + 2 * 90)
+
+
+def _kineto(events, top=None):
+    """JSON laid out as Kineto writes it: each event a block of lines, events separated by ``},\n  {``."""
+    body = ",\n".join("  " + json.dumps(e) for e in events)
+    head = json.dumps(top or {"schemaVersion": 1, "deviceProperties": PROPS})[:-1]
+    return (head + ', "traceEvents": [\n' + body + '\n], "traceName": "t"}').encode()
+
+
+def _many(n):
+    """n copies of the linked op/launch/kernel group (distinct ids and times) with unused events between."""
+    out = []
+    for i in range(n):
+        t = 1000 * i
+        out += [{**OP, "ts": t + 10, "args": {**OP["args"], "External id": 10 * i + 7}},
+                {**LAUNCH, "ts": t + 20, "args": {"correlation": 10 * i + 9, "External id": 10 * i + 7}},
+                {**KERNEL, "ts": t + 30, "args": {**KERNEL["args"], "correlation": 10 * i + 9}},
+                *UNUSED]
+    return out
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    monkeypatch.setattr(torch_trace_decode, "PIECE_BYTES", 4096)  # a few hundred events per piece
+
+
+def _whole(p):
+    raw = json_bytes(p)
+    events, top = decode(p, raw)
+    return torch_trace._build(p, raw, [events], top), len(events)
+
+
+@pytest.mark.parametrize("layout", ["kineto", "indent"])
+def test_pieces_read_as_the_whole_document(tmp_path, small_pieces, layout):
+    events = _many(300)
+    p = tmp_path / "t.pt.trace.json"
+    doc = {"schemaVersion": 1, "deviceProperties": PROPS, "traceEvents": events, "distributedInfo": {"rank": 3}}
+    p.write_bytes(_kineto(events, {k: v for k, v in doc.items() if k != "traceEvents"}) if layout == "kineto"
+                  else json.dumps(doc, indent=2).encode())  # (indent: every brace on its own line)
+    cut = pieces(json_bytes(p))
+    assert cut is not None
+    parts = list(cut[0])
+    assert len(parts) > 5 and sum(map(len, parts)) == len(events)
+    assert [e.ts for part in parts for e in part] == [e.get("ts") for e in events]
+    assert cut[1]["distributedInfo"] == {"rank": 3} and cut[1]["deviceProperties"] == PROPS
+    got = torch_trace.read(p)
+    want, n = _whole(p)
+    _same(got, want)
+    assert len(got) == 300 and set(got["rank"]) == {3}
+    assert get_provenance(got)[0]["trace_events"] == n == len(events)
+
+
+def test_a_cut_inside_an_event_falls_back_to_the_whole_decode(tmp_path, monkeypatch):
+    # an event whose args hold objects laid out one per line: a `},\n {` inside it, where a piece cannot end
+    odd = {**UNUSED[1], "args": {"frames": [{"a": 1}, {"b": 2}]}}
+    events = _many(300)
+    events.insert(len(events) // 4, odd)
+    text = _kineto(events).replace(b'{"a": 1}, {"b": 2}', b'{"a": 1},\n      {"b": 2}')
+    p = tmp_path / "t.pt.trace.json"
+    p.write_bytes(text)
+    # the first cut is searched for just before the one inside the odd event
+    first = text.index(b'"traceEvents": [\n  {') + len(b'"traceEvents": [\n  ')
+    monkeypatch.setattr(torch_trace_decode, "PIECE_BYTES", text.index(b'{"a": 1},\n') - first)
+    cut = pieces(json_bytes(p))
+    assert cut is not None  # (the outline decodes: only the first piece shows the cut was inside an event)
+    with pytest.raises(Uncut):
+        list(cut[0])
+    got = torch_trace.read(p)
+    _same(got, _whole(p)[0])
+    assert len(got) == 300
+
+
+def test_a_nested_traceevents_array_is_not_cut(tmp_path, small_pieces):
+    # the first "traceEvents": [ { in the text is a field of another object: the outline's top-level array
+    # is then not the one found, and the document is decoded whole
+    decoy = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": f"decoy{i}"} for i in range(300)]}
+    events = _many(50)
+    body = ",\n".join("  " + json.dumps(e) for e in events)
+    inner = ",\n".join("    " + json.dumps(e) for e in decoy["traceEvents"])
+    text = ('{"metadata": {"traceEvents": [\n' + inner + '\n]}, "deviceProperties": ' + json.dumps(PROPS)
+            + ', "traceEvents": [\n' + body + "\n]}").encode()
+    p = tmp_path / "t.pt.trace.json"
+    p.write_bytes(text)
+    assert pieces(json_bytes(p)) is None
+    got = torch_trace.read(p)
+    assert not got["kernel_name"].str.startswith("decoy").any() and len(got) == 50
+
+
+def test_a_damaged_piece_is_a_typed_error(tmp_path, small_pieces):
+    text = _kineto(_many(300))
+    middle = len(text) // 2
+    p = tmp_path / "t.pt.trace.json"
+    p.write_bytes(text[:middle] + b"\x00garbage" + text[middle:])
+    with pytest.raises(CorruptReportError, match="not valid JSON"):
+        torch_trace.read(p)

@@ -17,6 +17,7 @@ measured FP instruction counts; their rows use those.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -37,10 +38,13 @@ from roofline.ingest.torch_trace_decode import (
     RANGE_CAT,
     Args,
     Event,
+    Uncut,
     decode,
+    pieces,
     range_events,
     shapes,
 )
+from roofline.ingest.torch_trace_scan import COPY_CATS, KERNEL_CATS, NUMBER, Scan
 from roofline.ingest.torch_trace_summary import estimates, trace_meta, unmodelled
 from roofline.ingest.torch_trace_threads import Threads as _Threads
 from roofline.metrics.flops import flops_from_counts
@@ -62,14 +66,6 @@ from roofline.schema import (
     set_provenance,
 )
 
-CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "runtime"})
-KERNEL_CATS = frozenset({"kernel", "Kernel"})
-COPY_CATS = frozenset({"gpu_memcpy", "Memcpy", "gpu_memset", "Memset"})
-#: category -> what the reader does with it: 1 CPU op, 2 GPU event, 3 launch, 4 CUPTI range, 5 annotation
-KINDS = {**{c: 1 for c in CPU_CATS}, **{c: 2 for c in KERNEL_CATS | COPY_CATS}, **{c: 3 for c in RUNTIME_CATS},
-         RANGE_CAT: 4, "user_annotation": 5}
-NUMBER = (int, float)
 NAN = float("nan")
 NO_CACHE = (f"{UNAVAILABLE}: a PyTorch trace has no cache counters; profile the kernel with "
             "ncu --section SpeedOfLight_HierarchicalSingleRooflineChart for L2/L1")
@@ -99,69 +95,43 @@ def read(path: str | Path) -> pd.DataFrame:
     check_exists(path)
     held = [json_bytes(path)]  # (a holder, not a local: _build drops the JSON once it knows it is not needed)
     with gc_paused():
+        cut = pieces(held[0])
+        if cut is not None:
+            try:
+                return _build(path, held, *cut)
+            except Uncut:  # a piece that is not a list of events: the whole document decides
+                pass
         events, top = decode(path, held[0])
-        return _build(path, held, events, top)
+        return _build(path, held, [events], top)
 
 
 def _ext(a: Args) -> Any:
     return a.external_id if a.external_id is not None else a.external_id_lc
 
 
-def _build(path: Path, raw: bytes | list[bytes], events: list[Event], top: dict[str, Any]) -> pd.DataFrame:
-    """The frame of decoded events. ``raw`` (the JSON, or read()'s one-item holder of it) is decoded again
-    only for CUPTI range events. With a holder (read() is the caller and uses neither afterwards), the
-    holder and ``events`` are emptied after the scan, before the rows are built: the JSON (54 MB for the
-    V100 trace; unless raw shapes, ``msgspec.Raw``, still point into it) and the events the reader does
-    not use (flow arrows, instant events, Python frames) are freed before the frame's memory peak."""
+def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], top: dict[str, Any]) -> pd.DataFrame:
+    """The frame of decoded events, given as lists in document order (the pieces of ``pieces()``, or one
+    list): each list is dropped once scanned, so the events the reader does not use (flow arrows, instant
+    events, Python frames) are freed piece by piece. ``raw`` (the JSON, or read()'s one-item holder of it)
+    is decoded again only for CUPTI range events; with a holder (read() is the caller and uses neither
+    afterwards) it is emptied after the scan: the JSON (54 MB for the V100 trace; unless raw shapes,
+    ``msgspec.Raw``, still point into it) is freed before the frame's memory peak."""
     props = top.get("deviceProperties")
     devices = {p.get("id"): p for p in (props if isinstance(props, list) else []) if isinstance(p, dict)}
     dist = top.get("distributedInfo")
     rank = dist.get("rank") if isinstance(dist, dict) else None
     rank = rank if rank.__class__ is int else None  # a damaged value is no rank, not a crash later
-    ops: list[Event] = []
-    by_ext: dict[Any, int] = {}
-    runtimes: dict[Any, Event] = {}
-    gpu: list[Event] = []
-    steps: list[tuple[float, float, str]] = []
-    notes: list[Event] = []
-    skipped = 0
-    has_ranges = False
-    kinds = KINDS
-    for e in events:  # one pass, one dict lookup per event: this loop is most of the reader's own time
-        try:
-            kind = kinds.get(e.cat)
-            if kind is None or e.ph != "X":
-                continue
-            ts, dur = e.ts, e.dur
-            if ts.__class__ not in NUMBER or dur.__class__ not in NUMBER:
-                skipped += 1
-                continue
-            if kind == 1:
-                a = e.args
-                if a is not None:
-                    ext = a.external_id if a.external_id is not None else a.external_id_lc  # (_ext, inlined)
-                    if ext is not None and ext not in by_ext:
-                        by_ext[ext] = len(ops)
-                ops.append(e)
-            elif kind == 2:
-                gpu.append(e)
-            elif kind == 3:
-                a = e.args
-                if a is not None and a.correlation is not None:
-                    runtimes[a.correlation] = e
-            elif kind == 4:
-                has_ranges = True
-            else:  # user annotations: steps, and vLLM's iteration annotations (paged attention's lengths)
-                notes.append(e)
-                if str(e.name).startswith("ProfilerStep#"):
-                    steps.append((ts, ts + dur, e.name))
-        except TypeError:  # an unhashable cat, correlation or External id: not an event we can use
-            continue
-    n_events = len(events)
+    scan, events = Scan(), []
+    for events in chunks:
+        scan.add(events)
+        if raw.__class__ is list:
+            events.clear()  # (read() holds the one list of a whole decode: the events not kept are freed now)
+    ops, by_ext, runtimes, gpu, steps, notes = scan.ops, scan.by_ext, scan.runtimes, scan.gpu, scan.steps, scan.notes
+    skipped, has_ranges, n_events = scan.skipped, scan.has_ranges, scan.n_events
+    del scan, events
     if raw.__class__ is list:
         held, raw = raw, (raw[0] if has_ranges else b"")  # type: ignore[index]
         held.clear()  # type: ignore[union-attr]
-        events.clear()  # (the ops, launches and GPU events kept are referenced by the scan's lists)
     ranges = _ranges(path, raw) if has_ranges else []  # type: ignore[arg-type]
     if not gpu and not ranges:
         why = "no GPU events (kernel, memcpy, memset or CUPTI range): a CPU-only trace, nothing to put on a GPU roofline"

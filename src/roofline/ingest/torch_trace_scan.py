@@ -1,0 +1,66 @@
+"""The reader's one pass over a Kineto trace's events: what it keeps of each category, one list of events
+(a decoded piece of the document) at a time. Split out of ``torch_trace.py``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline.ingest.torch_trace_decode import RANGE_CAT, Event
+
+CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "runtime"})
+KERNEL_CATS = frozenset({"kernel", "Kernel"})
+COPY_CATS = frozenset({"gpu_memcpy", "Memcpy", "gpu_memset", "Memset"})
+#: category -> what the reader does with it: 1 CPU op, 2 GPU event, 3 launch, 4 CUPTI range, 5 annotation
+KINDS = {**{c: 1 for c in CPU_CATS}, **{c: 2 for c in KERNEL_CATS | COPY_CATS}, **{c: 3 for c in RUNTIME_CATS},
+         RANGE_CAT: 4, "user_annotation": 5}
+NUMBER = (int, float)
+
+
+class Scan:
+    """What the reader keeps of the events, gathered one list of them at a time (in document order)."""
+
+    def __init__(self) -> None:
+        self.ops: list[Event] = []
+        self.by_ext: dict[Any, int] = {}  # External id -> the first op with it
+        self.runtimes: dict[Any, Event] = {}  # correlation -> launch
+        self.gpu: list[Event] = []
+        self.steps: list[tuple[float, float, str]] = []
+        self.notes: list[Event] = []
+        self.skipped = self.n_events = 0
+        self.has_ranges = False
+
+    def add(self, events: list[Event]) -> None:
+        """One pass, one dict lookup per event: this loop is most of the reader's own time."""
+        ops, by_ext, runtimes, gpu, notes, kinds = self.ops, self.by_ext, self.runtimes, self.gpu, self.notes, KINDS
+        self.n_events += len(events)
+        for e in events:
+            try:
+                kind = kinds.get(e.cat)
+                if kind is None or e.ph != "X":
+                    continue
+                ts, dur = e.ts, e.dur
+                if ts.__class__ not in NUMBER or dur.__class__ not in NUMBER:
+                    self.skipped += 1
+                    continue
+                if kind == 1:
+                    a = e.args
+                    if a is not None:
+                        ext = a.external_id if a.external_id is not None else a.external_id_lc  # (_ext, inlined)
+                        if ext is not None and ext not in by_ext:
+                            by_ext[ext] = len(ops)
+                    ops.append(e)
+                elif kind == 2:
+                    gpu.append(e)
+                elif kind == 3:
+                    a = e.args
+                    if a is not None and a.correlation is not None:
+                        runtimes[a.correlation] = e
+                elif kind == 4:
+                    self.has_ranges = True
+                else:  # user annotations: steps, and vLLM's iteration annotations (paged attention's lengths)
+                    notes.append(e)
+                    if str(e.name).startswith("ProfilerStep#"):
+                        self.steps.append((ts, ts + dur, e.name))
+            except TypeError:  # an unhashable cat, correlation or External id: not an event we can use
+                continue
