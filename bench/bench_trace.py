@@ -8,7 +8,8 @@ fixture traces, the 216k-event V100 and the 132k-event H100 OWLv2 trace), all in
 * roofline: ``roofline.ingest.torch_trace.read`` (parse, link, model FLOPs/bytes, typed frame);
   floor and roofline alternate (floor, roofline, floor, ...) so that a load change on a shared
   machine hits both;
-* the stages of roofline's time (gunzip, typed decode, scan/link/rows/frame), each timed alone;
+* the stages of roofline's time (gunzip, typed decode, scan/link/rows/frame), each timed alone, and the
+  gunzip and decode as read() runs them: the gunzip in a thread, each 4 MB piece decoded as it comes;
 * peak memory: a fresh child process imports roofline, reads the trace once and reports its
   ``VmHWM`` from /proc/self/status (``ru_maxrss`` would include the parent's, inherited across
   fork+exec), against the decompressed JSON size; the child's VmHWM right after the imports is
@@ -46,7 +47,8 @@ import orjson
 
 from roofline.ingest import torch_trace
 from roofline.ingest.common import json_bytes
-from roofline.ingest.torch_trace_decode import decode, pieces
+from roofline.ingest import torch_trace_stream
+from roofline.ingest.torch_trace_decode import decode
 
 TRACES = Path(__file__).resolve().parents[2] / "shared/fixtures/traces"
 DEFAULT = [TRACES / "torch_v100_2rank-nccl_rank1_large216k.pt.trace.json.gz",
@@ -144,12 +146,10 @@ def ab(path: Path, base_src: Path, repeat: int) -> None:
               + f" | this ÷ floor {best['this'] / best['floor']:.2f} ({med['this'] / med['floor']:.2f})")
 
 
-def decoded(path: Path, raw: bytes) -> tuple[list, dict]:
-    """The events and top-level fields as read() decodes them: piece by piece where it can, else whole."""
-    cut = pieces(raw)
-    if cut is None:
-        return decode(path, raw)
-    return [e for piece in cut[0] for e in piece], cut[1]
+def streamed(path: Path) -> tuple[list, dict]:
+    """The events and top-level fields as read() gets them: gunzip in a thread, decoded piece by piece."""
+    top: dict = {}
+    return [e for piece in torch_trace_stream.events(path, top) for e in piece], top
 
 
 def memory(path: Path) -> tuple[int, int, int]:
@@ -168,9 +168,10 @@ def bench(path: Path, repeat: int, hta_python: str | None, base_src: Path | None
     results["  of which: gunzip"] = timed(lambda: json_bytes(path), repeat)
     gc.disable()
     try:
-        # (read() decodes in pieces where the document can be cut, and scans each piece as it comes)
-        results["  of which: typed decode (msgspec)"] = timed(lambda: decoded(path, raw), repeat)
-        events, top = decoded(path, raw)
+        results["  of which: typed decode (msgspec)"] = timed(lambda: decode(path, raw), repeat)
+        # read() gunzips in a thread and decodes each piece as it comes (scanning it before the next)
+        results["  gunzip (thread) + decode in pieces"] = timed(lambda: streamed(path), repeat)
+        events, top = streamed(path)
         results["  of which: scan, link, rows, frame"] = timed(
             lambda: torch_trace._build(path, raw, [events], top), repeat)
     finally:

@@ -3,7 +3,9 @@ large documents are decoded and scanned in pieces, with the same frame as a whol
 
 from __future__ import annotations
 
+import gzip
 import json
+import threading
 
 import pandas as pd
 import pytest
@@ -11,8 +13,9 @@ import pytest
 from roofline.ingest import torch_trace
 from roofline.ingest.common import json_bytes
 from roofline.errors import CorruptReportError
-from roofline.ingest import torch_trace_decode
-from roofline.ingest.torch_trace_decode import RANGE_COUNTERS, Uncut, decode, pieces
+from roofline.ingest import torch_trace_stream
+from roofline.ingest.torch_trace_decode import RANGE_COUNTERS, decode
+from roofline.ingest.torch_trace_stream import Uncut
 from roofline.schema import get_provenance
 
 OP = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10, "dur": 50, "pid": 1, "tid": 1,
@@ -98,7 +101,7 @@ def _many(n):
 
 @pytest.fixture
 def small_pieces(monkeypatch):
-    monkeypatch.setattr(torch_trace_decode, "PIECE_BYTES", 4096)  # a few hundred events per piece
+    monkeypatch.setattr(torch_trace_stream, "PIECE_BYTES", 4096)  # a few dozen events per piece
 
 
 def _whole(p):
@@ -107,41 +110,54 @@ def _whole(p):
     return torch_trace._build(p, raw, [events], top), len(events)
 
 
+def _streamed(p):
+    top = {}
+    return list(torch_trace_stream.events(p, top)), top
+
+
+def _write(tmp_path, text, gz):
+    p = tmp_path / ("t.pt.trace.json.gz" if gz else "t.pt.trace.json")
+    p.write_bytes(gzip.compress(text) if gz else text)
+    return p
+
+
+def _no_gunzip_thread():
+    return not any(t.name == "roofline-gunzip" for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("gz", [False, True])
 @pytest.mark.parametrize("layout", ["kineto", "indent"])
-def test_pieces_read_as_the_whole_document(tmp_path, small_pieces, layout):
+def test_pieces_read_as_the_whole_document(tmp_path, small_pieces, layout, gz):
     events = _many(300)
-    p = tmp_path / "t.pt.trace.json"
     doc = {"schemaVersion": 1, "deviceProperties": PROPS, "traceEvents": events, "distributedInfo": {"rank": 3}}
-    p.write_bytes(_kineto(events, {k: v for k, v in doc.items() if k != "traceEvents"}) if layout == "kineto"
-                  else json.dumps(doc, indent=2).encode())  # (indent: every brace on its own line)
-    cut = pieces(json_bytes(p))
-    assert cut is not None
-    parts = list(cut[0])
+    p = _write(tmp_path, _kineto(events, {k: v for k, v in doc.items() if k != "traceEvents"}) if layout == "kineto"
+               else json.dumps(doc, indent=2).encode(), gz)  # (indent: every brace on its own line)
+    parts, top = _streamed(p)
     assert len(parts) > 5 and sum(map(len, parts)) == len(events)
     assert [e.ts for part in parts for e in part] == [e.get("ts") for e in events]
-    assert cut[1]["distributedInfo"] == {"rank": 3} and cut[1]["deviceProperties"] == PROPS
+    assert top["distributedInfo"] == {"rank": 3} and top["deviceProperties"] == PROPS
     got = torch_trace.read(p)
     want, n = _whole(p)
     _same(got, want)
     assert len(got) == 300 and set(got["rank"]) == {3}
     assert get_provenance(got)[0]["trace_events"] == n == len(events)
+    assert _no_gunzip_thread()
 
 
 def test_a_cut_inside_an_event_falls_back_to_the_whole_decode(tmp_path, monkeypatch):
     # an event whose args hold objects laid out one per line: a `},\n {` inside it, where a piece cannot end
     odd = {**UNUSED[1], "args": {"frames": [{"a": 1}, {"b": 2}]}}
     events = _many(300)
-    events.insert(len(events) // 4, odd)
+    events.insert(len(events) // 2, odd)
     text = _kineto(events).replace(b'{"a": 1}, {"b": 2}', b'{"a": 1},\n      {"b": 2}')
-    p = tmp_path / "t.pt.trace.json"
-    p.write_bytes(text)
-    # the first cut is searched for just before the one inside the odd event
-    first = text.index(b'"traceEvents": [\n  {') + len(b'"traceEvents": [\n  ')
-    monkeypatch.setattr(torch_trace_decode, "PIECE_BYTES", text.index(b'{"a": 1},\n') - first)
-    cut = pieces(json_bytes(p))
-    assert cut is not None  # (the outline decodes: only the first piece shows the cut was inside an event)
+    end = text.index(b'{"b": 2}') + 1  # the second piece of text ends just after that separator
+    if end % 2:
+        text, end = b" " + text, end + 1
+    monkeypatch.setattr(torch_trace_stream, "PIECE_BYTES", end // 2)
+    p = _write(tmp_path, text, gz=True)
     with pytest.raises(Uncut):
-        list(cut[0])
+        _streamed(p)
+    assert _no_gunzip_thread()
     got = torch_trace.read(p)
     _same(got, _whole(p)[0])
     assert len(got) == 300
@@ -149,24 +165,32 @@ def test_a_cut_inside_an_event_falls_back_to_the_whole_decode(tmp_path, monkeypa
 
 def test_a_nested_traceevents_array_is_not_cut(tmp_path, small_pieces):
     # the first "traceEvents": [ { in the text is a field of another object: the outline's top-level array
-    # is then not the one found, and the document is decoded whole
-    decoy = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": f"decoy{i}"} for i in range(300)]}
-    events = _many(50)
-    body = ",\n".join("  " + json.dumps(e) for e in events)
-    inner = ",\n".join("    " + json.dumps(e) for e in decoy["traceEvents"])
+    # is then not the one the pieces came from, and the document is decoded whole
+    decoy = [{"ph": "X", "cat": "kernel", "name": f"decoy{i}"} for i in range(300)]
+    body = ",\n".join("  " + json.dumps(e) for e in _many(50))
+    inner = ",\n".join("    " + json.dumps(e) for e in decoy)
     text = ('{"metadata": {"traceEvents": [\n' + inner + '\n]}, "deviceProperties": ' + json.dumps(PROPS)
             + ', "traceEvents": [\n' + body + "\n]}").encode()
-    p = tmp_path / "t.pt.trace.json"
-    p.write_bytes(text)
-    assert pieces(json_bytes(p)) is None
+    p = _write(tmp_path, text, gz=False)
+    with pytest.raises(Uncut):
+        _streamed(p)
     got = torch_trace.read(p)
     assert not got["kernel_name"].str.startswith("decoy").any() and len(got) == 50
 
 
-def test_a_damaged_piece_is_a_typed_error(tmp_path, small_pieces):
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_damaged_piece_is_a_typed_error(tmp_path, small_pieces, gz):
     text = _kineto(_many(300))
     middle = len(text) // 2
-    p = tmp_path / "t.pt.trace.json"
-    p.write_bytes(text[:middle] + b"\x00garbage" + text[middle:])
+    p = _write(tmp_path, text[:middle] + b"\x00garbage" + text[middle:], gz)
     with pytest.raises(CorruptReportError, match="not valid JSON"):
         torch_trace.read(p)
+    assert _no_gunzip_thread()
+
+
+def test_a_truncated_gzip_is_a_typed_error_after_some_pieces(tmp_path, small_pieces):
+    p = _write(tmp_path, _kineto(_many(300)), gz=True)
+    p.write_bytes(p.read_bytes()[:-2000])
+    with pytest.raises(CorruptReportError, match="truncated"):
+        torch_trace.read(p)
+    assert _no_gunzip_thread()

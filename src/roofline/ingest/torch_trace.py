@@ -38,13 +38,13 @@ from roofline.ingest.torch_trace_decode import (
     RANGE_CAT,
     Args,
     Event,
-    Uncut,
     decode,
-    pieces,
     range_events,
     shapes,
 )
 from roofline.ingest.torch_trace_scan import COPY_CATS, KERNEL_CATS, NUMBER, Scan
+from roofline.ingest.torch_trace_stream import Uncut
+from roofline.ingest.torch_trace_stream import events as stream_events
 from roofline.ingest.torch_trace_summary import estimates, trace_meta, unmodelled
 from roofline.ingest.torch_trace_threads import Threads as _Threads
 from roofline.metrics.flops import flops_from_counts
@@ -93,16 +93,17 @@ def read(path: str | Path) -> pd.DataFrame:
     """The canonical frame of a Kineto trace: one row per CPU op with GPU work, plus orphan GPU events."""
     path = Path(path)
     check_exists(path)
-    held = [json_bytes(path)]  # (a holder, not a local: _build drops the JSON once it knows it is not needed)
     with gc_paused():
-        cut = pieces(held[0])
-        if cut is not None:
-            try:
-                return _build(path, held, *cut)
-            except Uncut:  # a piece that is not a list of events: the whole document decides
-                pass
+        top: dict[str, Any] = {}
+        try:  # decoded in pieces as the gunzip goes, where the document can be cut (every Kineto trace)
+            return _build(path, [], stream_events(path, top), top)
+        except Uncut:
+            pass
+        held = [json_bytes(path)]  # (a holder, not a local: _build drops the JSON once it knows it is not needed)
         events, top = decode(path, held[0])
-        return _build(path, held, [events], top)
+        chunks = [events]
+        del events
+        return _build(path, held, chunks, top)
 
 
 def _ext(a: Args) -> Any:
@@ -110,17 +111,13 @@ def _ext(a: Args) -> Any:
 
 
 def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], top: dict[str, Any]) -> pd.DataFrame:
-    """The frame of decoded events, given as lists in document order (the pieces of ``pieces()``, or one
-    list): each list is dropped once scanned, so the events the reader does not use (flow arrows, instant
-    events, Python frames) are freed piece by piece. ``raw`` (the JSON, or read()'s one-item holder of it)
-    is decoded again only for CUPTI range events; with a holder (read() is the caller and uses neither
-    afterwards) it is emptied after the scan: the JSON (54 MB for the V100 trace; unless raw shapes,
-    ``msgspec.Raw``, still point into it) is freed before the frame's memory peak."""
-    props = top.get("deviceProperties")
-    devices = {p.get("id"): p for p in (props if isinstance(props, list) else []) if isinstance(p, dict)}
-    dist = top.get("distributedInfo")
-    rank = dist.get("rank") if isinstance(dist, dict) else None
-    rank = rank if rank.__class__ is int else None  # a damaged value is no rank, not a crash later
+    """The frame of decoded events, given as lists in document order (the pieces of a streamed read, or one
+    list). ``top`` (the top-level fields) is read after the events: a streamed read fills it at its end.
+    ``raw`` is the JSON, or read()'s holder of it (empty for a streamed read), decoded again only for CUPTI
+    range events (re-read from the file if not held). With a holder, read() uses neither it nor the lists
+    afterwards: each list is emptied once scanned and the holder after the scan, so the events the reader
+    does not use (flow arrows, instant events, Python frames) and the JSON (54 MB for the V100 trace, unless
+    raw shapes, ``msgspec.Raw``, point into it) are freed before the frame's memory peak."""
     scan, events = Scan(), []
     for events in chunks:
         scan.add(events)
@@ -130,8 +127,13 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
     skipped, has_ranges, n_events = scan.skipped, scan.has_ranges, scan.n_events
     del scan, events
     if raw.__class__ is list:
-        held, raw = raw, (raw[0] if has_ranges else b"")  # type: ignore[index]
+        held, raw = raw, ((raw[0] if raw else json_bytes(path)) if has_ranges else b"")  # type: ignore[index]
         held.clear()  # type: ignore[union-attr]
+    props = top.get("deviceProperties")
+    devices = {p.get("id"): p for p in (props if isinstance(props, list) else []) if isinstance(p, dict)}
+    dist = top.get("distributedInfo")
+    rank = dist.get("rank") if isinstance(dist, dict) else None
+    rank = rank if rank.__class__ is int else None  # a damaged value is no rank, not a crash later
     ranges = _ranges(path, raw) if has_ranges else []  # type: ignore[arg-type]
     if not gpu and not ranges:
         why = "no GPU events (kernel, memcpy, memset or CUPTI range): a CPU-only trace, nothing to put on a GPU roofline"

@@ -12,8 +12,6 @@ those are decoded generically, cleaned and converted, so odd traces read the sam
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
 from typing import Any, Union
 
 import msgspec
@@ -145,88 +143,6 @@ def _lenient(path: Any, raw: bytes, kind: type, top_fields: tuple[str, ...]) -> 
     except (*_DAMAGED, msgspec.EncodeError) as exc:  # e.g. a 10^6-deep value msgspec cannot re-encode
         raise _corrupt(path, exc) from None
     return (_bare(path, converted) if isinstance(data, list) else converted), top
-
-
-#: JSON decoded per piece: the events of a piece are scanned and the ones not used freed before the next
-#: is decoded, so a trace's decoded events never all live at once (and freed ones make room for the next)
-PIECE_BYTES = 4 << 20
-#: where the events begin: the ``traceEvents`` key, its ``[`` (group 1) and the first event's ``{``
-_START = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*(\[)[ \t\r\n]*\{')
-#: a place between two objects that has a newline in it: a raw newline cannot be inside a JSON string, so
-#: the match is never in a name (whether it is between two events, not inside one, is checked by decoding)
-_CUT = re.compile(rb"\}[ \t\r]*,[ \t\r]*\n[ \t\r\n]*\{")
-
-
-class Outline(msgspec.Struct, gc=False):
-    """The document with its events' middle cut out: the top-level fields and the last piece's events."""
-
-    traceEvents: msgspec.Raw
-    deviceProperties: Any = None
-    distributedInfo: Any = None
-    with_flops: Any = None
-    schemaVersion: Any = None
-
-
-_OUTLINE = msgspec.json.Decoder(Outline)
-_EVENTS = msgspec.json.Decoder(list[Event])
-
-
-class Uncut(Exception):
-    """A piece did not decode as a list of events: the document is decoded whole (decode()) instead, which
-    reads odd documents leniently and names what is wrong with damaged ones."""
-
-
-def pieces(raw: bytes) -> tuple[Iterator[list[Event]], dict[str, Any]] | None:
-    """The events of a large Kineto document, decoded piece by piece, in document order, and its top-level
-    fields; None when the document is small or cannot be cut (then decode() reads it whole).
-
-    Pieces are cut at ``}, {`` separators with a newline (Kineto writes one event per block of lines). A cut
-    inside an event leaves a piece with unbalanced brackets, which fails to decode: the generator then
-    raises :class:`Uncut`. The outline (all but the middle pieces) must have its ``traceEvents`` value start
-    at the ``[`` found, so the array cut is the top-level one and not one nested in another field.
-    """
-    if len(raw) < 2 * PIECE_BYTES or raw.__class__ is not bytes:
-        return None
-    start = _START.search(raw)
-    if start is None:
-        return None
-    bracket, first = start.start(1), start.end() - 1
-    cuts: list[tuple[int, int]] = []  # (end of a piece: after its last '}', start of the next: its '{')
-    at = first + PIECE_BYTES
-    while (cut := _CUT.search(raw, at)) is not None:
-        cuts.append((cut.start() + 1, cut.end() - 1))
-        at = cut.end() + PIECE_BYTES
-    if not cuts:
-        return None
-    outline_bytes = raw[:first] + raw[cuts[-1][1]:]
-    try:
-        outline = _OUTLINE.decode(outline_bytes)
-        if _address(outline.traceEvents) - _address(outline_bytes) != bracket:
-            return None
-        last = _EVENTS.decode(outline.traceEvents)
-    except (msgspec.DecodeError, *_DAMAGED):  # (ValidationError is a DecodeError)
-        return None
-    top = {k: getattr(outline, k) for k in TOP_FIELDS}
-
-    def events() -> Iterator[list[Event]]:
-        view = memoryview(raw)
-        begin = first
-        for end, following in cuts:
-            try:
-                yield _EVENTS.decode(b"".join((b"[", view[begin:end], b"]")))
-            except (msgspec.DecodeError, *_DAMAGED):
-                raise Uncut from None
-            begin = following
-        yield last
-
-    return events(), top
-
-
-def _address(buffer: Any) -> int:
-    """Where a bytes-like object's data starts in memory (a Raw value points into the bytes it came from)."""
-    import numpy as np
-
-    return int(np.frombuffer(buffer, dtype=np.uint8).__array_interface__["data"][0])
 
 
 def shapes(raw: msgspec.Raw) -> Any:
