@@ -194,3 +194,21 @@ def test_a_truncated_gzip_is_a_typed_error_after_some_pieces(tmp_path, small_pie
     with pytest.raises(CorruptReportError, match="truncated"):
         torch_trace.read(p)
     assert _no_gunzip_thread()
+
+
+def test_an_error_while_scanning_stops_the_gunzip_thread(tmp_path, small_pieces, monkeypatch):
+    p = _write(tmp_path, _kineto(_many(2000)), gz=True)
+    calls = []
+    scan_add = torch_trace.Scan.add
+
+    def failing(self, events):  # (a fault injected into the second piece's scan)
+        calls.append(len(events))
+        if len(calls) == 2:
+            raise RuntimeError("injected")
+        scan_add(self, events)
+
+    monkeypatch.setattr(torch_trace.Scan, "add", failing)
+    with pytest.raises(RuntimeError, match="injected") as raised:
+        torch_trace.read(p)
+    # (the traceback, still held here, holds read()'s frame: the thread stops without waiting for it to go)
+    assert len(calls) == 2 and _no_gunzip_thread() and raised.tb is not None

@@ -95,10 +95,13 @@ def read(path: str | Path) -> pd.DataFrame:
     check_exists(path)
     with gc_paused():
         top: dict[str, Any] = {}
+        streamed = stream_events(path, top)
         try:  # decoded in pieces as the gunzip goes, where the document can be cut (every Kineto trace)
-            return _build(path, [], stream_events(path, top), top)
+            return _build(path, [], streamed, top)
         except Uncut:
             pass
+        finally:
+            streamed.close()  # (an error while scanning a piece: the gunzip thread stops now, not at collection)
         held = [json_bytes(path)]  # (a holder, not a local: _build drops the JSON once it knows it is not needed)
         events, top = decode(path, held[0])
         chunks = [events]
