@@ -212,3 +212,64 @@ def test_the_bert_sample_matches_the_reference() -> None:
     for o in ops:
         assert fast.following(o) == ref.following(o) and fast.within(o) == ref.within(o)
         assert fast.enclosing(o) is ref.enclosing(o)
+
+
+def frame_of(rng: random.Random, n: int) -> "Any":
+    """A reader-like frame: names (some missing), GPU times with ties, costs and reasons (some missing)."""
+    import pandas as pd
+
+    from roofline.schema import UNAVAILABLE
+
+    names = [rng.choice(["aten::mm", "aten::add", "nccl:all_reduce", "aten::conv2d", None]) for _ in range(n)]
+    why = [rng.choice([f"{UNAVAILABLE}: no Input Dims", "modelled", None]) for _ in range(n)]
+    bwhy = [rng.choice([f"{UNAVAILABLE}: no bytes model", None]) for _ in range(n)]
+    return pd.DataFrame({
+        "kernel_short_name": pd.array(names, dtype="string"),
+        "duration_s": [rng.choice([1e-6, 2e-6, 3.5e-6]) for _ in range(n)],  # ties in the groups' sums
+        "flop_fp32": [rng.choice([1.0, float("nan")]) for _ in range(n)],
+        "dram_bytes": [rng.choice([8.0, 8.0, float("nan")]) for _ in range(n)],
+        "flop_fp32_source": pd.array(why, dtype="string"), "dram_bytes_source": pd.array(bwhy, dtype="string")})
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_unmodelled_matches_the_groupby_by_name(seed: int) -> None:
+    from roofline.ingest.torch_trace_summary import _unmodelled_by_name, unmodelled
+
+    rng = random.Random(seed)
+    frame = frame_of(rng, rng.choice([3, 40, 2000]))
+    total = float(frame["duration_s"].sum())
+    for top in (10, 2):
+        got = unmodelled(frame, top)
+        assert got == _unmodelled_by_name(frame, total, top)
+        assert [r["op"] for r in got] and all(isinstance(r["gpu_time_share"], float) for r in got)
+    frame.loc[frame["kernel_short_name"] == "aten::mm", "flop_fp32_source"] = None  # a group without reasons
+    frame.loc[frame["kernel_short_name"] == "aten::mm", "dram_bytes_source"] = None
+    assert unmodelled(frame) == _unmodelled_by_name(frame, total, 10)
+
+
+def test_unmodelled_of_the_bert_sample() -> None:
+    from roofline.ingest.torch_trace import read
+    from roofline.ingest.torch_trace_summary import _unmodelled_by_name, unmodelled
+
+    frame = read(SAMPLE)
+    got = unmodelled(frame)
+    assert got == _unmodelled_by_name(frame, float(frame["duration_s"].sum()), 10)
+    assert got and got[0]["gpu_time_share"] > 0
+
+
+def test_unmodelled_ties_keep_the_order_of_the_unmodelled_rows() -> None:
+    """Groups come in the order their first unmodelled row appears (not the name's first row): with equal
+    GPU times that order decides the ranking."""
+    import pandas as pd
+
+    from roofline.ingest.torch_trace_summary import _unmodelled_by_name, unmodelled
+
+    frame = pd.DataFrame({"kernel_short_name": pd.array(["A", "B", "A", "C"], dtype="string"),
+                          "duration_s": [1e-6] * 4, "flop_fp32": [1.0, float("nan"), float("nan"), float("nan")],
+                          "dram_bytes": [8.0] * 4,
+                          "flop_fp32_source": pd.array(["ok", "unavailable: b", "unavailable: a", "unavailable: c"],
+                                                       dtype="string"),
+                          "dram_bytes_source": pd.array(["ok"] * 4, dtype="string")})
+    got = unmodelled(frame)
+    assert got == _unmodelled_by_name(frame, 4e-6, 10)
+    assert [r["op"] for r in got] == ["B", "A", "C"] and got[1]["reason"] == "unavailable: a"
