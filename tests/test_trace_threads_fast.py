@@ -214,7 +214,7 @@ def test_the_bert_sample_matches_the_reference() -> None:
         assert fast.enclosing(o) is ref.enclosing(o)
 
 
-def frame_of(rng: random.Random, n: int) -> "Any":
+def frame_of(rng: random.Random, n: int) -> Any:
     """A reader-like frame: names (some missing), GPU times with ties, costs and reasons (some missing)."""
     import pandas as pd
 

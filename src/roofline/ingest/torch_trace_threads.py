@@ -16,8 +16,10 @@ in one pass that converts it (``np.fromiter``), and with a strict conversion (``
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from itertools import pairwise
 from operator import attrgetter, index, itemgetter
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -113,7 +115,7 @@ class Threads:
         else:  # Python's comparisons and sums, thread by thread, exactly as a list sort by start
             raw_ts, raw_dur = list(map(_TS, ops)), list(map(_DUR, ops))
             order_list: list[int] = []
-            for a, b in zip(bounds, bounds[1:]):
+            for a, b in pairwise(bounds):
                 order_list.extend(sorted(grouped[a:b].tolist(), key=raw_ts.__getitem__))
             order = np.array(order_list, dtype=np.intp)
             self.starts = _objects([raw_ts[i] for i in order_list])
@@ -193,7 +195,7 @@ class Threads:
               ts: Callable[[Any], Any]) -> list[int | None]:
         spans = self._index()
         grouped, bounds, keys = _group(items, pid, tid)
-        found = [(grouped[a:b], spans.get(k)) for a, b, k in zip(bounds, bounds[1:], keys)]
+        found = [(grouped[a:b], spans.get(k)) for (a, b), k in zip(pairwise(bounds), keys)]
         return self._held([(who, s) for who, s in found if s is not None], items, ts)
 
     def _held(self, groups: list[tuple[np.ndarray, tuple[int, int]]], items: list[Any],
