@@ -167,7 +167,7 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
             pass
         linked.append(None)
     lookups = [x for x in linked if x.__class__ is Event]
-    held = iter(threads.innermost_many([(rt.pid, rt.tid, rt.ts) for rt in lookups]) if lookups else ())
+    held = iter(threads.innermost_of(lookups) if lookups else ())
     for e, op in zip(gpu, linked):
         if op.__class__ is Event:
             op = next(held)
