@@ -216,6 +216,8 @@ def _typed(values: Any, n: int, dtype: str) -> Any:
         if scalar:
             return pd.arrays.IntegerArray(np.full(n, 0 if values is None else values, dtype="int64"),
                                           np.full(n, values is None))
+        if isinstance(values, pd.arrays.IntegerArray) and values.dtype == "Int64" and len(values) == n:
+            return values  # already the canonical array (a reader built it with its missing mask)
         if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
             return pd.arrays.IntegerArray(values.astype("int64"), np.zeros(n, dtype=bool))
         obj = np.empty(n, dtype=object)

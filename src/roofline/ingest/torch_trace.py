@@ -31,7 +31,15 @@ from roofline.ingest.common import (
     json_bytes,
     provenance_record,
 )
-from roofline.ingest.torch_trace_columns import factorized, repeated, step_column
+from roofline.ingest.torch_trace_columns import (
+    dim3_columns,
+    expand,
+    expanded,
+    first_codes,
+    repeated,
+    spec_peak_columns,
+    step_column,
+)
 from roofline.ingest.torch_trace_decode import (
     NULL,
     RANGE_CAT,
@@ -306,8 +314,8 @@ class _Rows:
         if src is None:
             src = self.sources[key] = f"Σ dur of {len(evs)} GPU event(s) ({main.cat})"
         grid = block = None
-        if margs is not None:
-            grid, block = _dim3(margs.grid), _dim3(margs.block)
+        if margs is not None:  # as recorded: frame() checks them for the whole column at once
+            grid, block = margs.grid, margs.block
         c = self._cost11(op, evs, margs, label)
         if len(c) != 14:  # the 11 columns every row has, + NO_OP_COLUMNS
             c += NO_OP_COLUMNS
@@ -482,34 +490,40 @@ class _Rows:
                           "cuda_profiler_range dur", "measured: CUPTI range profiler", None, None, costs, None, None))
 
     def frame(self, path: Path, rank: Any) -> pd.DataFrame:
+        """The rows as a canonical frame, spec peaks filled. Repeated values (a signature's cost tuple, the
+        device, the steps, the spec peaks of a (device, tensor path)) are converted once and expanded."""
         from roofline.hardware.specs import fill_spec_peaks
 
         rows = sorted(self.rows, key=itemgetter(0))
         n = len(rows)
         dtypes = kernel_dtypes()
-        cols: dict[str, Any] = dict(zip(ROW_COLUMNS, zip(*rows)))
+        cols: dict[str, Any] = dict(zip(ROW_COLUMNS, zip(*rows))) if n else dict.fromkeys(ROW_COLUMNS, ())
         if self.steps and n:
             cols["nvtx_range"] = step_column(self.steps, cols["_ts"], cols["nvtx_range"], STEP)
-        cols.update(factorized(cols.pop("_cost"), COST_COLUMNS))  # rows share their signature's cost tuple
-        devices = cols.pop("_device")
-        props = {d: self._device(d) for d in set(devices)}
-        names = ("device_name", "sm_count", "compute_capability")
-        if len(props) == 1:  # one device (the usual trace): one value per column
-            cols.update({c: repeated(v, n, dtypes[c]) for c, v in zip(names, next(iter(props.values())))})
-        else:
-            per_device = [props[d] for d in devices]
-            for i, c in enumerate(names):
-                cols[c] = [p[i] for p in per_device]
-        for c in ("_grid", "_block"):  # one pass and a C-level transposition, not a list per axis
-            none3 = (None, None, None)
-            cols.update(zip((f"{c[1:]}_{axis}" for axis in "xyz"),
-                            zip(*[d if d is not None else none3 for d in cols.pop(c)])))
         del cols["_ts"]
+        costs = cols.pop("_cost")
+        cost_codes, firsts = first_codes(costs, id)  # rows share their signature's cost tuple (one object)
+        distinct = [costs[i] for i in firsts]
+        cols.update(expanded(distinct, cost_codes, COST_COLUMNS))
+        devices = cols.pop("_device")
+        dev_codes, firsts = first_codes(devices)  # (by value, as the device's properties are looked up)
+        props = [self._device(devices[i]) for i in firsts]
+        for i, c in enumerate(("device_name", "sm_count", "compute_capability")):
+            # one device (the usual trace): one value per column
+            cols[c] = repeated(props[0][i], n, dtypes[c]) if len(props) == 1 else \
+                expand([p[i] for p in props], dev_codes, dtypes[c])
+        for c in ("_grid", "_block"):
+            cols.update(dim3_columns(cols.pop(c), tuple(f"{c[1:]}_{axis}" for axis in "xyz")))  # type: ignore[arg-type]
         cols.update({"format": "torch-trace", "replay_ok": True, "kernel_id": np.arange(n), "rank": rank,
                      **{c: repeated(v, n, "string") for c, v in (("l2_bytes_source", NO_CACHE),
                                                                 ("l1_bytes_source", NO_CACHE),
                                                                 ("source_file", path_text(path)))}})
-        return fill_spec_peaks(kernels_from_columns(cols, n))
+        tensor_path = COST_COLUMNS.index("tensor_path")
+        peaks = spec_peak_columns(props, dev_codes, [t[tensor_path] for t in distinct], cost_codes) if n else None
+        if peaks is None:  # (no rows, or a damaged trace's unhashable value): the whole frame filled
+            return fill_spec_peaks(kernels_from_columns(cols, n))
+        cols.update(peaks)
+        return kernels_from_columns(cols, n)
 
     def _device(self, dev: Any) -> tuple[Any, Any, Any]:
         prop = self.devices.get(dev) or self.only
@@ -559,14 +573,6 @@ def _text(raw: Any) -> str:
 def _host_copy(evs: list[Event]) -> float:
     """Bytes of the op's host<->device/peer memcpy events: they cross a link, not DRAM."""
     return _copy_bytes(evs)[1] if any(e.cat in COPY_CATS for e in evs) else 0.0
-
-
-def _dim3(v: Any) -> list[int] | None:
-    """A launch's grid or block: three integers, or None for anything else a damaged trace may hold."""
-    if v.__class__ is list and len(v) == 3 and v[0].__class__ is int and v[1].__class__ is int \
-            and v[2].__class__ is int:
-        return v
-    return None
 
 
 def _copy_bytes(evs: list[Event]) -> tuple[float, float, int]:
