@@ -342,6 +342,8 @@ FILLED_COLUMNS = (*_PEAK_COLUMNS, *map(source_column, _PEAK_COLUMNS))
 #: overhead, which dominates on the one-row-per-device frames a timeline reader passes
 _SMALL_FRAME = 256
 _GROUP_KEYS = ("device_name", "compute_capability", "sm_count", "sm_boost_clock_hz")
+#: the columns fill_spec_peaks reads (it writes FILLED_COLUMNS): a frame of just these is filled as the whole
+FILL_INPUTS = (*_GROUP_KEYS, "sm_clock_hz", "tensor_path", *FILLED_COLUMNS)
 
 
 def _device_groups(frame: pd.DataFrame) -> list[tuple[tuple[Any, Any, Any, Any], np.ndarray]]:

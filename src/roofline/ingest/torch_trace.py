@@ -17,12 +17,14 @@ measured FP instruction counts; their rows use those.
 from __future__ import annotations
 
 from collections import defaultdict
+from contextlib import suppress
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from roofline.errors import NoGpuWorkError, NoKernelsError, path_text
 from roofline.ingest.common import (
@@ -286,6 +288,7 @@ class _Rows:
         self.devices = devices
         self.only = next(iter(devices.values())) if len(devices) == 1 else {}
         self.steps = steps
+        self.mark = STEP if steps else None  # a row's nvtx_range until frame() looks its step up
         self.rows: list[tuple[Any, ...]] = []
         self.costs: dict[Any, tuple[Any, ...]] = {}
         self.models: dict[Any, OpCost | None] = {}  # per op signature: the model's cost (None: no model)
@@ -302,26 +305,33 @@ class _Rows:
             dur_us = sum(float(e.dur) for e in evs)
             main = max(evs, key=lambda e: float(e.dur))
         margs = main.args
-        dev = margs.device if margs is not None and margs.device is not None else main.pid
+        if margs is not None:
+            dev = margs.device if margs.device is not None else main.pid
+            grid, block = margs.grid, margs.block  # as recorded: frame() checks them for the whole column at once
+        else:
+            dev, grid, block = main.pid, None, None
         if dev.__class__ in (list, dict):  # unhashable: a damaged trace's device is no device
             dev = None
-        ts = op.ts if op is not None else float(main.ts)
-        name = op.name if op is not None else main.name
+        if op is not None:
+            ts, name = op.ts, op.name
+        else:
+            ts, name = float(main.ts), main.name
         if name.__class__ is not str:  # a damaged trace's number or null: a name all the same
             name = "" if name is None else str(name)
         key = (len(evs), main.cat)
         src = self.sources.get(key)
         if src is None:
             src = self.sources[key] = f"Σ dur of {len(evs)} GPU event(s) ({main.cat})"
-        grid = block = None
-        if margs is not None:  # as recorded: frame() checks them for the whole column at once
-            grid, block = margs.grid, margs.block
         c = self._cost11(op, evs, margs, label)
         if len(c) != 14:  # the 11 columns every row has, + NO_OP_COLUMNS
             c += NO_OP_COLUMNS
-        self.rows.append((ts, name, name if op is not None else _short(name), main.name,
-                          STEP if self.steps else None, dev, dur_us * 1e-6, src, label,
-                          grid, block, c, *self._inputs(op)))
+        a = op.args if op is not None else None
+        if a is None or (a.input_dims is NULL and a.input_dims_lc is NULL and a.input_type is NULL):
+            inputs: tuple[str | None, str | None] = (None, None)  # (_inputs' first case, without a call per row)
+        else:
+            inputs = self._inputs(op)
+        self.rows.append((ts, name, name if op is not None else _short(name), main.name, self.mark, dev,
+                          dur_us * 1e-6, src, label, grid, block, c, *inputs))
 
     def _inputs(self, op: Event | None) -> tuple[str | None, str | None]:
         """The op's recorded Input Dims and Input type, as the trace wrote them (JSON text)."""
@@ -419,14 +429,22 @@ class _Rows:
         if args is not None:
             name = str(op.name)  # type: ignore[union-attr]
             dims = args.input_dims if args.input_dims is not NULL else args.input_dims_lc
-            key = (name, len(evs), bytes(dims), bytes(args.input_type), bytes(args.concrete))
+            if dims is NULL and args.input_type is NULL and args.concrete is NULL:
+                key: Any = (name, len(evs))  # no shapes recorded (common: record_shapes off): nothing to copy
+            else:
+                key = (name, len(evs), bytes(dims), bytes(args.input_type), bytes(args.concrete))
             c = self.models.get(key, MISSING)
             if c is MISSING:
                 c = self.models[key] = cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete))
             if c is not None:
                 # the kernels decide a matmul's precision; host copies take bytes off DRAM
-                kernels = tuple(sorted({str(e.name) for e in evs if e.cat in KERNEL_CATS})) if c.matmul_like else ()
-                copies = _host_copy(evs) if any(e.cat in COPY_CATS for e in evs) else 0.0
+                if len(evs) == 1:  # (the usual op: one GPU event; the same as the general case below)
+                    e = evs[0]
+                    kernels = (str(e.name),) if c.matmul_like and e.cat in KERNEL_CATS else ()
+                    copies = _host_copy(evs) if e.cat in COPY_CATS else 0.0
+                else:
+                    kernels = tuple(sorted({str(e.name) for e in evs if e.cat in KERNEL_CATS})) if c.matmul_like else ()
+                    copies = _host_copy(evs) if any(e.cat in COPY_CATS for e in evs) else 0.0
                 if c.flops != c.flops or c.bytes != c.bytes:  # per call: evidence beyond the op's own args
                     extra = self._evidence(op, name, c, dims, args, evs)  # type: ignore[arg-type]
                     if extra is not None:
@@ -442,7 +460,7 @@ class _Rows:
             if coll is not None:
                 why = f"{UNAVAILABLE}: a collective moves data; its reduction FLOPs are not modelled"
                 return (NAN, NAN, NAN, NAN, why, why, why, why, None, coll, "NCCL message: In msg nelems × dtype size")
-        if all(e.cat in COPY_CATS for e in evs):
+        if (evs[0].cat in COPY_CATS) if len(evs) == 1 else all(e.cat in COPY_CATS for e in evs):
             device, host, unknown = _copy_bytes(evs)
             note = "memcpy/memset: no FLOPs"
             if unknown:
@@ -501,12 +519,18 @@ class _Rows:
         if self.steps and n:
             cols["nvtx_range"] = step_column(self.steps, cols["_ts"], cols["nvtx_range"], STEP)
         del cols["_ts"]
+        if cols["kernel_short_name"] == cols["kernel_name"]:  # (an op's short name is its name: converted once)
+            with suppress(pa.ArrowTypeError, pa.ArrowInvalid):  # (not all str: each converted as any column is)
+                cols["kernel_name"] = cols["kernel_short_name"] = pa.array(cols["kernel_name"], pa.large_string())
         costs = cols.pop("_cost")
         cost_codes, firsts = first_codes(costs, id)  # rows share their signature's cost tuple (one object)
         distinct = [costs[i] for i in firsts]
         cols.update(expanded(distinct, cost_codes, COST_COLUMNS))
         devices = cols.pop("_device")
-        dev_codes, firsts = first_codes(devices)  # (by value, as the device's properties are looked up)
+        if len(set(devices)) == 1:  # the usual trace: one device
+            dev_codes, firsts = np.zeros(n, dtype=np.intp), [0]
+        else:
+            dev_codes, firsts = first_codes(devices)  # (by value, as the device's properties are looked up)
         props = [self._device(devices[i]) for i in firsts]
         for i, c in enumerate(("device_name", "sm_count", "compute_capability")):
             # one device (the usual trace): one value per column

@@ -12,10 +12,11 @@ stays the fallback for anything a damaged trace may hold.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import chain, count, repeat
+from itertools import compress, count, repeat
 from operator import is_
 from typing import Any
 
+import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -23,7 +24,6 @@ import pyarrow as pa
 from roofline.schema import kernel_dtypes
 
 NONE3 = (None, None, None)
-_ZERO3 = (0, 0, 0)
 
 
 def first_codes(values: Sequence[Any], key: Callable[[Any], Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -85,24 +85,46 @@ def dim3(v: Any) -> Any:
 
 def dim3_columns(values: Sequence[Any], names: tuple[str, str, str]) -> dict[str, Any]:
     """The x, y, z columns of launches' grids (or blocks) as recorded: ``dim3`` of each value, missing where
-    that is None. Checked for the whole column at once (types and lengths in C), converted in one
-    NumPy call; anything else (a damaged value, an int beyond int64) takes the per-row path."""
+    that is None. The whole column is checked and parsed at once (``_dim3_ints``); anything else takes
+    the per-row path."""
     n = len(values)
-    if set(map(type, values)) <= {list, type(None)}:
-        filled = [_ZERO3 if v is None else v for v in values]
-        if set(map(len, filled)) <= {3}:
-            flat = list(chain.from_iterable(filled))
-            if set(map(type, flat)) <= {int}:  # (bool is not int here, as in dim3)
-                try:
-                    xyz = np.array(flat, dtype=np.int64).reshape(n, 3).T
-                except OverflowError:  # beyond int64: the generic conversion makes that one cell missing
-                    xyz = None
-                if xyz is not None:
-                    missing = np.fromiter(map(is_, values, repeat(None)), dtype=bool, count=n)
-                    return {c: pd.arrays.IntegerArray(np.ascontiguousarray(xyz[i]), missing.copy())
-                            for i, c in enumerate(names)}
+    found = _dim3_ints(values, n)
+    if found is not None:
+        xyz, missing = found
+        return {c: pd.arrays.IntegerArray(xyz[:, i].copy(), missing.copy()) for i, c in enumerate(names)}
     checked = [d if d is not None else NONE3 for d in map(dim3, values)]
     return dict(zip(names, zip(*checked))) if n else dict.fromkeys(names, ())
+
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _dim3_ints(values: Sequence[Any], n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """((n, 3) int64, missing) when every value is None or a list of three ints in int64 (what ``dim3``
+    keeps), else None. One JSON encoding of the column (C) is checked and parsed by NumPy: no per-row
+    Python. Why the checks suffice: every value other than None is a list of length 3; the text holds
+    only ints, brackets, commas and ``null`` (a float has '.' or 'e', a bool letters, a str quotes, a
+    dict braces); the only nulls are the None rows (NaN and None inside a list also encode as null);
+    one '[' per list (none nested), so list items are ints; an int beyond int64 parses as int64's max,
+    which is sent to the per-row path."""
+    missing = np.fromiter(map(is_, values, repeat(None)), dtype=bool, count=n)
+    present = (~missing).tolist()
+    if not set(map(type, compress(values, present))) <= {list}:
+        return None
+    try:
+        if not set(map(len, compress(values, present))) <= {3}:
+            return None
+        text = msgspec.json.encode(values)
+    except (TypeError, OverflowError, msgspec.EncodeError):
+        return None
+    absent = int(missing.sum())
+    if text.translate(None, b"0123456789-,[]nul") or text.count(b"null") != absent \
+            or text.count(b"[") != 1 + n - absent:
+        return None
+    ints = np.fromstring(text.replace(b"null", b"0,0,0").translate(None, b"[]"), dtype=np.int64, sep=",")
+    if len(ints) != 3 * n or (n and ints.max() == _INT64_MAX):
+        return None
+    return ints.reshape(n, 3), missing
 
 
 def step_column(steps: list[tuple[float, float, str]], ts: Sequence[Any], marks: Sequence[Any],
@@ -115,7 +137,8 @@ def step_column(steps: list[tuple[float, float, str]], ts: Sequence[Any], marks:
     at = np.array(ts, dtype="float64")
     j = np.searchsorted(starts, at, side="right") - 1
     held = (j >= 0) & (ends[np.maximum(j, 0)] >= at)
-    held &= np.fromiter(map(is_, marks, repeat(step)), dtype=bool, count=len(marks))
+    if marks.count(step) != len(marks):  # (all rows are marked unless the trace has CUPTI range rows)
+        held &= np.fromiter(map(is_, marks, repeat(step)), dtype=bool, count=len(marks))
     names = [s[2] for s in steps]
     return expand([*names, None], np.where(held, j, len(names)), "string")
 
@@ -126,7 +149,7 @@ def spec_peak_columns(props: Sequence[tuple[Any, Any, Any]], dev_codes: np.ndarr
     (name, SM count, CC) are ``props[dev_codes]`` and tensor paths ``paths[path_codes]``, all else missing
     (a trace has no clocks or counter peaks): filled once per distinct (device, path), then expanded. None
     when a value is unhashable (a damaged trace): the caller fills the whole frame."""
-    from roofline.hardware.specs import FILLED_COLUMNS, fill_spec_peaks
+    from roofline.hardware.specs import FILL_INPUTS, FILLED_COLUMNS, fill_spec_peaks
     from roofline.schema import kernels_from_columns
 
     try:
@@ -144,7 +167,7 @@ def spec_peak_columns(props: Sequence[tuple[Any, Any, Any]], dev_codes: np.ndarr
     k = len(combos)
     small = kernels_from_columns({"device_name": [c[0][0] for c in combos], "sm_count": [c[0][1] for c in combos],
                                   "compute_capability": [c[0][2] for c in combos],
-                                  "tensor_path": [c[1] for c in combos]}, k)
+                                  "tensor_path": [c[1] for c in combos]}, k, only=FILL_INPUTS)
     filled = fill_spec_peaks(small)
     dtypes = kernel_dtypes()
     out: dict[str, Any] = {}
