@@ -121,7 +121,10 @@ def _dim3_ints(values: Sequence[Any], n: int) -> tuple[np.ndarray, np.ndarray] |
     if text.translate(None, b"0123456789-,[]nul") or text.count(b"null") != absent \
             or text.count(b"[") != 1 + n - absent:
         return None
-    ints = np.fromstring(text.replace(b"null", b"0,0,0").translate(None, b"[]"), dtype=np.int64, sep=",")
+    try:
+        ints = np.fromstring(text.replace(b"null", b"0,0,0").translate(None, b"[]"), dtype=np.int64, sep=",")
+    except ValueError:  # (not expected after the checks above: the per-row path decides)
+        return None
     if len(ints) != 3 * n or (n and ints.max() == _INT64_MAX):
         return None
     return ints.reshape(n, 3), missing
