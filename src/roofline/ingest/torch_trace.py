@@ -461,17 +461,11 @@ class _Rows:
                 why = f"{UNAVAILABLE}: a collective moves data; its reduction FLOPs are not modelled"
                 return (NAN, NAN, NAN, NAN, why, why, why, why, None, coll, "NCCL message: In msg nelems × dtype size")
         if (evs[0].cat in COPY_CATS) if len(evs) == 1 else all(e.cat in COPY_CATS for e in evs):
-            device, host, unknown = _copy_bytes(evs)
-            note = "memcpy/memset: no FLOPs"
-            if unknown:
-                why = f"{UNAVAILABLE}: {unknown} memcpy/memset event(s) without a numeric bytes arg"
-                return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why)
-            if host:
-                why = (f"{UNAVAILABLE}: host<->device copy of {host:.0f} B: bound by PCIe/NVLink, "
-                       "not by device memory (host_link_bytes)")
-                return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why, None, None, host)
-            return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, device,
-                    "memcpy/memset args: bytes (device-to-device copies read and write: × 2)")
+            copied = _copy_bytes(evs)  # (floats summed from 0.0, never -0.0; NaN keys only miss the memo)
+            found = self.costs.get(("copy", copied))  # one tuple per distinct (device, host, unknown): copies repeat
+            if found is None:
+                found = self.costs[("copy", copied)] = _copy_cost(*copied)
+            return found
         # the reason depends on the label, the op's name or its signature only: one tuple per distinct one
         # (a trace recorded without shapes has thousands of rows of the same few reasons)
         memo = ("orphan", label) if op is None else ("no args", str(op.name)) if args is None else ("no model", key)
@@ -583,6 +577,20 @@ def _modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: flo
         nbytes, bsrc = NAN, (f"{UNAVAILABLE}: {host:.0f} B crossed the host link (PCIe/NVLink-C2C/xGMI), not device "
                              "memory (host_link_bytes); the spec table has no link bandwidth yet, so no link roof")
     return (*flops, src, src, src, src, path, nbytes, bsrc, c.args or None, evidence, host if host else NAN)
+
+
+def _copy_cost(device: float, host: float, unknown: int) -> tuple[Any, ...]:
+    """The cost columns of a memcpy/memset-only row, from its (device bytes, host bytes, events without bytes)."""
+    note = "memcpy/memset: no FLOPs"
+    if unknown:
+        why = f"{UNAVAILABLE}: {unknown} memcpy/memset event(s) without a numeric bytes arg"
+        return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why, *NO_OP_COLUMNS)
+    if host:
+        why = (f"{UNAVAILABLE}: host<->device copy of {host:.0f} B: bound by PCIe/NVLink, "
+               "not by device memory (host_link_bytes)")
+        return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why, None, None, host)
+    return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, device,
+            "memcpy/memset args: bytes (device-to-device copies read and write: × 2)", *NO_OP_COLUMNS)
 
 
 def _text(raw: Any) -> str:

@@ -12,7 +12,7 @@ stays the fallback for anything a damaged trace may hold.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import compress, count, repeat
+from itertools import count, repeat
 from operator import is_
 from typing import Any
 
@@ -30,6 +30,10 @@ def first_codes(values: Sequence[Any], key: Callable[[Any], Any] | None = None) 
     """(codes, firsts): each value's index among the distinct values (numbered by first appearance) and
     the position of each distinct value's first appearance. Distinct by ``key`` (``id``: by identity),
     else by value (a dict's equality; raises TypeError on an unhashable value)."""
+    if key is id:  # object addresses are int64s: NumPy's and pandas' hash table, not a dict of Python ints
+        codes, _ = pd.factorize(np.fromiter(map(id, values), dtype=np.int64, count=len(values)))
+        # codes are numbered by first appearance: a code's first row is where the running maximum rises
+        return codes, np.flatnonzero(np.diff(np.maximum.accumulate(codes), prepend=-1) > 0)
     first: dict[Any, int] = {}
     keys = values if key is None else map(key, values)
     rows = np.fromiter(map(first.setdefault, keys, count()), dtype=np.intp, count=len(values))
@@ -101,31 +105,45 @@ _INT64_MAX = np.iinfo(np.int64).max
 
 def _dim3_ints(values: Sequence[Any], n: int) -> tuple[np.ndarray, np.ndarray] | None:
     """((n, 3) int64, missing) when every value is None or a list of three ints in int64 (what ``dim3``
-    keeps), else None. One JSON encoding of the column (C) is checked and parsed by NumPy: no per-row
-    Python. Why the checks suffice: every value other than None is a list of length 3; the text holds
-    only ints, brackets, commas and ``null`` (a float has '.' or 'e', a bool letters, a str quotes, a
-    dict braces); the only nulls are the None rows (NaN and None inside a list also encode as null);
-    one '[' per list (none nested), so list items are ints; an int beyond int64 parses as int64's max,
-    which is sent to the per-row path."""
-    missing = np.fromiter(map(is_, values, repeat(None)), dtype=bool, count=n)
-    present = (~missing).tolist()
-    if not set(map(type, compress(values, present))) <= {list}:
+    keeps), else None. The column is read once, by one JSON encoding (C), and the text checked and
+    parsed by NumPy: no per-row Python, and one pass over the scattered list objects, which is what
+    costs. Why the checks suffice: every value is None or a list (the types); the text holds only ints,
+    brackets, commas and ``null`` (a float has '.' or 'e', a bool letters, a str quotes, a dict braces);
+    lists nest no deeper than the column's (depth <= 2); each element starts with '[' or 'n' (no bare
+    int); the only nulls are the None elements (NaN and None inside a list also encode as null); each
+    list holds two commas, so three ints; an int beyond int64 parses as int64's max, which is sent to
+    the per-row path."""
+    if not set(map(type, values)) <= {list, type(None)}:
         return None
     try:
-        if not set(map(len, compress(values, present))) <= {3}:
-            return None
         text = msgspec.json.encode(values)
     except (TypeError, OverflowError, msgspec.EncodeError):
         return None
-    absent = int(missing.sum())
-    if text.translate(None, b"0123456789-,[]nul") or text.count(b"null") != absent \
-            or text.count(b"[") != 1 + n - absent:
+    if text.translate(None, b"0123456789-,[]nul") or n == 0:
+        return (np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=bool)) if n == 0 else None
+    b = np.frombuffer(text, dtype=np.uint8)
+    depth = np.cumsum(b == ord("["), dtype=np.int32)
+    depth -= np.cumsum(b == ord("]"), dtype=np.int32)  # (1 between the column's elements, 2 inside a list)
+    if depth.max() > 2:
+        return None
+    commas = b == ord(",")
+    between = np.flatnonzero(commas & (depth == 1))
+    if len(between) != n - 1:
+        return None
+    starts = np.concatenate(([1], between + 1))  # each element's first byte
+    first = b[starts]
+    missing = first == ord("n")
+    if not (missing | (first == ord("["))).all() or text.count(b"null") != int(missing.sum()):
+        return None
+    inner = np.cumsum(commas & (depth == 2))
+    ends = np.concatenate((between, [len(b) - 1]))  # the byte after each element
+    if ((inner[ends] - inner[starts])[~missing] != 2).any():
         return None
     try:
         ints = np.fromstring(text.replace(b"null", b"0,0,0").translate(None, b"[]"), dtype=np.int64, sep=",")
     except ValueError:  # (not expected after the checks above: the per-row path decides)
         return None
-    if len(ints) != 3 * n or (n and ints.max() == _INT64_MAX):
+    if len(ints) != 3 * n or ints.max() == _INT64_MAX:
         return None
     return ints.reshape(n, 3), missing
 
