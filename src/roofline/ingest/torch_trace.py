@@ -293,7 +293,7 @@ class _Rows:
         self.costs: dict[Any, tuple[Any, ...]] = {}
         self.models: dict[Any, OpCost | None] = {}  # per op signature: the model's cost (None: no model)
         self.texts: dict[bytes, str] = {}
-        self.sources: dict[Any, str] = {}
+        self.sources: dict[Any, str] = {}  # duration sources by (events, category), and by category for one event
         self.events: list[Event] = []
         self.iterations: Any = None
 
@@ -318,10 +318,14 @@ class _Rows:
             ts, name = float(main.ts), main.name
         if name.__class__ is not str:  # a damaged trace's number or null: a name all the same
             name = "" if name is None else str(name)
-        key = (len(evs), main.cat)
-        src = self.sources.get(key)
+        src = self.sources.get(main.cat) if len(evs) == 1 else None  # (keyed by the category alone: no tuple)
         if src is None:
-            src = self.sources[key] = f"Σ dur of {len(evs)} GPU event(s) ({main.cat})"
+            key = (len(evs), main.cat)
+            src = self.sources.get(key)
+            if src is None:
+                src = self.sources[key] = f"Σ dur of {len(evs)} GPU event(s) ({main.cat})"
+                if len(evs) == 1:
+                    self.sources[main.cat] = src
         c = self._cost11(op, evs, margs, label)
         if len(c) != 14:  # the 11 columns every row has, + NO_OP_COLUMNS
             c += NO_OP_COLUMNS
