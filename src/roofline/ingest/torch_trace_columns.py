@@ -74,8 +74,6 @@ def repeated(value: Any, n: int, dtype: str) -> Any:
     if (dtype == "string" and value.__class__ is str) or \
             (dtype == "Int64" and value.__class__ is int and -(2**63) <= value < 2**63):
         return value  # a scalar: kernels_from_columns broadcasts it
-    if dtype == "float64" and value.__class__ is float:
-        return value
     return [value] * n  # anything else (a damaged trace's value): converted as any column is
 
 
