@@ -114,11 +114,11 @@ def _dim3_ints(values: Sequence[Any], n: int) -> tuple[np.ndarray, np.ndarray] |
     int); the only nulls are the None elements (NaN and None inside a list also encode as null); each
     list holds two commas, so three ints; an int beyond int64 parses as int64's max, which is sent to
     the per-row path."""
-    if not set(map(type, values)) <= {list, type(None)}:
-        return None
     try:
         text = msgspec.json.encode(values)
     except (TypeError, OverflowError, msgspec.EncodeError):
+        return None
+    if not set(map(type, values)) <= {list, type(None)}:  # (after the encoding: the lists are in cache)
         return None
     if text.translate(None, b"0123456789-,[]nul") or n == 0:
         return (np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=bool)) if n == 0 else None
