@@ -331,11 +331,11 @@ class _Rows:
             c += NO_OP_COLUMNS
         a = op.args if op is not None else None
         if a is None or (a.input_dims is NULL and a.input_dims_lc is NULL and a.input_type is NULL):
-            inputs: tuple[str | None, str | None] = (None, None)  # (_inputs' first case, without a call per row)
+            dims = types = None  # (_inputs' first case, without a call per row)
         else:
-            inputs = self._inputs(op)
+            dims, types = self._inputs(op)
         self.rows.append((ts, name, name if op is not None else _short(name), main.name, self.mark, dev,
-                          dur_us * 1e-6, src, label, grid, block, c, *inputs))
+                          dur_us * 1e-6, src, label, grid, block, c, dims, types))
 
     def _inputs(self, op: Event | None) -> tuple[str | None, str | None]:
         """The op's recorded Input Dims and Input type, as the trace wrote them (JSON text)."""
