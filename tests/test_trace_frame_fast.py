@@ -94,7 +94,14 @@ DEVICES = {0: _props(0, "NVIDIA A100-SXM4-80GB", 8, 0, 108), 1: _props(1, "Tesla
 STEPS = [(0.0, 20.0, "ProfilerStep#1"), (10.0, 12.0, "ProfilerStep#2"), (30.0, 50.0, "ProfilerStep#3")]
 
 
-def test_odd_rows_equal_plain_construction() -> None:
+@pytest.fixture(params=[0, 256], ids=["distinct-fill", "whole-fill"])
+def whole_fill_rows(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Both ways to fill the spec peaks: per distinct (device, tensor path), and on the whole frame."""
+    monkeypatch.setattr(torch_trace, "WHOLE_FILL_ROWS", request.param)
+    return int(request.param)
+
+
+def test_odd_rows_equal_plain_construction(whole_fill_rows: int) -> None:
     rows = _odd_rows(DEVICES, STEPS)
     got = rows.frame(Path("odd.json"), 3)
     want = plain_frame(rows, Path("odd.json"), 3)
@@ -112,7 +119,7 @@ def test_odd_rows_equal_plain_construction() -> None:
     assert got["peak_flop_per_s_fp32_source"].str.startswith("unavailable").tolist()[3]  # the unknown GPU
 
 
-def test_one_device_and_no_steps_equal_plain_construction() -> None:
+def test_one_device_and_no_steps_equal_plain_construction(whole_fill_rows: int) -> None:
     rows = _odd_rows({0: DEVICES[0]}, [])
     rows.rows[:] = [r[:5] + (0,) + r[6:] for r in rows.rows]
     got = rows.frame(Path("one.json"), None)
@@ -120,7 +127,7 @@ def test_one_device_and_no_steps_equal_plain_construction() -> None:
     assert got["device_name"].unique().tolist() == ["NVIDIA A100-SXM4-80GB"]
 
 
-def test_damaged_device_properties_fall_back_to_the_whole_fill() -> None:
+def test_damaged_device_properties_fall_back_to_the_whole_fill(whole_fill_rows: int) -> None:
     devices = {0: _props(0, ["not", "a", "name"], 8, 0, 108), 1: _props(1, "Tesla V100-SXM2-16GB", "7", 0, "80")}
     rows = _odd_rows(devices, STEPS)
     got = rows.frame(Path("damaged.json"), 0)
@@ -186,11 +193,13 @@ def test_step_column_equals_per_row_lookup() -> None:
 TRACES = ["traces/torch_a100_alexnet_train_small.pt.trace.json.gz",
           "traces/torch_a100_cupti-range-profiler_sass-flop-counters.pt.trace.json.gz",
           "traces/torch_rocm6.2_mi250_minitoy_train.pt.trace.json.gz",
-          "traces/torch2.6_h100_bert-small_infer_flops-flag.pt.trace.json.gz"]
+          "traces/torch2.6_h100_bert-small_infer_flops-flag.pt.trace.json.gz",
+          "traces/torch_rocm_mi300x_inductor-triton-kernels.pt.trace.json.gz",  # Inductor's own estimates
+          "traces/torch_cuda12.9_b200_8rank-nccl_eager_rank0.pt.trace.json.gz"]  # 713 rows: NCCL, memcpy
 
 
 @pytest.mark.parametrize("rel", TRACES)
-def test_real_traces_equal_plain_construction(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_real_traces_equal_plain_construction(rel: str, monkeypatch: pytest.MonkeyPatch, whole_fill_rows: int) -> None:
     path = shared(rel)
     seen = []
     real = _Rows.frame
