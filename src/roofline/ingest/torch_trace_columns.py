@@ -7,9 +7,9 @@ ProfilerSteps, and one set of spec peaks per (device, tensor path). Here the dis
 converted once and expanded with an index (``pyarrow.Array.take``, NumPy fancy indexing), and launch
 dimensions go to NumPy in one pass: the same values and dtypes as the cell-by-cell conversion, which
 stays the fallback for anything a damaged trace may hold. On the V100 trace (20,540 rows) the frame
-takes ~60 ms instead of ~80 ms (process time, median of 21 alternating runs on a shared 2-core
-machine); what is left is mostly reading scattered Python objects once per column (launch dims ~17 ms,
-names), the DataFrame's copies (~6 ms) and the spec fill's fixed pandas cost (~5 ms for one row).
+takes 55-64 ms instead of 77-82 ms (process time, medians of 21 alternating runs on a shared 2-core
+machine); what is left is mostly reading scattered Python objects once per column (launch dims
+~15 ms, names), the DataFrame's copies (~6 ms) and the spec fill's fixed pandas cost (~5 ms, one row).
 """
 
 from __future__ import annotations
