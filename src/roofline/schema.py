@@ -9,6 +9,7 @@ A quantity that could not be derived is NaN and its ``*_source`` column starts w
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -180,16 +181,18 @@ def kernels_from_records(records: list[dict[str, Any]]) -> pd.DataFrame:
                                 len(records))
 
 
-def kernels_from_columns(columns: dict[str, Any], n: int) -> pd.DataFrame:
+def kernels_from_columns(columns: dict[str, Any], n: int, only: Collection[str] | None = None) -> pd.DataFrame:
     """Build a canonical kernels frame from columns: a sequence of ``n`` values (None: missing) or
     one scalar for every row. Canonical columns not given are all-missing; unknown ones are an error.
+    ``only``: just these canonical columns, in canonical order (a computation's inputs on a few rows).
     """
     unknown = set(columns) - set(kernel_dtypes())
     if unknown:
         raise SchemaError(f"not kernels-frame columns: {sorted(unknown)}")
     out: dict[str, Any] = {}
     for col, dtype in kernel_dtypes().items():
-        out[col] = _typed(columns.get(col), n, dtype)
+        if only is None or col in only:
+            out[col] = _typed(columns.get(col), n, dtype)
     return pd.DataFrame(out)
 
 
@@ -216,6 +219,8 @@ def _typed(values: Any, n: int, dtype: str) -> Any:
         if scalar:
             return pd.arrays.IntegerArray(np.full(n, 0 if values is None else values, dtype="int64"),
                                           np.full(n, values is None))
+        if isinstance(values, pd.arrays.IntegerArray) and values.dtype == "Int64" and len(values) == n:
+            return values  # already the canonical array (a reader built it with its missing mask)
         if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
             return pd.arrays.IntegerArray(values.astype("int64"), np.zeros(n, dtype=bool))
         obj = np.empty(n, dtype=object)

@@ -333,12 +333,17 @@ def _distinct_fill(frame: pd.DataFrame, at_profiled_clock: bool,
 _NO_DEVICE = f"{UNAVAILABLE}: no roofs for this device: "
 _PEAK_COLUMNS = ("peak_flop_per_s_fp64", "peak_flop_per_s_fp32", "peak_flop_per_s_fp16", "peak_flop_per_s_tensor",
                  "peak_dram_bytes_per_s", "peak_l1_bytes_per_s")
+#: the columns fill_spec_peaks writes (the peaks and their sources): a row's values in them depend only on its
+#: device columns, clock, tensor path and what they held (a reader may fill distinct rows and expand them)
+FILLED_COLUMNS = (*_PEAK_COLUMNS, *map(source_column, _PEAK_COLUMNS))
 
 
 #: frames up to this many rows are grouped in plain Python: pandas' MultiIndex factorize costs ~6 ms of fixed
 #: overhead, which dominates on the one-row-per-device frames a timeline reader passes
 _SMALL_FRAME = 256
 _GROUP_KEYS = ("device_name", "compute_capability", "sm_count", "sm_boost_clock_hz")
+#: the columns fill_spec_peaks reads (it writes FILLED_COLUMNS): a frame of just these is filled as the whole
+FILL_INPUTS = (*_GROUP_KEYS, "sm_clock_hz", "tensor_path", *FILLED_COLUMNS)
 
 
 def _device_groups(frame: pd.DataFrame) -> list[tuple[tuple[Any, Any, Any, Any], np.ndarray]]:
