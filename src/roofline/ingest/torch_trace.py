@@ -43,6 +43,11 @@ from roofline.ingest.torch_trace_columns import (
     spec_peak_columns,
     step_column,
 )
+from roofline.ingest.torch_trace_costs import NO_OP_COLUMNS
+from roofline.ingest.torch_trace_costs import copy_bytes as _copy_bytes
+from roofline.ingest.torch_trace_costs import copy_cost as _copy_cost
+from roofline.ingest.torch_trace_costs import host_copy as _host_copy
+from roofline.ingest.torch_trace_costs import modelled as _modelled
 from roofline.ingest.torch_trace_decode import (
     NULL,
     RANGE_CAT,
@@ -58,7 +63,6 @@ from roofline.ingest.torch_trace_stream import events as stream_events
 from roofline.ingest.torch_trace_summary import estimates, trace_meta, unmodelled
 from roofline.ingest.torch_trace_threads import Threads as _Threads
 from roofline.metrics.flops import flops_from_counts
-from roofline.metrics.kernel_precision import decide as precision_evidence
 from roofline.metrics.moe import CALLEE_OPS
 from roofline.metrics.op_models import (
     NOT_RECORDED,
@@ -80,8 +84,6 @@ NAN = float("nan")
 NO_CACHE = (f"{UNAVAILABLE}: a PyTorch trace has no cache counters; profile the kernel with "
             "ncu --section SpeedOfLight_HierarchicalSingleRooflineChart for L2/L1")
 NO_MODEL = "{u}: no FLOP model for {op} (time is counted; see docs/traces.md for the ops modelled)"
-#: where an op's modelled FLOPs go, by the precision of its cost
-FLOP_SLOT = {"fp64": 0, "fp32": 1, "fp16": 2, "bf16": 2, "tensor": 3}
 #: backward ops whose shapes are int lists -> (their caller, the output_mask of their one gradient)
 SPLIT_BACKWARD = {"aten::cudnn_convolution_backward_input": (("aten::cudnn_convolution_backward",), "[True, False]"),
                   "aten::cudnn_convolution_backward_weight": (("aten::cudnn_convolution_backward",), "[False, True]"),
@@ -91,7 +93,6 @@ SPLIT_BACKWARD = {"aten::cudnn_convolution_backward_input": (("aten::cudnn_convo
 COST_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "flop_fp64_source", "flop_fp32_source",
                 "flop_fp16_source", "flop_tensor_source", "tensor_path", "dram_bytes", "dram_bytes_source",
                 "op_args", "precision_evidence", "host_link_bytes")
-NO_OP_COLUMNS = (None, None, NAN)  # op_args, precision_evidence, host_link_bytes of a row no op model priced
 MISSING = object()  # a signature not modelled yet (None is a cached "no model")
 #: up to this many rows, the spec peaks are filled on the whole frame (fill_spec_peaks' row-wise path costs no
 #: more than filling the distinct (device, tensor path) rows and expanding them: ~1.5 ms less on 60 rows)
@@ -534,49 +535,6 @@ class _Rows:
         return prop.get("name"), prop.get("numSms"), cc
 
 
-def _modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: float = 0.0) -> tuple[Any, ...]:
-    """The cost columns of a modelled op: FLOPs in the slot of the precision the evidence gives (the
-    dtype, or the kernel names: an fp32 GEMM on TF32 tensor cores), bytes as the hardware moves them."""
-    precision, path = c.precision, c.tensor_path
-    evidence = ("no dtype recorded: filed under fp32, PyTorch's default dtype" if c.why.startswith("Input type not")
-                else f"the dtype ({path or precision}{', tensor cores' if path else ''})")
-    if c.matmul_like and kernels:
-        decided = precision_evidence(c.precision, c.tensor_path, kernels)
-        if decided is not None:
-            precision, path, evidence = decided
-    why_flops = why_bytes = None
-    if c.flops != c.flops:
-        why_flops = f"{UNAVAILABLE}: {c.why}"
-    if c.bytes != c.bytes:
-        why_bytes = f"{UNAVAILABLE}: {c.why}"
-    flops = [0.0, 0.0, 0.0, 0.0] if why_flops is None else [NAN] * 4
-    slot = FLOP_SLOT.get(precision)
-    if slot is not None and why_flops is None:
-        flops[slot] = c.flops
-    args = f" [{c.args}]" if c.args else ""
-    src = why_flops or f"model: {c.formula}{args} (from Input Dims; precision from {evidence}; {n_events} GPU event(s))"
-    nbytes = c.bytes
-    bsrc = why_bytes or f"model: {c.bytes_note or 'bytes each tensor moves (in-place self read and written, out= written once)'}"
-    if host:
-        nbytes, bsrc = NAN, (f"{UNAVAILABLE}: {host:.0f} B crossed the host link (PCIe/NVLink-C2C/xGMI), not device "
-                             "memory (host_link_bytes); the spec table has no link bandwidth yet, so no link roof")
-    return (*flops, src, src, src, src, path, nbytes, bsrc, c.args or None, evidence, host if host else NAN)
-
-
-def _copy_cost(device: float, host: float, unknown: int) -> tuple[Any, ...]:
-    """The cost columns of a memcpy/memset-only row, from its (device bytes, host bytes, events without bytes)."""
-    note = "memcpy/memset: no FLOPs"
-    if unknown:
-        why = f"{UNAVAILABLE}: {unknown} memcpy/memset event(s) without a numeric bytes arg"
-        return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why, *NO_OP_COLUMNS)
-    if host:
-        why = (f"{UNAVAILABLE}: host<->device copy of {host:.0f} B: bound by PCIe/NVLink, "
-               "not by device memory (host_link_bytes)")
-        return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why, None, None, host)
-    return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, device,
-            "memcpy/memset args: bytes (device-to-device copies read and write: × 2)", *NO_OP_COLUMNS)
-
-
 def _text(raw: Any) -> str:
     import msgspec
 
@@ -584,33 +542,6 @@ def _text(raw: Any) -> str:
         return msgspec.json.encode(msgspec.json.decode(raw)).decode()
     except (TypeError, msgspec.DecodeError):
         return str(raw)
-
-
-def _host_copy(evs: list[Event]) -> float:
-    """Bytes of the op's host<->device/peer memcpy events: they cross a link, not DRAM."""
-    return _copy_bytes(evs)[1] if any(e.cat in COPY_CATS for e in evs) else 0.0
-
-
-def _copy_bytes(evs: list[Event]) -> tuple[float, float, int]:
-    """(device-memory bytes, host<->device bytes, events without a usable ``bytes``) of the
-    memcpy/memset events among ``evs``."""
-    device = host = 0.0
-    unknown = 0
-    for e in evs:
-        if e.cat not in COPY_CATS:
-            continue
-        n = e.args.bytes if e.args is not None else None
-        if n.__class__ not in NUMBER:  # absent or damaged: unknown, never a silent 0
-            unknown += 1
-            continue
-        name = str(e.name)
-        if "memset" in name.lower() or "Memset" in str(e.cat):
-            device += n
-        elif "DtoD" in name:
-            device += 2 * n
-        else:  # HtoD, DtoH, HtoH, PtoP: the link bounds them
-            host += n
-    return device, host, unknown
 
 
 def _short(name: Any) -> str:
