@@ -74,6 +74,7 @@ from roofline.metrics.op_models import (
 from roofline.metrics.paged_attention import OPS as PAGED_OPS
 from roofline.metrics.paged_attention import paged_cost
 from roofline.schema import (
+    COLUMN_POOL,
     UNAVAILABLE,
     kernel_dtypes,
     kernels_from_columns,
@@ -498,7 +499,8 @@ class _Rows:
         del cols["_ts"]
         if cols["kernel_short_name"] == cols["kernel_name"]:  # (an op's short name is its name: converted once)
             with suppress(pa.ArrowTypeError, pa.ArrowInvalid):  # (not all str: each converted as any column is)
-                cols["kernel_name"] = cols["kernel_short_name"] = pa.array(cols["kernel_name"], pa.large_string())
+                cols["kernel_name"] = cols["kernel_short_name"] = pa.array(cols["kernel_name"], pa.large_string(),
+                                                                              memory_pool=COLUMN_POOL)
         costs = cols.pop("_cost")
         cost_codes, firsts = first_codes(costs, id)  # rows share their signature's cost tuple (one object)
         distinct = [costs[i] for i in firsts]

@@ -23,8 +23,9 @@ import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from roofline.schema import kernel_dtypes
+from roofline.schema import COLUMN_POOL, kernel_dtypes
 
 NONE3 = (None, None, None)
 
@@ -64,7 +65,7 @@ def expand(values: Sequence[Any], codes: np.ndarray, dtype: str) -> Any:
         return np.array(values, dtype="float64")[codes]  # (None reads as NaN, as in kernels_from_columns)
     if dtype == "string":
         try:
-            return pa.array(values, pa.large_string()).take(codes)
+            return pc.take(pa.array(values, pa.large_string(), memory_pool=COLUMN_POOL), codes, memory_pool=COLUMN_POOL)
         except (pa.ArrowTypeError, pa.ArrowInvalid):  # not all str: the generic conversion decides
             pass
     return [values[c] for c in codes]
