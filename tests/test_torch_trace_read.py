@@ -212,3 +212,25 @@ def test_an_error_while_scanning_stops_the_gunzip_thread(tmp_path, small_pieces,
         torch_trace.read(p)
     # (the traceback, still held here, holds read()'s frame: the thread stops without waiting for it to go)
     assert len(calls) == 2 and _no_gunzip_thread() and raised.tb is not None
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_long_head_before_the_events_is_read_across_pieces(tmp_path, small_pieces, gz):
+    events = _many(100)
+    top = {"metadata": {"note": "x" * 20000}, "deviceProperties": PROPS}  # five pieces before traceEvents
+    p = _write(tmp_path, _kineto(events, top), gz)
+    parts, got_top = _streamed(p)
+    assert sum(map(len, parts)) == len(events) and got_top["deviceProperties"] == PROPS
+    _same(torch_trace.read(p), _whole(p)[0])
+
+
+def test_no_events_key_within_the_head_limit_reads_whole(tmp_path, small_pieces, monkeypatch):
+    monkeypatch.setattr(torch_trace_stream, "HEAD_LIMIT", 10000)
+    events = _many(100)
+    p = _write(tmp_path, _kineto(events, {"metadata": {"note": "x" * 20000}, "deviceProperties": PROPS}), gz=True)
+    with pytest.raises(Uncut):
+        _streamed(p)
+    assert _no_gunzip_thread()
+    got = torch_trace.read(p)
+    _same(got, _whole(p)[0])
+    assert len(got) == 100
