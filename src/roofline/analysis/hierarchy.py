@@ -72,6 +72,12 @@ def roofline_columns(levels: Sequence[str] = LEVELS) -> list[str]:
                    "over_roof", "analysis_note"]
 
 
+def _float_columns(levels: Sequence[str]) -> list[str]:
+    """The float64 columns of :func:`roofline_columns`, in its order."""
+    text = {"compute_precision", "peak_flop_per_s_source", "binding_roof", "bound", "over_roof", "analysis_note"}
+    return [c for c in roofline_columns(levels) if c not in text]
+
+
 def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
     if name not in frame:
         return np.full(len(frame), np.nan)
@@ -86,10 +92,16 @@ def _finite(x: np.ndarray) -> np.ndarray:
     return x if ok.all() else np.where(ok, x, np.nan)
 
 
-def _positive(x: np.ndarray) -> np.ndarray:
-    """x, NaN where not > 0: ``a / _positive(x)`` is ``where(x > 0, a / x, NaN)`` in one pass."""
+def _positive(x: np.ndarray, buf: np.ndarray | None = None) -> np.ndarray:
+    """x, NaN where not > 0: ``a / _positive(x)`` is ``where(x > 0, a / x, NaN)`` in one pass.
+    With ``buf`` (a scratch array of x's length), the copy goes there instead of a new array."""
     ok = x > 0
-    return x if ok.all() else np.where(ok, x, np.nan)
+    if ok.all():
+        return x
+    if buf is None:
+        return np.where(ok, x, np.nan)
+    np.copyto(buf, x)
+    return _put(buf, ~ok, np.nan)
 
 
 def _put(x: np.ndarray, mask: np.ndarray, value: float) -> np.ndarray:
@@ -99,13 +111,16 @@ def _put(x: np.ndarray, mask: np.ndarray, value: float) -> np.ndarray:
     return x
 
 
-def _gather(columns: Sequence[np.ndarray | float], which: np.ndarray) -> np.ndarray:
-    """Per row r, ``columns[which[r]][r]`` (a float entry: that value on every row). The most used
-    column is copied and the other rows set by index: no per-row branch (``which`` is random across
-    rows) and no stacked copy of every column."""
+def _gather(columns: Sequence[np.ndarray | float], which: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Per row r, ``columns[which[r]][r]`` (a float entry: that value on every row), into ``out`` (a
+    new array if None). The most used column is copied and the other rows set by index: no per-row
+    branch (``which`` is random across rows) and no stacked copy of every column."""
     counts = [int(np.count_nonzero(which == j)) for j in range(len(columns))]
     most = int(np.argmax(counts))
-    out = np.full(len(which), columns[most]) if np.isscalar(columns[most]) else columns[most].copy()
+    if out is None:  # the dtype of the most used column (int keys stay int)
+        out = np.full(len(which), columns[most]) if np.isscalar(columns[most]) else columns[most].copy()
+    else:
+        np.copyto(out, columns[most])
     for j, c in enumerate(columns):
         if j != most and counts[j]:
             rows = np.flatnonzero(which == j)
@@ -140,12 +155,17 @@ def _arg(better: np.ufunc, columns: Sequence[np.ndarray]) -> tuple[np.ndarray, n
     is never the best (as -inf for a max, +inf for a min)."""
     best = columns[0].copy()
     idx = np.zeros(len(best), np.int8)
-    pick = np.fmin if better is np.less else np.fmax  # equal values: either is the same number
     for j, c in enumerate(columns[1:], 1):
-        b = better(c, best)  # NaN: False
-        idx += b.view(np.int8) * (np.int8(j) - idx)  # branch-free: the mask is random across rows
-        pick(best, c, out=best)
+        _arg_step(better, idx, best, c, j)
     return idx, best
+
+
+def _arg_step(better: np.ufunc, idx: np.ndarray, best: np.ndarray, c: np.ndarray, j: int) -> None:
+    """One column (index ``j``) of :func:`_arg`, in place on ``idx`` and ``best``: the analysis folds
+    each level in as it is computed, so no level's column outlives its step."""
+    b = better(c, best)  # NaN: False
+    idx += b.view(np.int8) * (np.int8(j) - idx)  # branch-free: the mask is random across rows
+    (np.fmin if better is np.less else np.fmax)(best, c, out=best)  # equal values: either is the same number
 
 
 def _max(columns: Sequence[np.ndarray]) -> np.ndarray:
@@ -165,6 +185,15 @@ def hierarchical(
     """The roofline columns for every row of a kernels frame (same index, same order)."""
     n = len(kernels)
     levels = tuple(levels)
+    # every float column of the result is a row of one 2-D block: one allocation, which numpy asks the
+    # kernel to back with huge pages (a few hundred page faults instead of ~50,000 for 26 separate
+    # 8 MB columns, whose faults cost more system time than computing them), and which the allocator
+    # maps fresh whatever its state (separate columns were reused or faulted in depending on glibc's
+    # dynamic mmap threshold). Each value is computed straight into its row (ufunc ``out=``).
+    names = _float_columns(levels)
+    col = dict(zip(names, np.empty((len(names), n))))
+    # scratch rows for the temporaries (freed on return), one allocation for the same reason
+    buf = np.empty((4, n))
     # column by column: a row-wise reduction over a (rows × 4) stack (argmax, nansum, any) costs 5-30×
     # an elementwise pass over each column; left to right, ties to the first, as the reductions did
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -173,17 +202,32 @@ def hierarchical(
         peaks = [_finite(_col(kernels, f"peak_flop_per_s_{p}")) for p in PRECISIONS]
         have = [~np.isnan(f) for f in flops]
         any_have = _any(have)
-        total = _put(_sum([f if h.all() else np.where(h, f, 0.0) for h, f in zip(have, flops)]), ~any_have, np.nan)
+        total = col["flop_total"]
+        for i, (h, f) in enumerate(zip(have, flops)):
+            # Σ left to right over the columns, NaN FLOPs as 0 (as a sum of where(have, f, 0) columns)
+            if h.all():
+                term = f
+            else:
+                term = buf[0]
+                np.copyto(term, f)
+                _put(term, ~h, 0.0)
+            if i:
+                np.add(total, term, out=total)
+            else:
+                np.copyto(total, term)
+        _put(total, ~any_have, np.nan)
         used = [f > 0 for f in flops]  # NaN is not > 0
         n_used = _sum([u.view(np.int8) for u in used])
         # the one precision that did work, on rows with exactly one (0 elsewhere: no text reads it there)
         dominant = sum((np.int8(i) * u.view(np.int8) for i, u in enumerate(used) if i), np.zeros(n, np.int8))
         dominant *= (n_used == 1).view(np.int8)
         positive = total > 0
-        out: dict[str, object] = {"flop_total": total}
-        total_pos = _positive(total)
+        total_pos = _positive(total, buf[0])
         for f, p in zip(flops, PRECISIONS):
-            out[f"flop_share_{p}"] = (f if np.isfinite(f).all() else np.nan_to_num(f)) / total_pos
+            if not np.isfinite(f).all():
+                np.copyto(buf[1], f)
+                f = np.nan_to_num(buf[1], copy=False)
+            np.divide(f, total_pos, out=col[f"flop_share_{p}"])
 
         # effective compute peak: Σ F / Σ F_i/P_i over the precisions that did work
         has_peak = [pk > 0 for pk in peaks]
@@ -194,7 +238,7 @@ def hierarchical(
         idle = (n_used == 0) & (total == 0)
         which = 4 + (dominant - 4) * (n_used == 1).view(np.int8)  # int8 arithmetic: no branch per row
         which += (1 - which) * idle.view(np.int8)
-        peak = _gather([*peaks, np.nan], which)
+        peak = _gather([*peaks, np.nan], which, out=col["peak_flop_per_s"])
         mixed = np.flatnonzero(n_used > 1)  # several precisions: the effective peak, on those rows only
         if len(mixed):
             # fmax(…, 0): a precision without work (0, negative or NaN FLOPs) adds nothing; a used one
@@ -205,52 +249,54 @@ def hierarchical(
 
         dur = _col(kernels, "duration_s")
         good_dur = np.isfinite(dur) & (dur > 0)  # zero, negative, NaN or inf: nothing achieved to place
-        achieved = _put(total / dur, ~good_dur, np.nan)
+        achieved = _put(np.divide(total, dur, out=col["achieved_flop_per_s"]), ~good_dur, np.nan)
         peak_ok = peak > 0
-        peak_pos = _positive(peak)
-        util_compute = achieved / peak_pos
-        out.update(peak_flop_per_s=peak, achieved_flop_per_s=achieved, pct_of_peak_flop=util_compute * 100.0)
-
+        peak_pos = _positive(peak, buf[0])
+        # the utilisation of the busiest roof and the lowest ceiling, folded in roof by roof (see _arg):
         # no roof: an infinite ceiling (never the lowest), utilisation -inf (never the busiest), time -inf
-        ceilings = [_put(peak_pos.copy(), ~peak_ok, np.inf)]  # compute roof first: ties go to compute
-        utils = [_put(util_compute.copy(), ~positive | np.isnan(util_compute), -np.inf)]
-        t_roof = [total / peak_pos]
+        util_max = np.divide(achieved, peak_pos, out=buf[1])
+        np.multiply(util_max, 100.0, out=col["pct_of_peak_flop"])
+        _put(util_max, ~positive | np.isnan(util_max), -np.inf)
+        busiest = np.zeros(n, np.int8)
+        ceil_min = col["attainable_flop_per_s"]
+        np.copyto(ceil_min, peak_pos)
+        _put(ceil_min, ~peak_ok, np.inf)
+        lowest = np.zeros(n, np.int8)  # compute roof first: ties go to compute
+        time_at_roof = np.divide(total, peak_pos, out=col["time_at_roof_s"])
+        _put(time_at_roof, np.isnan(time_at_roof), -np.inf)
         level_ok, level_no_bytes, level_silent, level_zero = [], [], [], []
-        for lv in levels:
+        for j, lv in enumerate(levels, 1):
             nbytes = _col(kernels, f"{lv}_bytes")
             # an optional level (LDS) on a row whose format does not record it (no source at all): no note
             src = kernels.get(source_column(f"{lv}_bytes"))
             level_silent.append(np.zeros(n, bool) if lv not in OPTIONAL_LEVELS else
                                 np.isnan(nbytes) & (src.isna().to_numpy() if src is not None else True))
             bw = _finite(_col(kernels, f"peak_{lv}_bytes_per_s"))
-            bw_pos = _positive(bw)
+            bw_pos = _positive(bw, buf[2])
             nonneg = nbytes >= 0
             ok = nonneg & (bw > 0)
+            not_ok = ~ok
             level_ok.append(ok)
             level_no_bytes.append(~nonneg)  # NaN, or negative (flagged at ingest)
-            level_zero.append(~ok | (nbytes == 0))
-            intensity = total / nbytes
-            odd = ~(nbytes > 0)  # zero, negative or NaN bytes (rare): infinite intensity, or none
-            if odd.any():
+            level_zero.append(not_ok | (nbytes == 0))
+            intensity = np.divide(total, nbytes, out=col[f"intensity_{lv}_flop_per_byte"])
+            odd = np.flatnonzero(~(nbytes > 0))  # zero, negative or NaN bytes (rare): infinite intensity, or none
+            if len(odd):
                 intensity[odd] = np.where((nbytes[odd] == 0) & (total[odd] > 0), np.inf, np.nan)
-            bw_ach = _put(nbytes / dur, ~(good_dur & nonneg), np.nan)
-            ceiling = intensity * bw  # infinite intensity: an infinite memory ceiling (bw > 0 where ok)
-            attain = np.fmin(peak, ceiling)
-            at_inf = intensity == np.inf
-            if at_inf.any():
+            bw_ach = _put(np.divide(nbytes, dur, out=col[f"achieved_{lv}_bytes_per_s"]), ~(good_dur & nonneg), np.nan)
+            ceiling = np.multiply(intensity, bw, out=buf[3])  # infinite intensity: an infinite memory ceiling (bw > 0 where ok)
+            attain = np.fmin(peak, ceiling, out=col[f"attainable_{lv}_flop_per_s"])
+            at_inf = np.flatnonzero(intensity == np.inf)
+            if len(at_inf):
                 attain[at_inf] = peak[at_inf]
-            not_ok = ~ok
-            attain = _put(attain, not_ok, np.nan)
-            util = bw_ach / bw_pos  # NaN where not ok: no bytes (bw_ach NaN) or no roof
-            out[f"intensity_{lv}_flop_per_byte"] = intensity
-            out[f"achieved_{lv}_bytes_per_s"] = bw_ach
-            out[f"ridge_{lv}_flop_per_byte"] = peak / bw_pos
-            out[f"attainable_{lv}_flop_per_s"] = attain
-            out[f"pct_of_peak_{lv}_bandwidth"] = util * 100.0
-            ceilings.append(_put(ceiling, not_ok, np.inf))  # a new array, never a view; NaN: no ceiling
-            utils.append(util)  # NaN: no roof to be busy on (see _arg)
-            t_roof.append(_put(nbytes / bw_pos, not_ok, -np.inf))
-        t_roof[0] = _put(t_roof[0], np.isnan(t_roof[0]), -np.inf)
+            _put(attain, not_ok, np.nan)
+            np.divide(peak, bw_pos, out=col[f"ridge_{lv}_flop_per_byte"])
+            _arg_step(np.less, lowest, ceil_min, _put(ceiling, not_ok, np.inf), j)  # NaN: no ceiling
+            util = np.divide(bw_ach, bw_pos, out=buf[3])  # NaN where not ok: no bytes (bw_ach NaN) or no roof
+            np.multiply(util, 100.0, out=col[f"pct_of_peak_{lv}_bandwidth"])
+            _arg_step(np.greater, busiest, util_max, util, j)  # NaN: no roof to be busy on (see _arg)
+            t_roof = _put(np.divide(nbytes, bw_pos, out=buf[3]), not_ok, -np.inf)
+            np.maximum(time_at_roof, t_roof, out=time_at_roof)
 
         any_level = _any(level_ok)
         with_flops = positive & peak_ok & any_level
@@ -258,18 +304,16 @@ def hierarchical(
         # and no bound; "latency-limited at 0%" would call idle time a slow kernel
         no_work = (total == 0) & any_level & _all(level_zero)
         no_flops = (total == 0) & any_level & ~no_work
-        lowest, ceil_min = _arg(np.less, ceilings)
-        busiest, util_max = _arg(np.greater, utils)
         binding_idx = np.where(with_flops, lowest, busiest)
-        attainable = _put(_put(ceil_min, ~with_flops, np.nan), no_flops, 0.0)  # no_flops: not with_flops
-        pct = util_max * 100.0
+        _put(_put(ceil_min, ~with_flops, np.nan), no_flops, 0.0)  # attainable; no_flops: not with_flops
+        pct = np.multiply(util_max, 100.0, out=col["pct_of_roof"])
         pct[~((with_flops | no_flops) & good_dur & np.isfinite(util_max))] = np.nan
         # without a finite positive duration nothing was achieved: no point, so no bound (the note says why)
         decided = (with_flops | (no_flops & ~np.isnan(pct))) & good_dur
         latency = decided & (pct < latency_threshold_pct)
         over = decided & (pct > 100.0 * (1 + OVER_ROOF_TOLERANCE))
-        time_at_roof = _max(t_roof)
         time_at_roof[~decided | np.isinf(time_at_roof)] = np.nan
+    del buf
 
     # categorical columns: computed per distinct combination of their inputs
     # int8 arithmetic on flags (no branch per row): undecided rows get the last code, "unavailable"
@@ -285,12 +329,13 @@ def hierarchical(
     text = _Texts(kernels, levels, n, v)
     precision, peak_src = text.precision_and_peak_source()
     notes = text.notes(peak_src, latency_threshold_pct)
-    out.update(attainable_flop_per_s=attainable, binding_roof=fixed(binding_code, ["compute", *levels, UNAVAILABLE]),
-               bound=fixed(bound_code, BOUNDS), pct_of_roof=pct, time_at_roof_s=time_at_roof,
+    out: dict[str, object] = dict(col)
+    out.update(binding_roof=fixed(binding_code, ["compute", *levels, UNAVAILABLE]),
+               bound=fixed(bound_code, BOUNDS),
                over_roof=pd.array(over, dtype="boolean"), analysis_note=notes,
                compute_precision=precision, peak_flop_per_s_source=peak_src)
-    # copy=False: the columns stay separate blocks (consolidating 30 float columns into one 2-D block
-    # copied a quarter of a GB for a million rows, for nothing: every consumer reads columns)
+    # copy=False: the columns stay views, one block each (consolidating 30 float columns into one 2-D
+    # block copied a quarter of a GB for a million rows, for nothing: every consumer reads columns)
     frame = pd.DataFrame(out, index=kernels.index, copy=False)
     return frame[roofline_columns(levels)]
 
