@@ -344,31 +344,30 @@ class _Packer:
     """Group keys read on a few rows, packed into int64 words (mixed radix: Σ key_i × Π_{j<i} (max key_j + 1),
     a new word before one could overflow): one group-key part instead of one per key."""
 
-    def __init__(self, size: int, pos: np.ndarray | None = None) -> None:
+    def __init__(self, size: int) -> None:
         self.words = [np.zeros(size, np.int64)]
-        self.pos = pos  # a row's place in the words (None: the row itself)
         self.radix = 1
 
-    def add_dense(self, key: np.ndarray, top: int) -> None:
-        """Keys in [0, top) on every row (a place per row: ``pos`` None)."""
+    def _room(self, top: int) -> None:
         if self.radix * top >= 2**62:
             self.words.append(np.zeros(len(self.words[0]), np.int64))
             self.radix = 1
+
+    def add_dense(self, key: np.ndarray, top: int) -> None:
+        """Keys in [0, top) on every row."""
+        self._room(top)
         self.words[-1] += key.astype(np.int64) * self.radix
         self.radix *= top
 
-    def add(self, quoting: np.ndarray, read: Callable[[np.ndarray], np.ndarray]) -> None:
-        """Keys (>= 0) ``read(rows)`` of the rows where ``quoting`` (a boolean mask over all rows)."""
-        rows = np.flatnonzero(quoting)
-        if not len(rows):
+    def add(self, at: np.ndarray, key: np.ndarray) -> None:
+        """Keys (>= 0, a new array: scaled in place) at the distinct places ``at`` of the words."""
+        if not len(at):
             return
-        key = np.asarray(read(rows), dtype=np.int64)
+        key = np.asarray(key, dtype=np.int64)
         top = int(key.max()) + 1
-        if self.radix * top >= 2**62:
-            self.words.append(np.zeros(len(self.words[0]), np.int64))
-            self.radix = 1
+        self._room(top)
         key *= self.radix
-        self.words[-1][rows if self.pos is None else self.pos[rows]] += key  # distinct rows: no lost update
+        self.words[-1][at] += key  # distinct places: no lost update
         self.radix *= top
 
 
@@ -447,8 +446,9 @@ class _Texts:
         over.add_dense((np.asarray(peak_src.codes, np.int16) + 1) * over_at[0].view(np.int8), len(peak_src.categories) + 1)
         for j in range(len(levels)):
             # above a memory roof, the bytes source only matters for being modelled ("model:")
-            over.add(over_at[j + 1], lambda rows, j=j: self.bytes_src[j].starts_with(rows, "model:"))
-            over.add(over_at[j + 1], self.bw_src[j].key_at)
+            rows = np.flatnonzero(over_at[j + 1])
+            over.add(rows, self.bytes_src[j].starts_with(rows, "model:"))
+            over.add(rows, self.bw_src[j].key_at(rows))
         # every other note part is about a rare row: only those rows' keys are built
         rare = _any([~_all(v["have"]), v["peak_missing"], ~v["good_dur"], *absent, no_level, v["no_work"]])
 
@@ -458,18 +458,23 @@ class _Texts:
             flags = [*(~m[s] for m in v["have"]), *(m[s] for m in v["no_peak"]), d == 0, d < 0, np.isnan(d),
                      np.isinf(d), *(m[s] for m in absent), *(m[s] for m in v["no_bytes"]), no_level[s],
                      v["no_work"][s], v["latency"][s]]
-            pos = np.empty(self.n, np.int64)
-            pos[s] = np.arange(len(s))
-            packer = _Packer(len(s), pos)
-            packer.add(~v["any_have"], self.flop_src.key_at)
-            first_no_peak = np.full(self.n, -1, np.int8)  # only the first precision without a peak is quoted
+            # the sources quoted, keyed on the rare rows alone (places in the words: positions in s)
+            packer = _Packer(len(s))
+
+            def add(quoting: np.ndarray, source: Factor | Source) -> None:
+                at = np.flatnonzero(quoting)
+                packer.add(at, source.key_at(s[at]))
+
+            add(~v["any_have"][s], self.flop_src)
+            first_no_peak = np.full(len(s), -1, np.int8)  # only the first precision without a peak is quoted
             for i in reversed(range(len(PRECISIONS))):
-                first_no_peak[v["no_peak"][i]] = i
+                first_no_peak[v["no_peak"][i][s]] = i
             for i, f in enumerate(self.peak_srcs):
-                packer.add(first_no_peak == i, f.key_at)
+                add(first_no_peak == i, f)
             for j in range(len(levels)):
-                packer.add(absent[j] & v["no_bytes"][j], self.bytes_src[j].key_at)
-                packer.add(absent[j] & ~v["no_bytes"][j], self.bw_src[j].key_at)
+                absent_s, no_bytes_s = absent[j][s], v["no_bytes"][j][s]
+                add(absent_s & no_bytes_s, self.bytes_src[j])
+                add(absent_s & ~no_bytes_s, self.bw_src[j])
             return [flag_word(flags), *packer.words, *(w[s] for w in over.words)]
 
         def fn(r: int) -> str | None:

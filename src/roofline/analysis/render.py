@@ -65,11 +65,20 @@ class Source:
 
     def __init__(self, frame: pd.DataFrame, column: str) -> None:
         self.col = frame.get(column)
+        self._arrow: tuple[pa.Array | None] | None = None  # the column as one Arrow array, once asked for
+
+    @property
+    def _whole(self) -> pa.Array | None:
+        if self._arrow is None:
+            self._arrow = (_arrow(self.col) if self.col is not None else None,)
+        return self._arrow[0]
 
     def key_at(self, rows: np.ndarray) -> np.ndarray:
         """Keys (0 = missing) of the strings at ``rows`` (positions), numbered for these rows only."""
         if self.col is None or not len(rows):
             return np.zeros(len(rows), dtype=np.int32)
+        if self._whole is not None:  # Arrow's take: no pandas indexing round trip
+            return _factorize_arrow(self._whole.take(rows))[0]
         return _factorize(self.col.iloc[rows])[0]
 
     def starts_with(self, rows: np.ndarray, prefix: str) -> np.ndarray:
@@ -77,7 +86,7 @@ class Source:
         strings, the prefix bytes are compared in the column's buffers: no string is copied out."""
         if self.col is None or not len(rows):
             return np.zeros(len(rows), bool)
-        whole = _arrow(self.col)
+        whole = self._whole
         if whole is None or not (pa.types.is_string(whole.type) or pa.types.is_large_string(whole.type)):
             return self.col.iloc[rows].astype(object).map(lambda x: isinstance(x, str) and x.startswith(prefix)).to_numpy(bool)
         _, off_buf, data_buf = whole.buffers()
@@ -115,21 +124,25 @@ def _factorize(col: pd.Series) -> tuple[np.ndarray, list[str]]:
     as ``pd.factorize``."""
     whole = _arrow(col)
     if whole is not None:
-        # Arrow-backed strings: Arrow's own hash on the column's buffers, no pandas round trip
-        if whole.null_count < len(whole):
-            valid = whole.is_valid().to_numpy(zero_copy_only=False)
-            first = whole[int(np.argmax(valid))]
-            if pc.all(pc.equal(whole, first)).as_py():  # nulls skipped
-                # one distinct value (a source every kernel quotes): a comparison, 4x cheaper than hashing
-                return valid.astype(np.int32), [first.as_py()]
-        enc = whole.dictionary_encode()
-        keys = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
-        keys += 1
-        return keys, [str(v) for v in enc.dictionary.to_pylist()]
+        return _factorize_arrow(whole)
     codes, uniques = pd.factorize(col, use_na_sentinel=True)
     keys = np.asarray(codes).astype(np.int32)
     keys += 1
     return keys, [str(u) for u in uniques]
+
+
+def _factorize_arrow(whole: pa.Array) -> tuple[np.ndarray, list[str]]:
+    """:func:`_factorize` of Arrow strings: Arrow's own hash on the column's buffers, no pandas round trip."""
+    if whole.null_count < len(whole):
+        valid = whole.is_valid().to_numpy(zero_copy_only=False)
+        first = whole[int(np.argmax(valid))]
+        if pc.all(pc.equal(whole, first)).as_py():  # nulls skipped
+            # one distinct value (a source every kernel quotes): a comparison, 4x cheaper than hashing
+            return valid.astype(np.int32), [first.as_py()]
+    enc = whole.dictionary_encode()
+    keys = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+    keys += 1
+    return keys, [str(v) for v in enc.dictionary.to_pylist()]
 
 
 def flag_word(flags: Sequence[np.ndarray]) -> np.ndarray:
