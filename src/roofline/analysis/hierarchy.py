@@ -104,6 +104,15 @@ def _positive(x: np.ndarray, buf: np.ndarray | None = None) -> np.ndarray:
     return _put(buf, ~ok, np.nan)
 
 
+def _time_at(flop: np.ndarray, peak: np.ndarray) -> np.ndarray:
+    """``fmax(flop / _positive(peak), 0)`` computed in ``flop`` (a new array of ours)."""
+    ok = peak > 0
+    np.divide(flop, peak, out=flop)
+    if not ok.all():
+        flop[~ok] = np.nan
+    return np.fmax(flop, 0.0, out=flop)
+
+
 def _put(x: np.ndarray, mask: np.ndarray, value: float) -> np.ndarray:
     """x (an array of ours, set in place) with ``value`` where ``mask``: a rare mask costs one scan."""
     if mask.any():
@@ -243,9 +252,9 @@ def hierarchical(
         if len(mixed):
             # fmax(…, 0): a precision without work (0, negative or NaN FLOPs) adds nothing; a used one
             # without a peak gives NaN here only by chance, so peak_missing sets it
-            t_compute_at_peak = _put(_sum([np.fmax(f[mixed] / _positive(pk[mixed]), 0.0) for f, pk in zip(flops, peaks)]),
-                                     peak_missing[mixed], np.nan)
-            peak[mixed] = total[mixed] / t_compute_at_peak
+            t_compute_at_peak = _sum([_time_at(f.take(mixed), pk.take(mixed)) for f, pk in zip(flops, peaks)])
+            _put(t_compute_at_peak, peak_missing[mixed], np.nan)
+            peak[mixed] = np.divide(total.take(mixed), t_compute_at_peak, out=t_compute_at_peak)
 
         dur = _col(kernels, "duration_s")
         good_dur = np.isfinite(dur) & (dur > 0)  # zero, negative, NaN or inf: nothing achieved to place

@@ -37,7 +37,7 @@ class Factor:
             self._keys = np.zeros(n, dtype=np.int32)
             picked = np.flatnonzero(rows)
             if len(picked):
-                self._keys[picked], self.values = _factorize(col.iloc[picked])
+                self._keys[picked], self.values = _factorize_at(col, picked)
         else:
             self._keys, self.values = _factorize(col)
 
@@ -77,9 +77,7 @@ class Source:
         """Keys (0 = missing) of the strings at ``rows`` (positions), numbered for these rows only."""
         if self.col is None or not len(rows):
             return np.zeros(len(rows), dtype=np.int32)
-        if self._whole is not None:  # Arrow's take: no pandas indexing round trip
-            return _factorize_arrow(self._whole.take(rows))[0]
-        return _factorize(self.col.iloc[rows])[0]
+        return _factorize_at(self.col, rows, self._whole)[0]
 
     def starts_with(self, rows: np.ndarray, prefix: str) -> np.ndarray:
         """Whether the string at each of ``rows`` starts with ``prefix`` (missing: False). On Arrow
@@ -129,6 +127,13 @@ def _factorize(col: pd.Series) -> tuple[np.ndarray, list[str]]:
     keys = np.asarray(codes).astype(np.int32)
     keys += 1
     return keys, [str(u) for u in uniques]
+
+
+def _factorize_at(col: pd.Series, rows: np.ndarray, whole: pa.Array | None = None) -> tuple[np.ndarray, list[str]]:
+    """:func:`_factorize` of the strings at ``rows`` (positions); ``whole``: the column as Arrow, if known.
+    Arrow-backed strings are taken by Arrow (no pandas indexing round trip)."""
+    whole = whole if whole is not None else _arrow(col)
+    return _factorize_arrow(whole.take(rows)) if whole is not None else _factorize(col.iloc[rows])
 
 
 def _factorize_arrow(whole: pa.Array) -> tuple[np.ndarray, list[str]]:
