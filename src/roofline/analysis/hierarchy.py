@@ -285,6 +285,7 @@ def hierarchical(
             nonneg = nbytes >= 0
             ok = nonneg & (bw > 0)
             not_ok = ~ok
+            bad = np.flatnonzero(not_ok)  # rare rows, set by index three times below (a mask costs a scan each)
             level_ok.append(ok)
             level_no_bytes.append(~nonneg)  # NaN, or negative (flagged at ingest)
             level_zero.append(not_ok | (nbytes == 0))
@@ -298,13 +299,15 @@ def hierarchical(
             at_inf = np.flatnonzero(intensity == np.inf)
             if len(at_inf):
                 attain[at_inf] = peak[at_inf]
-            _put(attain, not_ok, np.nan)
+            attain[bad] = np.nan
             np.divide(peak, bw_pos, out=col[f"ridge_{lv}_flop_per_byte"])
-            _arg_step(np.less, lowest, ceil_min, _put(ceiling, not_ok, np.inf), j)  # NaN: no ceiling
+            ceiling[bad] = np.inf
+            _arg_step(np.less, lowest, ceil_min, ceiling, j)  # NaN: no ceiling
             util = np.divide(bw_ach, bw_pos, out=buf[3])  # NaN where not ok: no bytes (bw_ach NaN) or no roof
             np.multiply(util, 100.0, out=col[f"pct_of_peak_{lv}_bandwidth"])
             _arg_step(np.greater, busiest, util_max, util, j)  # NaN: no roof to be busy on (see _arg)
-            t_roof = _put(np.divide(nbytes, bw_pos, out=buf[3]), not_ok, -np.inf)
+            t_roof = np.divide(nbytes, bw_pos, out=buf[3])
+            t_roof[bad] = -np.inf
             np.maximum(time_at_roof, t_roof, out=time_at_roof)
 
         any_level = _any(level_ok)
