@@ -139,11 +139,13 @@ def _factorize_at(col: pd.Series, rows: np.ndarray, whole: pa.Array | None = Non
 def _factorize_arrow(whole: pa.Array) -> tuple[np.ndarray, list[str]]:
     """:func:`_factorize` of Arrow strings: Arrow's own hash on the column's buffers, no pandas round trip."""
     if whole.null_count < len(whole):
-        valid = whole.is_valid().to_numpy(zero_copy_only=False)
-        first = whole[int(np.argmax(valid))]
+        # no nulls (the common case): no validity bitmap to unpack
+        valid = whole.is_valid().to_numpy(zero_copy_only=False) if whole.null_count else None
+        first = whole[int(np.argmax(valid)) if valid is not None else 0]
         if pc.all(pc.equal(whole, first)).as_py():  # nulls skipped
             # one distinct value (a source every kernel quotes): a comparison, 4x cheaper than hashing
-            return valid.astype(np.int32), [first.as_py()]
+            keys = valid.astype(np.int32) if valid is not None else np.ones(len(whole), np.int32)
+            return keys, [first.as_py()]
     enc = whole.dictionary_encode()
     keys = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
     keys += 1
