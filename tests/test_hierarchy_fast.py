@@ -10,7 +10,15 @@ import pandas as pd
 import pytest
 
 from roofline.analysis import analyze, hierarchical
-from roofline.analysis.hierarchy import _float_columns, _gather, _Packer, _positive, _time_at, roofline_columns
+from roofline.analysis.hierarchy import (
+    _float_columns,
+    _gather,
+    _Packer,
+    _positive,
+    _time_at,
+    roofline_columns,
+)
+from roofline.analysis.render import Source
 from roofline.schema import conform_kernels
 
 RNG = np.random.default_rng(20261124)
@@ -117,3 +125,18 @@ def test_packer_words_equal_exactly_when_keys_equal():
     words = np.stack(packer.words, axis=1)
     assert len(np.unique(words, axis=0)) == len(np.unique(full, axis=0))
     assert len(np.unique(np.concatenate([words, full], axis=1), axis=0)) == len(np.unique(full, axis=0))
+
+
+@pytest.mark.parametrize("values", [
+    ["counters", "model: shapes", None, "model:"],  # a match in the data's last 7 bytes
+    ["mod", "model:", "", "x model:", "modelx", "model:"],
+    ["model:", "m"],  # 7 bytes of data: the byte loop
+    ["", "model: " * 3, "MODEL:", "model;", "model:\u00e9"],
+])
+@pytest.mark.parametrize("prefix", ["model:", "m", "model: m", "counters", "model: shapes"])
+def test_starts_with_equals_str_startswith(values, prefix):
+    col = pd.Series(values, dtype="string[pyarrow]")
+    src = Source(pd.DataFrame({"s": col}), "s")
+    rows = np.arange(len(values))[::-1].copy()
+    ref = [isinstance(values[r], str) and values[r].startswith(prefix) for r in rows]
+    np.testing.assert_array_equal(src.starts_with(rows, prefix), ref)

@@ -22,7 +22,7 @@ Everything is vectorised over columns: no Python loop per row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

@@ -96,6 +96,11 @@ class Source:
         ok = offsets[rows + 1] - start >= len(want)
         if not len(data):
             return ok & (len(want) == 0)
+        if 0 < len(want) <= 8 <= len(data):
+            ok &= _prefix_word(data, start, len(want)) == int.from_bytes(want.tobytes(), "little")
+            if whole.null_count:
+                ok &= whole.is_valid().to_numpy(zero_copy_only=False)[rows]
+            return ok
         for k, byte in enumerate(want):
             ok &= data[np.minimum(start + k, len(data) - 1)] == byte  # a shorter string is already False
         if whole.null_count:
@@ -107,6 +112,16 @@ class Source:
             return missing
         v = self.col.iloc[row]
         return missing if pd.isna(v) else str(v)
+
+
+def _prefix_word(data: np.ndarray, start: np.ndarray, size: int) -> np.ndarray:
+    """The ``size`` (1-8) bytes of ``data`` from each of ``start``, as little-endian integers: one gather
+    of 8-byte words (an unaligned view), not one per byte. A start in the last 7 bytes reads the last
+    word, shifted; bytes past the data's end read as 0 (a shorter string is ruled out by its length)."""
+    words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    at = np.minimum(start, len(data) - 8)
+    word = words[at] >> ((start - at).astype(np.uint64) * np.uint64(8))
+    return word & np.uint64((1 << (8 * size)) - 1) if size < 8 else word
 
 
 def _arrow(col: pd.Series) -> pa.Array | None:
