@@ -140,3 +140,12 @@ def test_starts_with_equals_str_startswith(values, prefix):
     rows = np.arange(len(values))[::-1].copy()
     ref = [isinstance(values[r], str) and values[r].startswith(prefix) for r in rows]
     np.testing.assert_array_equal(src.starts_with(rows, prefix), ref)
+
+
+def test_gather_any_value_where_none():
+    n = 2000
+    keys = [RNG.integers(1, 9, n).astype(np.int32) for _ in range(4)]
+    which = RNG.choice(5, n, p=[0.05, 0.5, 0.05, 0.05, 0.35]).astype(np.int8)
+    got = _gather([*keys, None], which)
+    ref = np.choose(np.minimum(which, 3), keys)
+    np.testing.assert_array_equal(got[which < 4], ref[which < 4])  # the None rows: any value

@@ -120,18 +120,21 @@ def _put(x: np.ndarray, mask: np.ndarray, value: float) -> np.ndarray:
     return x
 
 
-def _gather(columns: Sequence[np.ndarray | float], which: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Per row r, ``columns[which[r]][r]`` (a float entry: that value on every row), into ``out`` (a
-    new array if None). The most used column is copied and the other rows set by index: no per-row
-    branch (``which`` is random across rows) and no stacked copy of every column."""
-    counts = [int(np.count_nonzero(which == j)) for j in range(len(columns))]
+def _gather(columns: Sequence[np.ndarray | float | None], which: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Per row r, ``columns[which[r]][r]`` (a float entry: that value on every row; None: any value, for
+    rows whose use ignores it), into ``out`` (a new array if None). The most used column is copied and
+    the other rows set by index: no per-row branch (``which`` is random across rows) and no stacked
+    copy of every column."""
+    counts = [int(np.count_nonzero(which == j)) if c is not None else -1 for j, c in enumerate(columns)]
     most = int(np.argmax(counts))
+    first = columns[most]
+    assert first is not None, "a column to gather from"
     if out is None:  # the dtype of the most used column (int keys stay int)
-        out = np.full(len(which), columns[most]) if np.isscalar(columns[most]) else columns[most].copy()
+        out = np.full(len(which), first) if np.isscalar(first) else first.copy()
     else:
-        np.copyto(out, columns[most])
+        np.copyto(out, first)
     for j, c in enumerate(columns):
-        if j != most and counts[j]:
+        if j != most and counts[j] > 0:
             rows = np.flatnonzero(which == j)
             out[rows] = c if np.isscalar(c) else c[rows]
     return out
@@ -441,7 +444,8 @@ class _Texts:
             return f"{UNAVAILABLE}: no FLOPs"
 
         # the quoted source: the dominant precision's for one precision, the fp32 one without FLOPs
-        src = _gather([*(f.key() for f in self.peak_srcs), 0], self.v["which"])
+        # (index 4, several precisions or no FLOPs: no source quoted, and ``shape`` tells those rows apart)
+        src = _gather([*(f.key() for f in self.peak_srcs), None], self.v["which"])
         shape = self.shape + 24 * flag_word(used).astype(np.int16)  # shape < 24, then which precisions did work
         precision_col, source_col = render_each([shape, self.path.key(), src], self.n, [precision, peak_source])
         return precision_col, source_col
