@@ -375,11 +375,15 @@ class _Packer:
         self.radix *= top
 
     def add(self, at: np.ndarray, key: np.ndarray) -> None:
-        """Keys (>= 0, a new array: scaled in place) at the distinct places ``at`` of the words."""
+        """Keys (>= 0, a new array: scaled in place) at the distinct places ``at`` of the words. The
+        places must be told apart by the other parts of the group key: a key equal on all of them
+        (one source quoted by every row above a roof) refines nothing and is left out."""
         if not len(at):
             return
         key = np.asarray(key, dtype=np.int64)
         top = int(key.max()) + 1
+        if top - 1 == int(key.min()):
+            return
         self._room(top)
         key *= self.radix
         self.words[-1][at] += key  # distinct places: no lost update
@@ -455,14 +459,16 @@ class _Texts:
         absent = [~ok & ~silent for ok, silent in zip(v["ok"], v["silent"])]
         no_level = v["any_have"] & (v["total"] > 0) & ~v["any_level"]
         # above a roof (half the rows of a batch with a wrong peak): which roof and the source quoted
-        over_at = [v["over"] & (v["binding_idx"] == j) for j in range(len(levels) + 1)]
         over = _Packer(self.n)
         # which roof (0: none) and, above the compute roof, its peak source: dense (int8 arithmetic)
         over.add_dense((v["binding_idx"] + 1) * v["over"].view(np.int8), len(levels) + 2)
-        over.add_dense((np.asarray(peak_src.codes, np.int16) + 1) * over_at[0].view(np.int8), len(peak_src.categories) + 1)
+        over_compute = v["over"] & (v["binding_idx"] == 0)
+        over.add_dense((np.asarray(peak_src.codes, np.int16) + 1) * over_compute.view(np.int8), len(peak_src.categories) + 1)
+        over_rows = np.flatnonzero(v["over"])  # listed once, then split by roof
+        over_roof = v["binding_idx"][over_rows]
         for j in range(len(levels)):
             # above a memory roof, the bytes source only matters for being modelled ("model:")
-            rows = np.flatnonzero(over_at[j + 1])
+            rows = over_rows[over_roof == j + 1]
             over.add(rows, self.bytes_src[j].starts_with(rows, "model:"))
             over.add(rows, self.bw_src[j].key_at(rows))
         # every other note part is about a rare row: only those rows' keys are built
