@@ -180,10 +180,6 @@ def _arg_step(better: np.ufunc, idx: np.ndarray, best: np.ndarray, c: np.ndarray
     (np.fmin if better is np.less else np.fmax)(best, c, out=best)  # equal values: either is the same number
 
 
-def _max(columns: Sequence[np.ndarray]) -> np.ndarray:
-    return _fold(np.maximum, columns)
-
-
 def _row_names(masks: Sequence[np.ndarray] | Sequence[bool], row: int, names: Sequence[str]) -> str:
     """The names whose mask is set at ``row`` ("fp32/tensor"); plain booleans are read as they are."""
     return "/".join(nm for m, nm in zip(masks, names) if (m if isinstance(m, bool) else m[row]))
