@@ -58,7 +58,8 @@ def analyze(
     if clock == "both":
         boost = hierarchical(at_boost_clock(choose_peaks(kernels, peaks, published=True)), levels, latency_threshold_pct)
         for c in _BOTH_COLUMNS:
-            extra[f"{c}_boost"] = boost[c]
+            # a copy: the float columns are views of one block, which a view would keep whole (200 MB a 1M rows)
+            extra[f"{c}_boost"] = boost[c].copy()
     stale = [c for c in framed.columns if c in extra.columns or c.endswith("_boost")]
     base = framed.drop(columns=stale)
     out = pd.concat([base, extra], axis=1)

@@ -22,7 +22,7 @@ Everything is vectorised over columns: no Python loop per row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -72,6 +72,12 @@ def roofline_columns(levels: Sequence[str] = LEVELS) -> list[str]:
                    "over_roof", "analysis_note"]
 
 
+def _float_columns(levels: Sequence[str]) -> list[str]:
+    """The float64 columns of :func:`roofline_columns`, in its order."""
+    text = {"compute_precision", "peak_flop_per_s_source", "binding_roof", "bound", "over_roof", "analysis_note"}
+    return [c for c in roofline_columns(levels) if c not in text]
+
+
 def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
     if name not in frame:
         return np.full(len(frame), np.nan)
@@ -86,10 +92,25 @@ def _finite(x: np.ndarray) -> np.ndarray:
     return x if ok.all() else np.where(ok, x, np.nan)
 
 
-def _positive(x: np.ndarray) -> np.ndarray:
-    """x, NaN where not > 0: ``a / _positive(x)`` is ``where(x > 0, a / x, NaN)`` in one pass."""
+def _positive(x: np.ndarray, buf: np.ndarray | None = None) -> np.ndarray:
+    """x, NaN where not > 0: ``a / _positive(x)`` is ``where(x > 0, a / x, NaN)`` in one pass.
+    With ``buf`` (a scratch array of x's length), the copy goes there instead of a new array."""
     ok = x > 0
-    return x if ok.all() else np.where(ok, x, np.nan)
+    if ok.all():
+        return x
+    if buf is None:
+        return np.where(ok, x, np.nan)
+    np.copyto(buf, x)
+    return _put(buf, ~ok, np.nan)
+
+
+def _time_at(flop: np.ndarray, peak: np.ndarray) -> np.ndarray:
+    """``fmax(flop / _positive(peak), 0)`` computed in ``flop`` (a new array of ours)."""
+    ok = peak > 0
+    np.divide(flop, peak, out=flop)
+    if not ok.all():
+        flop[~ok] = np.nan
+    return np.fmax(flop, 0.0, out=flop)
 
 
 def _put(x: np.ndarray, mask: np.ndarray, value: float) -> np.ndarray:
@@ -99,15 +120,21 @@ def _put(x: np.ndarray, mask: np.ndarray, value: float) -> np.ndarray:
     return x
 
 
-def _gather(columns: Sequence[np.ndarray | float], which: np.ndarray) -> np.ndarray:
-    """Per row r, ``columns[which[r]][r]`` (a float entry: that value on every row). The most used
-    column is copied and the other rows set by index: no per-row branch (``which`` is random across
-    rows) and no stacked copy of every column."""
-    counts = [int(np.count_nonzero(which == j)) for j in range(len(columns))]
+def _gather(columns: Sequence[np.ndarray | float | None], which: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Per row r, ``columns[which[r]][r]`` (a float entry: that value on every row; None: any value, for
+    rows whose use ignores it), into ``out`` (a new array if None). The most used column is copied and
+    the other rows set by index: no per-row branch (``which`` is random across rows) and no stacked
+    copy of every column."""
+    counts = [int(np.count_nonzero(which == j)) if c is not None else -1 for j, c in enumerate(columns)]
     most = int(np.argmax(counts))
-    out = np.full(len(which), columns[most]) if np.isscalar(columns[most]) else columns[most].copy()
+    first = columns[most]
+    assert first is not None, "a column to gather from"
+    if out is None:  # the dtype of the most used column (int keys stay int)
+        out = np.full(len(which), first) if np.isscalar(first) else first.copy()
+    else:
+        np.copyto(out, first)
     for j, c in enumerate(columns):
-        if j != most and counts[j]:
+        if j != most and counts[j] > 0:
             rows = np.flatnonzero(which == j)
             out[rows] = c if np.isscalar(c) else c[rows]
     return out
@@ -140,16 +167,17 @@ def _arg(better: np.ufunc, columns: Sequence[np.ndarray]) -> tuple[np.ndarray, n
     is never the best (as -inf for a max, +inf for a min)."""
     best = columns[0].copy()
     idx = np.zeros(len(best), np.int8)
-    pick = np.fmin if better is np.less else np.fmax  # equal values: either is the same number
     for j, c in enumerate(columns[1:], 1):
-        b = better(c, best)  # NaN: False
-        idx += b.view(np.int8) * (np.int8(j) - idx)  # branch-free: the mask is random across rows
-        pick(best, c, out=best)
+        _arg_step(better, idx, best, c, j)
     return idx, best
 
 
-def _max(columns: Sequence[np.ndarray]) -> np.ndarray:
-    return _fold(np.maximum, columns)
+def _arg_step(better: np.ufunc, idx: np.ndarray, best: np.ndarray, c: np.ndarray, j: int) -> None:
+    """One column (index ``j``) of :func:`_arg`, in place on ``idx`` and ``best``: the analysis folds
+    each level in as it is computed, so no level's column outlives its step."""
+    b = better(c, best)  # NaN: False
+    idx += b.view(np.int8) * (np.int8(j) - idx)  # branch-free: the mask is random across rows
+    (np.fmin if better is np.less else np.fmax)(best, c, out=best)  # equal values: either is the same number
 
 
 def _row_names(masks: Sequence[np.ndarray] | Sequence[bool], row: int, names: Sequence[str]) -> str:
@@ -165,6 +193,15 @@ def hierarchical(
     """The roofline columns for every row of a kernels frame (same index, same order)."""
     n = len(kernels)
     levels = tuple(levels)
+    # every float column of the result is a row of one 2-D block: one allocation, which numpy asks the
+    # kernel to back with huge pages (a few hundred page faults instead of ~50,000 for 26 separate
+    # 8 MB columns, whose faults cost more system time than computing them), and which the allocator
+    # maps fresh whatever its state (separate columns were reused or faulted in depending on glibc's
+    # dynamic mmap threshold). Each value is computed straight into its row (ufunc ``out=``).
+    names = _float_columns(levels)
+    col = dict(zip(names, np.empty((len(names), n))))
+    # scratch rows for the temporaries (freed on return), one allocation for the same reason
+    buf = np.empty((4, n))
     # column by column: a row-wise reduction over a (rows × 4) stack (argmax, nansum, any) costs 5-30×
     # an elementwise pass over each column; left to right, ties to the first, as the reductions did
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -173,17 +210,32 @@ def hierarchical(
         peaks = [_finite(_col(kernels, f"peak_flop_per_s_{p}")) for p in PRECISIONS]
         have = [~np.isnan(f) for f in flops]
         any_have = _any(have)
-        total = _put(_sum([f if h.all() else np.where(h, f, 0.0) for h, f in zip(have, flops)]), ~any_have, np.nan)
+        total = col["flop_total"]
+        for i, (h, f) in enumerate(zip(have, flops)):
+            # Σ left to right over the columns, NaN FLOPs as 0 (as a sum of where(have, f, 0) columns)
+            if h.all():
+                term = f
+            else:
+                term = buf[0]
+                np.copyto(term, f)
+                _put(term, ~h, 0.0)
+            if i:
+                np.add(total, term, out=total)
+            else:
+                np.copyto(total, term)
+        _put(total, ~any_have, np.nan)
         used = [f > 0 for f in flops]  # NaN is not > 0
         n_used = _sum([u.view(np.int8) for u in used])
         # the one precision that did work, on rows with exactly one (0 elsewhere: no text reads it there)
         dominant = sum((np.int8(i) * u.view(np.int8) for i, u in enumerate(used) if i), np.zeros(n, np.int8))
         dominant *= (n_used == 1).view(np.int8)
         positive = total > 0
-        out: dict[str, object] = {"flop_total": total}
-        total_pos = _positive(total)
+        total_pos = _positive(total, buf[0])
         for f, p in zip(flops, PRECISIONS):
-            out[f"flop_share_{p}"] = (f if np.isfinite(f).all() else np.nan_to_num(f)) / total_pos
+            if not np.isfinite(f).all():
+                np.copyto(buf[1], f)
+                f = np.nan_to_num(buf[1], copy=False)
+            np.divide(f, total_pos, out=col[f"flop_share_{p}"])
 
         # effective compute peak: Σ F / Σ F_i/P_i over the precisions that did work
         has_peak = [pk > 0 for pk in peaks]
@@ -194,63 +246,68 @@ def hierarchical(
         idle = (n_used == 0) & (total == 0)
         which = 4 + (dominant - 4) * (n_used == 1).view(np.int8)  # int8 arithmetic: no branch per row
         which += (1 - which) * idle.view(np.int8)
-        peak = _gather([*peaks, np.nan], which)
+        peak = _gather([*peaks, np.nan], which, out=col["peak_flop_per_s"])
         mixed = np.flatnonzero(n_used > 1)  # several precisions: the effective peak, on those rows only
         if len(mixed):
             # fmax(…, 0): a precision without work (0, negative or NaN FLOPs) adds nothing; a used one
             # without a peak gives NaN here only by chance, so peak_missing sets it
-            t_compute_at_peak = _put(_sum([np.fmax(f[mixed] / _positive(pk[mixed]), 0.0) for f, pk in zip(flops, peaks)]),
-                                     peak_missing[mixed], np.nan)
-            peak[mixed] = total[mixed] / t_compute_at_peak
+            t_compute_at_peak = _sum([_time_at(f.take(mixed), pk.take(mixed)) for f, pk in zip(flops, peaks)])
+            _put(t_compute_at_peak, peak_missing[mixed], np.nan)
+            peak[mixed] = np.divide(total.take(mixed), t_compute_at_peak, out=t_compute_at_peak)
 
         dur = _col(kernels, "duration_s")
         good_dur = np.isfinite(dur) & (dur > 0)  # zero, negative, NaN or inf: nothing achieved to place
-        achieved = _put(total / dur, ~good_dur, np.nan)
+        achieved = _put(np.divide(total, dur, out=col["achieved_flop_per_s"]), ~good_dur, np.nan)
         peak_ok = peak > 0
-        peak_pos = _positive(peak)
-        util_compute = achieved / peak_pos
-        out.update(peak_flop_per_s=peak, achieved_flop_per_s=achieved, pct_of_peak_flop=util_compute * 100.0)
-
+        peak_pos = _positive(peak, buf[0])
+        # the utilisation of the busiest roof and the lowest ceiling, folded in roof by roof (see _arg):
         # no roof: an infinite ceiling (never the lowest), utilisation -inf (never the busiest), time -inf
-        ceilings = [_put(peak_pos.copy(), ~peak_ok, np.inf)]  # compute roof first: ties go to compute
-        utils = [_put(util_compute.copy(), ~positive | np.isnan(util_compute), -np.inf)]
-        t_roof = [total / peak_pos]
+        util_max = np.divide(achieved, peak_pos, out=buf[1])
+        np.multiply(util_max, 100.0, out=col["pct_of_peak_flop"])
+        _put(util_max, ~positive | np.isnan(util_max), -np.inf)
+        busiest = np.zeros(n, np.int8)
+        ceil_min = col["attainable_flop_per_s"]
+        np.copyto(ceil_min, peak_pos)
+        _put(ceil_min, ~peak_ok, np.inf)
+        lowest = np.zeros(n, np.int8)  # compute roof first: ties go to compute
+        time_at_roof = np.divide(total, peak_pos, out=col["time_at_roof_s"])
+        _put(time_at_roof, np.isnan(time_at_roof), -np.inf)
         level_ok, level_no_bytes, level_silent, level_zero = [], [], [], []
-        for lv in levels:
+        for j, lv in enumerate(levels, 1):
             nbytes = _col(kernels, f"{lv}_bytes")
             # an optional level (LDS) on a row whose format does not record it (no source at all): no note
             src = kernels.get(source_column(f"{lv}_bytes"))
             level_silent.append(np.zeros(n, bool) if lv not in OPTIONAL_LEVELS else
                                 np.isnan(nbytes) & (src.isna().to_numpy() if src is not None else True))
             bw = _finite(_col(kernels, f"peak_{lv}_bytes_per_s"))
-            bw_pos = _positive(bw)
+            bw_pos = _positive(bw, buf[2])
             nonneg = nbytes >= 0
             ok = nonneg & (bw > 0)
+            not_ok = ~ok
+            bad = np.flatnonzero(not_ok)  # rare rows, set by index three times below (a mask costs a scan each)
             level_ok.append(ok)
             level_no_bytes.append(~nonneg)  # NaN, or negative (flagged at ingest)
-            level_zero.append(~ok | (nbytes == 0))
-            intensity = total / nbytes
-            odd = ~(nbytes > 0)  # zero, negative or NaN bytes (rare): infinite intensity, or none
-            if odd.any():
+            level_zero.append(not_ok | (nbytes == 0))
+            intensity = np.divide(total, nbytes, out=col[f"intensity_{lv}_flop_per_byte"])
+            odd = np.flatnonzero(~(nbytes > 0))  # zero, negative or NaN bytes (rare): infinite intensity, or none
+            if len(odd):
                 intensity[odd] = np.where((nbytes[odd] == 0) & (total[odd] > 0), np.inf, np.nan)
-            bw_ach = _put(nbytes / dur, ~(good_dur & nonneg), np.nan)
-            ceiling = intensity * bw  # infinite intensity: an infinite memory ceiling (bw > 0 where ok)
-            attain = np.fmin(peak, ceiling)
-            at_inf = intensity == np.inf
-            if at_inf.any():
+            bw_ach = _put(np.divide(nbytes, dur, out=col[f"achieved_{lv}_bytes_per_s"]), ~(good_dur & nonneg), np.nan)
+            ceiling = np.multiply(intensity, bw, out=buf[3])  # infinite intensity: an infinite memory ceiling (bw > 0 where ok)
+            attain = np.fmin(peak, ceiling, out=col[f"attainable_{lv}_flop_per_s"])
+            at_inf = np.flatnonzero(intensity == np.inf)
+            if len(at_inf):
                 attain[at_inf] = peak[at_inf]
-            not_ok = ~ok
-            attain = _put(attain, not_ok, np.nan)
-            util = bw_ach / bw_pos  # NaN where not ok: no bytes (bw_ach NaN) or no roof
-            out[f"intensity_{lv}_flop_per_byte"] = intensity
-            out[f"achieved_{lv}_bytes_per_s"] = bw_ach
-            out[f"ridge_{lv}_flop_per_byte"] = peak / bw_pos
-            out[f"attainable_{lv}_flop_per_s"] = attain
-            out[f"pct_of_peak_{lv}_bandwidth"] = util * 100.0
-            ceilings.append(_put(ceiling, not_ok, np.inf))  # a new array, never a view; NaN: no ceiling
-            utils.append(util)  # NaN: no roof to be busy on (see _arg)
-            t_roof.append(_put(nbytes / bw_pos, not_ok, -np.inf))
-        t_roof[0] = _put(t_roof[0], np.isnan(t_roof[0]), -np.inf)
+            attain[bad] = np.nan
+            np.divide(peak, bw_pos, out=col[f"ridge_{lv}_flop_per_byte"])
+            ceiling[bad] = np.inf
+            _arg_step(np.less, lowest, ceil_min, ceiling, j)  # NaN: no ceiling
+            util = np.divide(bw_ach, bw_pos, out=buf[3])  # NaN where not ok: no bytes (bw_ach NaN) or no roof
+            np.multiply(util, 100.0, out=col[f"pct_of_peak_{lv}_bandwidth"])
+            _arg_step(np.greater, busiest, util_max, util, j)  # NaN: no roof to be busy on (see _arg)
+            t_roof = np.divide(nbytes, bw_pos, out=buf[3])
+            t_roof[bad] = -np.inf
+            np.maximum(time_at_roof, t_roof, out=time_at_roof)
 
         any_level = _any(level_ok)
         with_flops = positive & peak_ok & any_level
@@ -258,18 +315,16 @@ def hierarchical(
         # and no bound; "latency-limited at 0%" would call idle time a slow kernel
         no_work = (total == 0) & any_level & _all(level_zero)
         no_flops = (total == 0) & any_level & ~no_work
-        lowest, ceil_min = _arg(np.less, ceilings)
-        busiest, util_max = _arg(np.greater, utils)
         binding_idx = np.where(with_flops, lowest, busiest)
-        attainable = _put(_put(ceil_min, ~with_flops, np.nan), no_flops, 0.0)  # no_flops: not with_flops
-        pct = util_max * 100.0
+        _put(_put(ceil_min, ~with_flops, np.nan), no_flops, 0.0)  # attainable; no_flops: not with_flops
+        pct = np.multiply(util_max, 100.0, out=col["pct_of_roof"])
         pct[~((with_flops | no_flops) & good_dur & np.isfinite(util_max))] = np.nan
         # without a finite positive duration nothing was achieved: no point, so no bound (the note says why)
         decided = (with_flops | (no_flops & ~np.isnan(pct))) & good_dur
         latency = decided & (pct < latency_threshold_pct)
         over = decided & (pct > 100.0 * (1 + OVER_ROOF_TOLERANCE))
-        time_at_roof = _max(t_roof)
         time_at_roof[~decided | np.isinf(time_at_roof)] = np.nan
+    del buf
 
     # categorical columns: computed per distinct combination of their inputs
     # int8 arithmetic on flags (no branch per row): undecided rows get the last code, "unavailable"
@@ -285,12 +340,13 @@ def hierarchical(
     text = _Texts(kernels, levels, n, v)
     precision, peak_src = text.precision_and_peak_source()
     notes = text.notes(peak_src, latency_threshold_pct)
-    out.update(attainable_flop_per_s=attainable, binding_roof=fixed(binding_code, ["compute", *levels, UNAVAILABLE]),
-               bound=fixed(bound_code, BOUNDS), pct_of_roof=pct, time_at_roof_s=time_at_roof,
+    out: dict[str, object] = dict(col)
+    out.update(binding_roof=fixed(binding_code, ["compute", *levels, UNAVAILABLE]),
+               bound=fixed(bound_code, BOUNDS),
                over_roof=pd.array(over, dtype="boolean"), analysis_note=notes,
                compute_precision=precision, peak_flop_per_s_source=peak_src)
-    # copy=False: the columns stay separate blocks (consolidating 30 float columns into one 2-D block
-    # copied a quarter of a GB for a million rows, for nothing: every consumer reads columns)
+    # copy=False: the columns stay views, one block each (consolidating 30 float columns into one 2-D
+    # block copied a quarter of a GB for a million rows, for nothing: every consumer reads columns)
     frame = pd.DataFrame(out, index=kernels.index, copy=False)
     return frame[roofline_columns(levels)]
 
@@ -299,31 +355,34 @@ class _Packer:
     """Group keys read on a few rows, packed into int64 words (mixed radix: Σ key_i × Π_{j<i} (max key_j + 1),
     a new word before one could overflow): one group-key part instead of one per key."""
 
-    def __init__(self, size: int, pos: np.ndarray | None = None) -> None:
+    def __init__(self, size: int) -> None:
         self.words = [np.zeros(size, np.int64)]
-        self.pos = pos  # a row's place in the words (None: the row itself)
         self.radix = 1
 
-    def add_dense(self, key: np.ndarray, top: int) -> None:
-        """Keys in [0, top) on every row (a place per row: ``pos`` None)."""
+    def _room(self, top: int) -> None:
         if self.radix * top >= 2**62:
             self.words.append(np.zeros(len(self.words[0]), np.int64))
             self.radix = 1
+
+    def add_dense(self, key: np.ndarray, top: int) -> None:
+        """Keys in [0, top) on every row."""
+        self._room(top)
         self.words[-1] += key.astype(np.int64) * self.radix
         self.radix *= top
 
-    def add(self, quoting: np.ndarray, read: Callable[[np.ndarray], np.ndarray]) -> None:
-        """Keys (>= 0) ``read(rows)`` of the rows where ``quoting`` (a boolean mask over all rows)."""
-        rows = np.flatnonzero(quoting)
-        if not len(rows):
+    def add(self, at: np.ndarray, key: np.ndarray) -> None:
+        """Keys (>= 0, a new array: scaled in place) at the distinct places ``at`` of the words. The
+        places must be told apart by the other parts of the group key: a key equal on all of them
+        (one source quoted by every row above a roof) refines nothing and is left out."""
+        if not len(at):
             return
-        key = np.asarray(read(rows), dtype=np.int64)
+        key = np.asarray(key, dtype=np.int64)
         top = int(key.max()) + 1
-        if self.radix * top >= 2**62:
-            self.words.append(np.zeros(len(self.words[0]), np.int64))
-            self.radix = 1
+        if top - 1 == int(key.min()):
+            return
+        self._room(top)
         key *= self.radix
-        self.words[-1][rows if self.pos is None else self.pos[rows]] += key  # distinct rows: no lost update
+        self.words[-1][at] += key  # distinct places: no lost update
         self.radix *= top
 
 
@@ -385,7 +444,8 @@ class _Texts:
             return f"{UNAVAILABLE}: no FLOPs"
 
         # the quoted source: the dominant precision's for one precision, the fp32 one without FLOPs
-        src = _gather([*(f.key() for f in self.peak_srcs), 0], self.v["which"])
+        # (index 4, several precisions or no FLOPs: no source quoted, and ``shape`` tells those rows apart)
+        src = _gather([*(f.key() for f in self.peak_srcs), None], self.v["which"])
         shape = self.shape + 24 * flag_word(used).astype(np.int16)  # shape < 24, then which precisions did work
         precision_col, source_col = render_each([shape, self.path.key(), src], self.n, [precision, peak_source])
         return precision_col, source_col
@@ -395,15 +455,18 @@ class _Texts:
         absent = [~ok & ~silent for ok, silent in zip(v["ok"], v["silent"])]
         no_level = v["any_have"] & (v["total"] > 0) & ~v["any_level"]
         # above a roof (half the rows of a batch with a wrong peak): which roof and the source quoted
-        over_at = [v["over"] & (v["binding_idx"] == j) for j in range(len(levels) + 1)]
         over = _Packer(self.n)
         # which roof (0: none) and, above the compute roof, its peak source: dense (int8 arithmetic)
         over.add_dense((v["binding_idx"] + 1) * v["over"].view(np.int8), len(levels) + 2)
-        over.add_dense((np.asarray(peak_src.codes, np.int16) + 1) * over_at[0].view(np.int8), len(peak_src.categories) + 1)
+        over_compute = v["over"] & (v["binding_idx"] == 0)
+        over.add_dense((np.asarray(peak_src.codes, np.int16) + 1) * over_compute.view(np.int8), len(peak_src.categories) + 1)
+        over_rows = np.flatnonzero(v["over"])  # listed once, then split by roof
+        over_roof = v["binding_idx"][over_rows]
         for j in range(len(levels)):
             # above a memory roof, the bytes source only matters for being modelled ("model:")
-            over.add(over_at[j + 1], lambda rows, j=j: self.bytes_src[j].starts_with(rows, "model:"))
-            over.add(over_at[j + 1], self.bw_src[j].key_at)
+            rows = over_rows[over_roof == j + 1]
+            over.add(rows, self.bytes_src[j].starts_with(rows, "model:"))
+            over.add(rows, self.bw_src[j].key_at(rows))
         # every other note part is about a rare row: only those rows' keys are built
         rare = _any([~_all(v["have"]), v["peak_missing"], ~v["good_dur"], *absent, no_level, v["no_work"]])
 
@@ -413,18 +476,23 @@ class _Texts:
             flags = [*(~m[s] for m in v["have"]), *(m[s] for m in v["no_peak"]), d == 0, d < 0, np.isnan(d),
                      np.isinf(d), *(m[s] for m in absent), *(m[s] for m in v["no_bytes"]), no_level[s],
                      v["no_work"][s], v["latency"][s]]
-            pos = np.empty(self.n, np.int64)
-            pos[s] = np.arange(len(s))
-            packer = _Packer(len(s), pos)
-            packer.add(~v["any_have"], self.flop_src.key_at)
-            first_no_peak = np.full(self.n, -1, np.int8)  # only the first precision without a peak is quoted
+            # the sources quoted, keyed on the rare rows alone (places in the words: positions in s)
+            packer = _Packer(len(s))
+
+            def add(quoting: np.ndarray, source: Factor | Source) -> None:
+                at = np.flatnonzero(quoting)
+                packer.add(at, source.key_at(s[at]))
+
+            add(~v["any_have"][s], self.flop_src)
+            first_no_peak = np.full(len(s), -1, np.int8)  # only the first precision without a peak is quoted
             for i in reversed(range(len(PRECISIONS))):
-                first_no_peak[v["no_peak"][i]] = i
+                first_no_peak[v["no_peak"][i][s]] = i
             for i, f in enumerate(self.peak_srcs):
-                packer.add(first_no_peak == i, f.key_at)
+                add(first_no_peak == i, f)
             for j in range(len(levels)):
-                packer.add(absent[j] & v["no_bytes"][j], self.bytes_src[j].key_at)
-                packer.add(absent[j] & ~v["no_bytes"][j], self.bw_src[j].key_at)
+                absent_s, no_bytes_s = absent[j][s], v["no_bytes"][j][s]
+                add(absent_s & no_bytes_s, self.bytes_src[j])
+                add(absent_s & ~no_bytes_s, self.bw_src[j])
             return [flag_word(flags), *packer.words, *(w[s] for w in over.words)]
 
         def fn(r: int) -> str | None:

@@ -37,7 +37,7 @@ class Factor:
             self._keys = np.zeros(n, dtype=np.int32)
             picked = np.flatnonzero(rows)
             if len(picked):
-                self._keys[picked], self.values = _factorize(col.iloc[picked])
+                self._keys[picked], self.values = _factorize_at(col, picked)
         else:
             self._keys, self.values = _factorize(col)
 
@@ -65,19 +65,26 @@ class Source:
 
     def __init__(self, frame: pd.DataFrame, column: str) -> None:
         self.col = frame.get(column)
+        self._arrow: tuple[pa.Array | None] | None = None  # the column as one Arrow array, once asked for
+
+    @property
+    def _whole(self) -> pa.Array | None:
+        if self._arrow is None:
+            self._arrow = (_arrow(self.col) if self.col is not None else None,)
+        return self._arrow[0]
 
     def key_at(self, rows: np.ndarray) -> np.ndarray:
         """Keys (0 = missing) of the strings at ``rows`` (positions), numbered for these rows only."""
         if self.col is None or not len(rows):
             return np.zeros(len(rows), dtype=np.int32)
-        return _factorize(self.col.iloc[rows])[0]
+        return _factorize_at(self.col, rows, self._whole)[0]
 
     def starts_with(self, rows: np.ndarray, prefix: str) -> np.ndarray:
         """Whether the string at each of ``rows`` starts with ``prefix`` (missing: False). On Arrow
         strings, the prefix bytes are compared in the column's buffers: no string is copied out."""
         if self.col is None or not len(rows):
             return np.zeros(len(rows), bool)
-        whole = _arrow(self.col)
+        whole = self._whole
         if whole is None or not (pa.types.is_string(whole.type) or pa.types.is_large_string(whole.type)):
             return self.col.iloc[rows].astype(object).map(lambda x: isinstance(x, str) and x.startswith(prefix)).to_numpy(bool)
         _, off_buf, data_buf = whole.buffers()
@@ -89,6 +96,11 @@ class Source:
         ok = offsets[rows + 1] - start >= len(want)
         if not len(data):
             return ok & (len(want) == 0)
+        if 0 < len(want) <= 8 <= len(data):
+            ok &= _prefix_word(data, start, len(want)) == int.from_bytes(want.tobytes(), "little")
+            if whole.null_count:
+                ok &= whole.is_valid().to_numpy(zero_copy_only=False)[rows]
+            return ok
         for k, byte in enumerate(want):
             ok &= data[np.minimum(start + k, len(data) - 1)] == byte  # a shorter string is already False
         if whole.null_count:
@@ -100,6 +112,16 @@ class Source:
             return missing
         v = self.col.iloc[row]
         return missing if pd.isna(v) else str(v)
+
+
+def _prefix_word(data: np.ndarray, start: np.ndarray, size: int) -> np.ndarray:
+    """The ``size`` (1-8) bytes of ``data`` from each of ``start``, as little-endian integers: one gather
+    of 8-byte words (an unaligned view), not one per byte. A start in the last 7 bytes reads the last
+    word, shifted; bytes past the data's end read as 0 (a shorter string is ruled out by its length)."""
+    words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    at = np.minimum(start, len(data) - 8)
+    word = words[at] >> ((start - at).astype(np.uint64) * np.uint64(8))
+    return word & np.uint64((1 << (8 * size)) - 1) if size < 8 else word
 
 
 def _arrow(col: pd.Series) -> pa.Array | None:
@@ -115,21 +137,34 @@ def _factorize(col: pd.Series) -> tuple[np.ndarray, list[str]]:
     as ``pd.factorize``."""
     whole = _arrow(col)
     if whole is not None:
-        # Arrow-backed strings: Arrow's own hash on the column's buffers, no pandas round trip
-        if whole.null_count < len(whole):
-            valid = whole.is_valid().to_numpy(zero_copy_only=False)
-            first = whole[int(np.argmax(valid))]
-            if pc.all(pc.equal(whole, first)).as_py():  # nulls skipped
-                # one distinct value (a source every kernel quotes): a comparison, 4x cheaper than hashing
-                return valid.astype(np.int32), [first.as_py()]
-        enc = whole.dictionary_encode()
-        keys = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
-        keys += 1
-        return keys, [str(v) for v in enc.dictionary.to_pylist()]
+        return _factorize_arrow(whole)
     codes, uniques = pd.factorize(col, use_na_sentinel=True)
     keys = np.asarray(codes).astype(np.int32)
     keys += 1
     return keys, [str(u) for u in uniques]
+
+
+def _factorize_at(col: pd.Series, rows: np.ndarray, whole: pa.Array | None = None) -> tuple[np.ndarray, list[str]]:
+    """:func:`_factorize` of the strings at ``rows`` (positions); ``whole``: the column as Arrow, if known.
+    Arrow-backed strings are taken by Arrow (no pandas indexing round trip)."""
+    whole = whole if whole is not None else _arrow(col)
+    return _factorize_arrow(whole.take(rows)) if whole is not None else _factorize(col.iloc[rows])
+
+
+def _factorize_arrow(whole: pa.Array) -> tuple[np.ndarray, list[str]]:
+    """:func:`_factorize` of Arrow strings: Arrow's own hash on the column's buffers, no pandas round trip."""
+    if whole.null_count < len(whole):
+        # no nulls (the common case): no validity bitmap to unpack
+        valid = whole.is_valid().to_numpy(zero_copy_only=False) if whole.null_count else None
+        first = whole[int(np.argmax(valid)) if valid is not None else 0]
+        if pc.all(pc.equal(whole, first)).as_py():  # nulls skipped
+            # one distinct value (a source every kernel quotes): a comparison, 4x cheaper than hashing
+            keys = valid.astype(np.int32) if valid is not None else np.ones(len(whole), np.int32)
+            return keys, [first.as_py()]
+    enc = whole.dictionary_encode()
+    keys = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+    keys += 1
+    return keys, [str(v) for v in enc.dictionary.to_pylist()]
 
 
 def flag_word(flags: Sequence[np.ndarray]) -> np.ndarray:
