@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
 
 import pandas as pd
 import pytest
@@ -121,13 +120,33 @@ def _write(tmp_path, text, gz):
     return p
 
 
-def _no_gunzip_thread():
-    return not any(t.name == "roofline-gunzip" for t in threading.enumerate())
+@pytest.fixture
+def gunzips(monkeypatch):
+    """[opened, closed] counts of the gunzip's generators: every one a read starts must be closed (its file
+    with it) by the time the read ends, however it ends."""
+    from roofline.ingest import common
+
+    counts = [0, 0]
+    real = common.gunzip_pieces
+
+    def watched(*args, **kwargs):
+        counts[0] += 1
+        try:
+            yield from real(*args, **kwargs)
+        finally:
+            counts[1] += 1
+
+    monkeypatch.setattr(common, "gunzip_pieces", watched)
+    return counts
+
+
+def _all_closed(counts, gz):
+    return counts[0] == counts[1] and (counts[0] > 0) == gz
 
 
 @pytest.mark.parametrize("gz", [False, True])
 @pytest.mark.parametrize("layout", ["kineto", "indent"])
-def test_pieces_read_as_the_whole_document(tmp_path, small_pieces, layout, gz):
+def test_pieces_read_as_the_whole_document(tmp_path, small_pieces, layout, gz, gunzips):
     events = _many(300)
     doc = {"schemaVersion": 1, "deviceProperties": PROPS, "traceEvents": events, "distributedInfo": {"rank": 3}}
     p = _write(tmp_path, _kineto(events, {k: v for k, v in doc.items() if k != "traceEvents"}) if layout == "kineto"
@@ -141,10 +160,10 @@ def test_pieces_read_as_the_whole_document(tmp_path, small_pieces, layout, gz):
     _same(got, want)
     assert len(got) == 300 and set(got["rank"]) == {3}
     assert get_provenance(got)[0]["trace_events"] == n == len(events)
-    assert _no_gunzip_thread()
+    assert _all_closed(gunzips, gz)
 
 
-def test_a_cut_inside_an_event_falls_back_to_the_whole_decode(tmp_path, monkeypatch):
+def test_a_cut_inside_an_event_falls_back_to_the_whole_decode(tmp_path, monkeypatch, gunzips):
     # an event whose args hold objects laid out one per line: a `},\n {` inside it, where a piece cannot end
     odd = {**UNUSED[1], "args": {"frames": [{"a": 1}, {"b": 2}]}}
     events = _many(300)
@@ -157,7 +176,7 @@ def test_a_cut_inside_an_event_falls_back_to_the_whole_decode(tmp_path, monkeypa
     p = _write(tmp_path, text, gz=True)
     with pytest.raises(Uncut):
         _streamed(p)
-    assert _no_gunzip_thread()
+    assert _all_closed(gunzips, True)
     got = torch_trace.read(p)
     _same(got, _whole(p)[0])
     assert len(got) == 300
@@ -179,24 +198,24 @@ def test_a_nested_traceevents_array_is_not_cut(tmp_path, small_pieces):
 
 
 @pytest.mark.parametrize("gz", [False, True])
-def test_a_damaged_piece_is_a_typed_error(tmp_path, small_pieces, gz):
+def test_a_damaged_piece_is_a_typed_error(tmp_path, small_pieces, gz, gunzips):
     text = _kineto(_many(300))
     middle = len(text) // 2
     p = _write(tmp_path, text[:middle] + b"\x00garbage" + text[middle:], gz)
     with pytest.raises(CorruptReportError, match="not valid JSON"):
         torch_trace.read(p)
-    assert _no_gunzip_thread()
+    assert _all_closed(gunzips, gz)
 
 
-def test_a_truncated_gzip_is_a_typed_error_after_some_pieces(tmp_path, small_pieces):
+def test_a_truncated_gzip_is_a_typed_error_after_some_pieces(tmp_path, small_pieces, gunzips):
     p = _write(tmp_path, _kineto(_many(300)), gz=True)
     p.write_bytes(p.read_bytes()[:-2000])
     with pytest.raises(CorruptReportError, match="truncated"):
         torch_trace.read(p)
-    assert _no_gunzip_thread()
+    assert _all_closed(gunzips, True)
 
 
-def test_an_error_while_scanning_stops_the_gunzip_thread(tmp_path, small_pieces, monkeypatch):
+def test_an_error_while_scanning_closes_the_gunzip(tmp_path, small_pieces, monkeypatch, gunzips):
     p = _write(tmp_path, _kineto(_many(2000)), gz=True)
     calls = []
     scan_add = torch_trace.Scan.add
@@ -210,8 +229,8 @@ def test_an_error_while_scanning_stops_the_gunzip_thread(tmp_path, small_pieces,
     monkeypatch.setattr(torch_trace.Scan, "add", failing)
     with pytest.raises(RuntimeError, match="injected") as raised:
         torch_trace.read(p)
-    # (the traceback, still held here, holds read()'s frame: the thread stops without waiting for it to go)
-    assert len(calls) == 2 and _no_gunzip_thread() and raised.tb is not None
+    # (the traceback, still held here, holds read()'s frame: the gunzip is closed without waiting for it to go)
+    assert len(calls) == 2 and _all_closed(gunzips, True) and raised.tb is not None
 
 
 @pytest.mark.parametrize("gz", [False, True])
@@ -224,13 +243,13 @@ def test_a_long_head_before_the_events_is_read_across_pieces(tmp_path, small_pie
     _same(torch_trace.read(p), _whole(p)[0])
 
 
-def test_no_events_key_within_the_head_limit_reads_whole(tmp_path, small_pieces, monkeypatch):
+def test_no_events_key_within_the_head_limit_reads_whole(tmp_path, small_pieces, monkeypatch, gunzips):
     monkeypatch.setattr(torch_trace_stream, "HEAD_LIMIT", 10000)
     events = _many(100)
     p = _write(tmp_path, _kineto(events, {"metadata": {"note": "x" * 20000}, "deviceProperties": PROPS}), gz=True)
     with pytest.raises(Uncut):
         _streamed(p)
-    assert _no_gunzip_thread()
+    assert _all_closed(gunzips, True)
     got = torch_trace.read(p)
     _same(got, _whole(p)[0])
     assert len(got) == 100

@@ -215,10 +215,9 @@ def gunzip_capped(path: Path, limit: int | None = None) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def gunzip_pieces(path: Path, limit: int | None = None, piece: int = 0, read: int = _CHUNK) -> Iterator[bytes]:
-    """:func:`gunzip_capped`'s content as pieces of at most ``piece`` bytes (0: as large as allowed), in order,
-    inflating ``read`` compressed bytes at a time; the same checks, raised when the stream gets there (a
-    truncated stream at its end)."""
+def gunzip_pieces(path: Path, limit: int | None = None, piece: int = 0) -> Iterator[bytes]:
+    """:func:`gunzip_capped`'s content as pieces of at most ``piece`` bytes (0: as large as allowed), in order;
+    the same checks, raised when the stream gets there (a truncated stream at its end)."""
     zlib = _zlib()
     from roofline.errors import InputTooLargeError
 
@@ -235,7 +234,7 @@ def gunzip_pieces(path: Path, limit: int | None = None, piece: int = 0, read: in
                 elif d.eof and d.unused_data:
                     data = d.unused_data
                 else:
-                    data = fh.read(read)
+                    data = fh.read(_CHUNK)
                     if not data:
                         break
                 if d.eof:  # more after a member: another member, or zero padding (as gzip.decompress)

@@ -116,7 +116,7 @@ def read(path: str | Path) -> pd.DataFrame:
         except Uncut:
             pass
         finally:
-            streamed.close()  # (an error while scanning a piece: the gunzip thread stops now, not at collection)
+            streamed.close()  # (an error while scanning a piece: the gunzip and its file are closed now)
         held = [json_bytes(path)]  # (a holder, not a local: _build drops the JSON once it knows it is not needed)
         events, top = decode(path, held[0])
         chunks = [events]
