@@ -144,6 +144,16 @@ def _all_closed(counts, gz):
     return counts[0] == counts[1] and (counts[0] > 0) == gz
 
 
+def _read_whole_after_uncut(p, gunzips, rows):
+    """The streamed read of ``p`` stops with Uncut, its gunzip closed; read() then gives the whole decode's frame."""
+    with pytest.raises(Uncut):
+        _streamed(p)
+    assert _all_closed(gunzips, True)
+    got = torch_trace.read(p)
+    _same(got, _whole(p)[0])
+    assert len(got) == rows
+
+
 @pytest.mark.parametrize("gz", [False, True])
 @pytest.mark.parametrize("layout", ["kineto", "indent"])
 def test_pieces_read_as_the_whole_document(tmp_path, small_pieces, layout, gz, gunzips):
@@ -173,13 +183,7 @@ def test_a_cut_inside_an_event_falls_back_to_the_whole_decode(tmp_path, monkeypa
     if end % 2:
         text, end = b" " + text, end + 1
     monkeypatch.setattr(torch_trace_stream, "PIECE_BYTES", end // 2)
-    p = _write(tmp_path, text, gz=True)
-    with pytest.raises(Uncut):
-        _streamed(p)
-    assert _all_closed(gunzips, True)
-    got = torch_trace.read(p)
-    _same(got, _whole(p)[0])
-    assert len(got) == 300
+    _read_whole_after_uncut(_write(tmp_path, text, gz=True), gunzips, 300)
 
 
 def test_a_nested_traceevents_array_is_not_cut(tmp_path, small_pieces):
@@ -247,9 +251,4 @@ def test_no_events_key_within_the_head_limit_reads_whole(tmp_path, small_pieces,
     monkeypatch.setattr(torch_trace_stream, "HEAD_LIMIT", 10000)
     events = _many(100)
     p = _write(tmp_path, _kineto(events, {"metadata": {"note": "x" * 20000}, "deviceProperties": PROPS}), gz=True)
-    with pytest.raises(Uncut):
-        _streamed(p)
-    assert _all_closed(gunzips, True)
-    got = torch_trace.read(p)
-    _same(got, _whole(p)[0])
-    assert len(got) == 100
+    _read_whole_after_uncut(p, gunzips, 100)
