@@ -9,7 +9,7 @@ fixture traces, the 216k-event V100 and the 132k-event H100 OWLv2 trace), all in
   floor and roofline alternate (floor, roofline, floor, ...) so that a load change on a shared
   machine hits both;
 * the stages of roofline's time (gunzip, typed decode, scan/link/rows/frame), each timed alone, and the
-  gunzip and decode as read() runs them: the gunzip in a thread, each 4 MB piece decoded as it comes;
+  gunzip and decode as read() runs them: each 4 MB piece gunzipped and decoded in turn;
 * peak memory: a fresh child process imports roofline, reads the trace once and reports its
   ``VmHWM`` from /proc/self/status (``ru_maxrss`` would include the parent's, inherited across
   fork+exec), against the decompressed JSON size; the child's VmHWM right after the imports is
@@ -45,9 +45,8 @@ from pathlib import Path
 
 import orjson
 
-from roofline.ingest import torch_trace
+from roofline.ingest import torch_trace, torch_trace_stream
 from roofline.ingest.common import json_bytes
-from roofline.ingest import torch_trace_stream
 from roofline.ingest.torch_trace_decode import decode
 
 TRACES = Path(__file__).resolve().parents[2] / "shared/fixtures/traces"
@@ -147,7 +146,7 @@ def ab(path: Path, base_src: Path, repeat: int) -> None:
 
 
 def streamed(path: Path) -> tuple[list, dict]:
-    """The events and top-level fields as read() gets them: gunzip in a thread, decoded piece by piece."""
+    """The events and top-level fields as read() gets them: gunzipped and decoded piece by piece."""
     top: dict = {}
     return [e for piece in torch_trace_stream.events(path, top) for e in piece], top
 
@@ -169,8 +168,8 @@ def bench(path: Path, repeat: int, hta_python: str | None, base_src: Path | None
     gc.disable()
     try:
         results["  of which: typed decode (msgspec)"] = timed(lambda: decode(path, raw), repeat)
-        # read() gunzips in a thread and decodes each piece as it comes (scanning it before the next)
-        results["  gunzip (thread) + decode in pieces"] = timed(lambda: streamed(path), repeat)
+        # read() gunzips 4 MB at a time and decodes each piece (scanning it before the next)
+        results["  as read(): gunzip + decode in pieces"] = timed(lambda: streamed(path), repeat)
         events, top = streamed(path)
         results["  of which: scan, link, rows, frame"] = timed(
             lambda: torch_trace._build(path, raw, [events], top), repeat)
