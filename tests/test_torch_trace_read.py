@@ -9,10 +9,9 @@ import json
 import pandas as pd
 import pytest
 
-from roofline.ingest import torch_trace
-from roofline.ingest.common import json_bytes
 from roofline.errors import CorruptReportError
-from roofline.ingest import torch_trace_stream
+from roofline.ingest import common, torch_trace, torch_trace_stream
+from roofline.ingest.common import json_bytes
 from roofline.ingest.torch_trace_decode import RANGE_COUNTERS, decode
 from roofline.ingest.torch_trace_stream import Uncut
 from roofline.schema import get_provenance
@@ -122,17 +121,19 @@ def _write(tmp_path, text, gz):
 
 @pytest.fixture
 def gunzips(monkeypatch):
-    """[opened, closed] counts of the gunzip's generators: every one a read starts must be closed (its file
+    """[opened, closed, pieces] counts of the gunzip's generators: every one a read starts must be closed (its file
     with it) by the time the read ends, however it ends."""
     from roofline.ingest import common
 
-    counts = [0, 0]
+    counts = [0, 0, 0]  # opened, closed, pieces inflated
     real = common.gunzip_pieces
 
     def watched(*args, **kwargs):
         counts[0] += 1
         try:
-            yield from real(*args, **kwargs)
+            for piece in real(*args, **kwargs):
+                counts[2] += 1
+                yield piece
         finally:
             counts[1] += 1
 
@@ -252,3 +253,51 @@ def test_no_events_key_within_the_head_limit_reads_whole(tmp_path, small_pieces,
     events = _many(100)
     p = _write(tmp_path, _kineto(events, {"metadata": {"note": "x" * 20000}, "deviceProperties": PROPS}), gz=True)
     _read_whole_after_uncut(p, gunzips, 100)
+
+
+def test_a_bare_array_is_decoded_whole_from_its_first_piece(tmp_path, small_pieces, gunzips):
+    events = _many(200)
+    p = _write(tmp_path, ("[\n" + ",\n".join("  " + json.dumps(e) for e in events) + "\n]").encode(), gz=True)
+    stream = torch_trace_stream.events(p, {})
+    with pytest.raises(Uncut):
+        next(stream)  # known from the first bytes: the rest is not inflated before the whole read
+    assert gunzips[:3] == [1, 1, 1] and len(json_bytes(p)) > 20 * 4096
+    got = torch_trace.read(p)
+    _same(got, _whole(p)[0])
+    assert len(got) == 200 and _all_closed(gunzips, True)
+
+
+def test_a_duplicate_traceevents_key_is_decoded_whole(tmp_path, small_pieces):
+    # the whole decode has its own rules for a repeated key (a typed decode fails on the first value and the
+    # generic one keeps the last): the streamed read leaves such a document to it
+    events = _many(100)
+    p = _write(tmp_path, _kineto(events).replace(b'{"schemaVersion"', b'{"traceEvents": null, "schemaVersion"', 1),
+               gz=True)
+    with pytest.raises(Uncut):
+        _streamed(p)
+    _same(torch_trace.read(p), _whole(p)[0])
+
+
+def test_a_gzip_of_many_small_members_is_read_in_full_pieces(tmp_path, small_pieces, monkeypatch):
+    # 300-byte members (like `cat a.gz b.gz ...`) inflate in 300-byte outputs: the head is searched once per
+    # piece's worth of text, and pieces are decoded once a piece's worth is waiting, not per output
+    text = _kineto(_many(200), {"metadata": {"note": "x" * 20000}, "deviceProperties": PROPS})
+    p = tmp_path / "t.pt.trace.json.gz"
+    p.write_bytes(b"".join(gzip.compress(text[i:i + 300]) for i in range(0, len(text), 300)))
+    searches = []
+    real_start = torch_trace_stream._start
+    monkeypatch.setattr(torch_trace_stream, "_start", lambda parts: searches.append(1) or real_start(parts))
+    parts, _ = _streamed(p)
+    assert sum(map(len, parts)) == 200 * 6 and len(parts) <= len(text) // 4096 + 1
+    assert len(searches) <= 20000 // 4096 + 2
+    _same(torch_trace.read(p), _whole(p)[0])
+
+
+@pytest.mark.parametrize("piece", [1, 7, 4096, 1 << 20])
+def test_gunzip_pieces_are_the_whole_content_in_order(tmp_path, piece):
+    text = _kineto(_many(300))
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(gzip.compress(text[:5000]) + gzip.compress(text[5000:]) + b"\0" * 16)  # two members, padding
+    pieces = list(common.gunzip_pieces(p, piece=piece))
+    assert b"".join(pieces) == text == common.gunzip_capped(p)
+    assert all(len(x) <= piece for x in pieces)

@@ -224,6 +224,9 @@ def gunzip_pieces(path: Path, limit: int | None = None, piece: int = 0) -> Itera
     size = path.stat().st_size
     limit = decompressed_limit(size) if limit is None else limit
     most = min(piece or _MAX_PIECE, _MAX_PIECE)
+    # small output pieces: small reads too, or each call would copy the rest of a 64 MB read (its
+    # unconsumed_tail) again: 1.12 s against 0.25 s for a 63 MB gzip in 4 MB pieces
+    read = max(piece // 16, 64 << 10) if piece else _CHUNK
     total = 0
     with path.open("rb") as fh:
         d = zlib.decompressobj(wbits=31)  # gzip header and trailer (CRC, size) checked
@@ -234,7 +237,7 @@ def gunzip_pieces(path: Path, limit: int | None = None, piece: int = 0) -> Itera
                 elif d.eof and d.unused_data:
                     data = d.unused_data
                 else:
-                    data = fh.read(_CHUNK)
+                    data = fh.read(read)
                     if not data:
                         break
                 if d.eof:  # more after a member: another member, or zero padding (as gzip.decompress)

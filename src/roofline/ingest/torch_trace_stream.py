@@ -33,6 +33,7 @@ PIECE_BYTES = 4 << 20
 HEAD_LIMIT = 64 << 20
 #: where the events begin: the ``traceEvents`` key, its ``[`` (group 1) and the first event's ``{``
 _START = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*(\[)[ \t\r\n]*\{')
+_SPACE = re.compile(rb"[ \t\r\n]*")
 #: a place between two objects with a newline in it (never inside a string)
 _CUT = re.compile(rb"\}[ \t\r]*,[ \t\r]*\n[ \t\r\n]*\{")
 
@@ -76,41 +77,78 @@ def events(path: Path, top: dict[str, Any]) -> Iterator[list[Event]]:
     yield from _pieces(iter([whole[i:i + PIECE_BYTES] for i in range(0, len(whole), PIECE_BYTES)]), top)
 
 
-def _pieces(texts: Iterator[bytes], top: dict[str, Any]) -> Iterator[list[Event]]:
-    head = b""
-    for text in texts:  # the text before the first event
-        head = bytes(text) if not head else head + text
-        start = _START.search(head)
-        if start is not None:
-            break
-        if len(head) > HEAD_LIMIT:
-            raise Uncut
+def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterator[list[Event]]:
+    """The events of the document ``texts`` make up, a list per piece of text (cut at its last separator).
+
+    Why a successful decode proves the cuts: each piece decoded as ``[`` + text + ``]`` is a list of complete
+    values, so every cut fell between two values of one array; and the outline (the text before the first
+    event and after the last cut) decodes with its top-level ``traceEvents`` value starting at the ``[`` the
+    pieces came from, so that array is the top-level one and the pieces are its elements, in order.
+    """
+    # the text before the first event, searched each time it has grown by a piece (a gzip of many small
+    # members inflates in small outputs: a search per output would be quadratic in the head)
+    parts: list[Any] = []
+    size = searched = 0
+    start = None
+    opened = False  # (the first character that is not whitespace has been seen, and is '{')
+    for text in texts:
+        if not opened:
+            lead = _SPACE.match(text).end()  # type: ignore[union-attr]
+            if lead < len(text):
+                if bytes(text[lead:lead + 1]) != b"{":
+                    raise Uncut  # not an object (a 1.8-era bare array, or not JSON): the whole decode decides
+                opened = True
+        parts.append(text)
+        size += len(text)
+        if size - searched >= PIECE_BYTES:
+            start, parts, searched = _start(parts)
+            if start is not None:
+                break
+            if size > HEAD_LIMIT:
+                raise Uncut
     else:
-        raise Uncut
+        start, parts, searched = _start(parts) if parts else (None, parts, 0)
+        if start is None:
+            raise Uncut
+    head = parts[0]
     bracket, first = start.start(1), start.end() - 1
     pending: list[Any] = [memoryview(head)[first:]]  # text after the last cut (from an event's '{')
+    waiting = len(head) - first
     head = head[:first]
     for text in texts:
-        cut = _last_cut(text)
+        # a piece is decoded once a piece's worth of text is waiting, at the last separator of the text
+        # that completes it (small texts just wait)
+        cut = _last_cut(text) if waiting + len(text) >= PIECE_BYTES else None
         if cut is None:
             pending.append(text)
+            waiting += len(text)
             continue
         try:
             yield _EVENTS.decode(b"".join((b"[", *pending, memoryview(text)[:cut[0]], b"]")))
-        except (msgspec.DecodeError, *_DAMAGED):
+        except _DAMAGED:  # (msgspec.ValidationError is a DecodeError)
             raise Uncut from None
         pending = [memoryview(text)[cut[1]:]]
+        waiting = len(text) - cut[1]
     outline_bytes = b"".join((head, *pending))
     del pending
+    if outline_bytes.count(b'"traceEvents"') != 1:
+        # a duplicate key (or the name in a string): the whole decode keeps its rules for those
+        raise Uncut
     try:
         outline = _OUTLINE.decode(outline_bytes)
         if _address(outline.traceEvents) - _address(outline_bytes) != bracket:
             raise Uncut  # the array cut is not the top-level traceEvents
         last = _EVENTS.decode(outline.traceEvents)
-    except (msgspec.DecodeError, *_DAMAGED):
+    except _DAMAGED:
         raise Uncut from None
     top.update({k: getattr(outline, k) for k in TOP_FIELDS})
     yield last
+
+
+def _start(parts: list[Any]) -> tuple[re.Match[bytes] | None, list[bytes], int]:
+    """(where the events begin in the joined text, [the joined text], its length)."""
+    head = b"".join(parts)
+    return _START.search(head), [head], len(head)
 
 
 def _last_cut(text: bytes) -> tuple[int, int] | None:
@@ -127,7 +165,9 @@ def _last_cut(text: bytes) -> tuple[int, int] | None:
 
 
 def _address(buffer: Any) -> int:
-    """Where a bytes-like object's data starts in memory (a Raw value points into the bytes it came from)."""
+    """Where a bytes-like object's data starts in memory. A decoded ``msgspec.Raw`` points into the bytes it
+    came from (msgspec 0.18-0.22); were a version to copy it, every read would fall back to the whole decode,
+    which ``tests/test_torch_trace_read.py`` would show (it counts the pieces of a streamed read)."""
     import numpy as np
 
     return int(np.frombuffer(buffer, dtype=np.uint8).__array_interface__["data"][0])
