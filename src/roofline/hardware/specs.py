@@ -314,16 +314,14 @@ def _distinct_fill(frame: pd.DataFrame, at_profiled_clock: bool,
     """
     from roofline.frames import distinct_rows
 
-    # (the fill reads only these columns and writes only the peaks and their sources)
-    inputs = [c for c in (*_GROUP_KEYS, "sm_clock_hz", "tensor_path", *_PEAK_COLUMNS,
-                          *map(source_column, _PEAK_COLUMNS)) if c in frame]
+    inputs = [c for c in FILL_INPUTS if c in frame]  # (the fill reads only these and writes FILLED_COLUMNS)
     found = distinct_rows(frame, inputs)
     if found is None or len(found[1]) > len(frame) // 4:
         return None
     codes, firsts = found
     small = fill_spec_peaks(frame[inputs].iloc[firsts].reset_index(drop=True), at_profiled_clock, device_map)
     out = frame.copy(deep=False)  # (the columns written are replaced, not written into: the input is untouched)
-    for col in (*_PEAK_COLUMNS, *map(source_column, _PEAK_COLUMNS)):
+    for col in FILLED_COLUMNS:
         if col in small:
             out[col] = small[col].array.take(codes)
     return out

@@ -27,7 +27,7 @@ import msgspec
 
 from roofline.ingest.torch_trace_decode import _DAMAGED, TOP_FIELDS, Event
 
-#: text decoded per piece (the last separator in each gunzip output of this size ends a piece)
+#: text decoded per piece: once this much is waiting, the last separator of the text that completes it ends one
 PIECE_BYTES = 4 << 20
 #: the text before the first event is searched for this long before the document is read whole instead
 HEAD_LIMIT = 64 << 20
