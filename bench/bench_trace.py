@@ -9,15 +9,16 @@ fixture traces, the 216k-event V100 and the 132k-event H100 OWLv2 trace), all in
   floor and roofline alternate (floor, roofline, floor, ...) so that a load change on a shared
   machine hits both;
 * the stages of roofline's time (gunzip, typed decode, scan/link/rows/frame), each timed alone, and the
-  gunzip and decode as read() runs them: each 4 MB piece gunzipped and decoded in turn;
+  gunzip and decode as read() runs them: each piece (256 KB) gunzipped and decoded in turn;
 * peak memory: a fresh child process imports roofline, reads the trace once and reports its
   ``VmHWM`` from /proc/self/status (``ru_maxrss`` would include the parent's, inherited across
   fork+exec), against the decompressed JSON size; the child's VmHWM right after the imports is
   reported too, so the read's own share is visible;
 * with ``--ab-base DIR`` (the ``src`` of another commit, e.g. ``git archive 7c91ebd src | tar -x -C
-  /tmp/base``): that commit's ``torch_trace.py`` and ``torch_trace_summary.py``, loaded beside this
-  one, alternating with the floor and this reader in CPU time and wall time (on a shared machine a
-  single run's ratio is noisy; an A/B in one process is what tells a change from the load);
+  /tmp/base``): that commit's reader and this one, each in a worker process of its own with its
+  commit's ``src`` first on the path, alternating with the floor (a third worker) in CPU time and wall
+  time (on a shared machine a single run's ratio is noisy; an alternating A/B is what tells a change
+  from the load);
 * HTA: Holistic Trace Analysis ``TraceAnalysis(trace_dir=...)`` on a copy of the file, run in its
   own virtualenv (``--hta-python``; HTA pins pandas/numpy versions of its own), timed inside it.
 
@@ -33,7 +34,6 @@ from __future__ import annotations
 import argparse
 import gc
 import gzip
-import importlib.util
 import json
 import shutil
 import statistics
@@ -113,30 +113,56 @@ def alternating(fns: dict[str, object], repeat: int) -> dict[str, list[float]]:
     return out
 
 
+#: an A/B side: a worker process with one commit's ``src`` first on its path, timing a read (or the
+#: floor) each time it reads a line, and answering "cpu wall" seconds
+AB_WORKER = """
+import gc, gzip, sys, time
+sys.path.insert(0, sys.argv[1])
+import orjson
+from roofline.ingest import torch_trace
+path = sys.argv[2]
+
+def floor():
+    raw = open(path, "rb").read()
+    raw = gzip.decompress(raw) if raw[:2] == b"\\x1f\\x8b" else raw
+    gc.disable()
+    try:
+        orjson.loads(raw)
+    finally:
+        gc.enable()
+
+fn = floor if sys.argv[3] == "floor" else (lambda: torch_trace.read(path))
+fn()
+for _ in sys.stdin:
+    gc.collect()
+    c0, w0 = time.process_time(), time.perf_counter()
+    fn()
+    print(time.process_time() - c0, time.perf_counter() - w0, flush=True)
+"""
+
+
 def ab(path: Path, base_src: Path, repeat: int) -> None:
-    """Floor, the other commit's reader and this one, alternating, timed in CPU and wall seconds."""
-
-    def load(name: str, rel: str):  # type: ignore[no-untyped-def]
-        spec = importlib.util.spec_from_file_location(name, base_src / rel)
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        return module
-
-    base = load("base_torch_trace", "roofline/ingest/torch_trace.py")
-    if (base_src / "roofline/ingest/torch_trace_summary.py").exists():
-        base.unmodelled = load("base_torch_trace_summary", "roofline/ingest/torch_trace_summary.py").unmodelled
-    fns = {"floor": lambda: floor(path), "base": lambda: base.read(path), "this": lambda: torch_trace.read(path)}
-    for fn in fns.values():
-        fn()
-    cpu: dict[str, list[float]] = {k: [] for k in fns}
-    wall: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeat):
-        for k, fn in fns.items():
-            gc.collect()
-            c0, w0 = time.process_time(), time.perf_counter()
-            fn()
-            cpu[k].append(time.process_time() - c0)
-            wall[k].append(time.perf_counter() - w0)
+    """Floor, the other commit's reader and this one, each in a worker process of its own (the whole
+    package of each commit, not one module), alternating, timed in CPU and wall seconds."""
+    this_src = Path(torch_trace.__file__).resolve().parents[2]
+    sides = {"floor": (this_src, "floor"), "base": (base_src.resolve(), "read"), "this": (this_src, "read")}
+    workers = {k: subprocess.Popen([sys.executable, "-c", AB_WORKER, str(src), str(path), what],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+               for k, (src, what) in sides.items()}
+    cpu: dict[str, list[float]] = {k: [] for k in workers}
+    wall: dict[str, list[float]] = {k: [] for k in workers}
+    try:
+        for _ in range(repeat):
+            for k, w in workers.items():  # one at a time: the others wait on their stdin
+                w.stdin.write("go\n")  # type: ignore[union-attr]
+                w.stdin.flush()  # type: ignore[union-attr]
+                c, t = (float(x) for x in w.stdout.readline().split())  # type: ignore[union-attr]
+                cpu[k].append(c)
+                wall[k].append(t)
+    finally:
+        for w in workers.values():
+            w.stdin.close()  # type: ignore[union-attr]
+            w.wait()
     for clock, r in (("cpu", cpu), ("wall", wall)):
         best = {k: min(v) for k, v in r.items()}
         med = {k: statistics.median(v) for k, v in r.items()}
@@ -168,7 +194,7 @@ def bench(path: Path, repeat: int, hta_python: str | None, base_src: Path | None
     gc.disable()
     try:
         results["  of which: typed decode (msgspec)"] = timed(lambda: decode(path, raw), repeat)
-        # read() gunzips 4 MB at a time and decodes each piece (scanning it before the next)
+        # read() gunzips a piece at a time and decodes it (scanning it before the next)
         results["  as read(): gunzip + decode in pieces"] = timed(lambda: streamed(path), repeat)
         events, top = streamed(path)
         results["  of which: scan, link, rows, frame"] = timed(

@@ -87,7 +87,7 @@ def test_innermost_many_equals_innermost_one_by_one() -> None:
     from roofline.ingest.torch_trace_threads import Threads
 
     # nested ops on two threads: [0, 100) holds [10, 50) holds [20, 30); [60, 70) on its own
-    ops = [Event(ph="X", cat="cpu_op", name=n, ts=ts, dur=dur, pid=1, tid=tid)
+    ops = [Event(cat="cpu_op", name=n, ts=ts, dur=dur, pid=1, tid=tid)
            for n, ts, dur, tid in (("outer", 0, 100, 7), ("mid", 10, 40, 7), ("inner", 20, 10, 7),
                                    ("late", 60, 10, 7), ("other", 0, 1000, 8), ("str-tid", 5, 5, "t"))]
     threads = Threads(ops)

@@ -164,7 +164,9 @@ def test_pieces_read_as_the_whole_document(tmp_path, small_pieces, layout, gz, g
                else json.dumps(doc, indent=2).encode(), gz)  # (indent: every brace on its own line)
     parts, top = _streamed(p)
     assert len(parts) > 5 and sum(map(len, parts)) == len(events)
-    assert [e.ts for part in parts for e in part] == [e.get("ts") for e in events]
+    # events of other phases than "X" (flow arrows, instants) decode to empty structs: their phase only
+    assert [(e.ph, e.ts) for part in parts for e in part] == \
+        [(e["ph"], e.get("ts") if e["ph"] == "X" else None) for e in events]
     assert top["distributedInfo"] == {"rank": 3} and top["deviceProperties"] == PROPS
     got = torch_trace.read(p)
     want, n = _whole(p)
@@ -291,6 +293,47 @@ def test_a_gzip_of_many_small_members_is_read_in_full_pieces(tmp_path, small_pie
     assert sum(map(len, parts)) == 200 * 6 and len(parts) <= len(text) // 4096 + 1
     assert len(searches) <= 20000 // 4096 + 2
     _same(torch_trace.read(p), _whole(p)[0])
+
+
+def test_a_head_of_many_pieces_is_searched_a_logarithmic_number_of_times(tmp_path, small_pieces, monkeypatch):
+    # searched each time the head has doubled: 64 pieces' worth of head, ~7 searches (one per piece: 64)
+    text = _kineto(_many(50), {"metadata": {"note": "x" * (64 * 4096)}, "deviceProperties": PROPS})
+    p = _write(tmp_path, text, gz=True)
+    searches = []
+    real_start = torch_trace_stream._start
+    monkeypatch.setattr(torch_trace_stream, "_start", lambda parts: searches.append(1) or real_start(parts))
+    parts, top = _streamed(p)
+    assert sum(map(len, parts)) == 50 * 6 and top["deviceProperties"] == PROPS
+    assert len(searches) <= 8
+
+
+@pytest.mark.parametrize("odd", [{"ph": "Z", "cat": "kernel", "name": "k", "ts": 1, "dur": 1},  # not a phase
+                                 {"cat": "kernel", "name": "k", "ts": 1, "dur": 1},  # no phase
+                                 {"ph": 5, "cat": "cpu_op", "name": "o", "ts": 1, "dur": 1},  # not a string
+                                 {"ph": ["X"], "cat": "cpu_op", "name": "o", "ts": 1, "dur": 1}])  # unhashable
+def test_an_event_of_no_known_phase_is_read_as_never_kept(tmp_path, small_pieces, odd, gunzips):
+    # the typed decode knows the Chrome trace phases only: such a document is decoded generically, the odd
+    # event given the OTHER phase (kept by nothing, as an event whose ph is not "X" always was), the rest as before
+    events = _many(100)
+    p = _write(tmp_path, _kineto(events[:300] + [odd] + events[300:]), gz=True)
+    (tmp_path / "plain").mkdir()
+    plain = _write(tmp_path / "plain", _kineto(events), gz=True)
+    _read_whole_after_uncut(p, gunzips, 100)
+    got, want = torch_trace.read(p), torch_trace.read(plain)
+    pd.testing.assert_frame_equal(got.drop(columns="source_file"), want.drop(columns="source_file"))
+    assert get_provenance(got)[0]["trace_events"] == len(events) + 1
+    decoded, _ = decode(p, json_bytes(p))
+    assert decoded[300].ph == "?" and decoded[300].cat is None and [e.ph for e in decoded[:6]] == \
+        [e["ph"] for e in events[:6]]
+
+
+def test_a_bare_array_of_no_known_phase_is_not_a_trace(tmp_path):
+    from roofline.errors import FormatMismatchError
+
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps([{"cat": "kernel", "name": "k"}, {"ph": None, "name": "x"}]).encode())
+    with pytest.raises(FormatMismatchError, match="no object with a 'ph'"):
+        torch_trace.read(p)
 
 
 @pytest.mark.parametrize("piece", [1, 7, 4096, 1 << 20])

@@ -91,7 +91,7 @@ def nested(rng: random.Random, threads: list[tuple[Any, Any]], base: int, floats
         dur: Any = length
         if floats and rng.random() < 0.5:
             ts, dur = ts + rng.choice((0.0, 0.25, 0.5)), float(dur)
-        ops.append(Event(ph="X", cat="cpu_op", name=f"op{len(ops)}", ts=ts, dur=dur, pid=pid, tid=tid))
+        ops.append(Event(cat="cpu_op", name=f"op{len(ops)}", ts=ts, dur=dur, pid=pid, tid=tid))
         t = start + rng.choice((0, 0, 1, 2))  # children often start with their parent
         while depth and t < start + length and rng.random() < 0.8:
             n = rng.randint(0, max(0, start + length - t))
@@ -104,7 +104,7 @@ def nested(rng: random.Random, threads: list[tuple[Any, Any]], base: int, floats
             tree(pid, tid, t, n, rng.randint(0, 8))
             t += n + rng.choice((0, 1, 5))
         for d in range(90):  # a chain 90 deep: lookups at its bottom stop after 64 ops
-            ops.append(Event(ph="X", cat="cpu_op", name=f"deep{d}", ts=base + t + d, dur=200 - 2 * d, pid=pid, tid=tid))
+            ops.append(Event(cat="cpu_op", name=f"deep{d}", ts=base + t + d, dur=200 - 2 * d, pid=pid, tid=tid))
     rng.shuffle(ops)
     return ops
 
@@ -125,7 +125,7 @@ def check(ops: list[Event], qs: list[tuple[Any, Any, Any]]) -> Threads:
     expected = [ref.innermost(*q) for q in qs]
     assert fast.innermost_many(qs) == expected
     assert [fast.innermost(*q) for q in qs[:300]] == expected[:300]
-    events = [Event(ph="X", cat="cuda_runtime", ts=ts, dur=1, pid=p, tid=t) for p, t, ts in qs]
+    events = [Event(cat="cuda_runtime", ts=ts, dur=1, pid=p, tid=t) for p, t, ts in qs]
     assert fast.innermost_of(events) == expected
     for o in ops:
         assert fast.following(o) == ref.following(o)
@@ -159,7 +159,7 @@ def test_times_past_float64_precision_compare_as_python_numbers() -> None:
     rng = random.Random(7)
     threads = [(1, 1), (1, 2)]
     ops = nested(rng, threads, 2 ** 60, floats=False)
-    ops += [Event(ph="X", cat="cpu_op", name=n, ts=2 ** 60 + t, dur=d, pid=1, tid=3)
+    ops += [Event(cat="cpu_op", name=n, ts=2 ** 60 + t, dur=d, pid=1, tid=3)
             for n, t, d in (("a", 0, 1), ("b", 1, 0), ("c", 1, 1))]
     qs = queries(rng, ops, threads) + [(1, 3, 2 ** 60 + 1), (1, 3, 2 ** 60 + 2), (1, 3, float(2 ** 60))]
     fast = check(ops, qs)
@@ -168,7 +168,7 @@ def test_times_past_float64_precision_compare_as_python_numbers() -> None:
 
 
 def test_a_huge_int_query_against_float64_starts_is_exact() -> None:
-    ops = [Event(ph="X", cat="cpu_op", name="a", ts=0, dur=2 ** 51, pid=1, tid=1)]
+    ops = [Event(cat="cpu_op", name="a", ts=0, dur=2 ** 51, pid=1, tid=1)]
     fast = Threads(ops)
     # 2**53 + 1 is past the op's end, though float64(2**53 + 1) == 2.0**53 ... and 2**51 is its end exactly
     assert fast.innermost_many([(1, 1, 2 ** 51), (1, 1, 2 ** 51 + 1), (1, 1, 2 ** 64)]) == [0, None, None]
@@ -176,10 +176,10 @@ def test_a_huge_int_query_against_float64_starts_is_exact() -> None:
 
 
 def test_unhashable_and_odd_ids() -> None:
-    ops = [Event(ph="X", cat="cpu_op", name="a", ts=0, dur=10, pid=[1], tid=1),
-           Event(ph="X", cat="cpu_op", name="b", ts=0, dur=10, pid=1, tid=True),
-           Event(ph="X", cat="cpu_op", name="c", ts=2, dur=2, pid=1.0, tid=1),
-           Event(ph="X", cat="cpu_op", name="d", ts=5, dur=10, pid=None, tid="x")]
+    ops = [Event(cat="cpu_op", name="a", ts=0, dur=10, pid=[1], tid=1),
+           Event(cat="cpu_op", name="b", ts=0, dur=10, pid=1, tid=True),
+           Event(cat="cpu_op", name="c", ts=2, dur=2, pid=1.0, tid=1),
+           Event(cat="cpu_op", name="d", ts=5, dur=10, pid=None, tid="x")]
     fast, ref = Threads(ops), Reference(ops)
     qs = [(1, 1, 3), (1, True, 1), (1.0, 1.0, 3), (None, "x", 6), ([1], 1, 3), (1, {}, 3)]
     # (1, True), (1.0, 1) and (1, 1) are one dict key: b [0, 10) holds c [2, 4) on that one thread

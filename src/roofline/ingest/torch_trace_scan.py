@@ -40,8 +40,8 @@ class Scan:
         self.n_events += len(events)
         for e in events:
             try:
-                kind = kinds.get(e.cat)
-                if kind is None or e.ph != "X":
+                kind = kinds.get(e.cat)  # (None for an event of another phase than "X": its cat is None)
+                if kind is None:
                     continue
                 ts, dur = e.ts, e.dur
                 if ts.__class__ not in NUMBER or dur.__class__ not in NUMBER:

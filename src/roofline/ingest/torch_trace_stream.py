@@ -2,7 +2,7 @@
 
 Decoding the whole document at once holds its text (54 MB for the 216k-event V100 trace) and every
 event (~110 MB of structs) together, and a single 54 MB gunzip output costs ~35 ms of page faults
-alone. Here the gunzip yields 4 MB pieces and each piece's events are decoded and scanned before the
+alone. Here the gunzip yields 256 KB pieces and each piece's events are decoded and scanned before the
 next is inflated: the text is never whole, the pieces reuse the memory the last ones freed, and the
 events the reader does not use are freed a piece at a time. (Inflating in a second thread was tried
 and dropped: the inflaters take the GIL back between output blocks, and against a decoder that holds
@@ -25,10 +25,12 @@ from typing import Any
 
 import msgspec
 
-from roofline.ingest.torch_trace_decode import _DAMAGED, TOP_FIELDS, Event
+from roofline.ingest.torch_trace_decode import _DAMAGED, TOP_FIELDS, AnyEvent, Event
 
-#: text decoded per piece: once this much is waiting, the last separator of the text that completes it ends one
-PIECE_BYTES = 4 << 20
+#: text decoded per piece: once this much is waiting, the last separator of the text that completes it ends one.
+#: Small enough that a piece is still in the CPU's cache when it is decoded: the V100 trace reads in ~0.40 s
+#: at 128-512 KB against ~0.43 s at 4 MB (A/B in docs/benchmarks.md, the trace section's fifth stop)
+PIECE_BYTES = 256 << 10
 #: the text before the first event is searched for this long before the document is read whole instead
 HEAD_LIMIT = 64 << 20
 #: where the events begin: the ``traceEvents`` key, its ``[`` (group 1) and the first event's ``{``
@@ -54,7 +56,7 @@ class Outline(msgspec.Struct, gc=False):
 
 
 _OUTLINE = msgspec.json.Decoder(Outline)
-_EVENTS = msgspec.json.Decoder(list[Event])
+_EVENTS = msgspec.json.Decoder(list[AnyEvent])
 
 
 def events(path: Path, top: dict[str, Any]) -> Iterator[list[Event]]:
@@ -85,8 +87,9 @@ def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterato
     event and after the last cut) decodes with its top-level ``traceEvents`` value starting at the ``[`` the
     pieces came from, so that array is the top-level one and the pieces are its elements, in order.
     """
-    # the text before the first event, searched each time it has grown by a piece (a gzip of many small
-    # members inflates in small outputs: a search per output would be quadratic in the head)
+    # the text before the first event, searched each time it has doubled (and grown by a piece at least):
+    # a search per output (a gzip of many small members inflates in small outputs) or per piece (a
+    # head of many pieces) would be quadratic in the head
     parts: list[Any] = []
     size = searched = 0
     start = None
@@ -100,7 +103,7 @@ def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterato
                 opened = True
         parts.append(text)
         size += len(text)
-        if size - searched >= PIECE_BYTES:
+        if size - searched >= max(PIECE_BYTES, searched):
             start, parts, searched = _start(parts)
             if start is not None:
                 break
