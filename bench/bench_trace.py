@@ -156,7 +156,10 @@ def ab(path: Path, base_src: Path, repeat: int) -> None:
             for k, w in workers.items():  # one at a time: the others wait on their stdin
                 w.stdin.write("go\n")  # type: ignore[union-attr]
                 w.stdin.flush()  # type: ignore[union-attr]
-                c, t = (float(x) for x in w.stdout.readline().split())  # type: ignore[union-attr]
+                line = w.stdout.readline()  # type: ignore[union-attr]
+                if not line:
+                    raise SystemExit(f"A/B: the {k} worker ended (exit status {w.wait()}); its error is above")
+                c, t = (float(x) for x in line.split())
                 cpu[k].append(c)
                 wall[k].append(t)
     finally:

@@ -12,7 +12,7 @@ import pytest
 from roofline.errors import CorruptReportError
 from roofline.ingest import common, torch_trace, torch_trace_stream
 from roofline.ingest.common import json_bytes
-from roofline.ingest.torch_trace_decode import RANGE_COUNTERS, decode
+from roofline.ingest.torch_trace_decode import RANGE_COUNTERS, UNKNOWN_PHASE, decode
 from roofline.ingest.torch_trace_stream import Uncut
 from roofline.schema import get_provenance
 
@@ -307,33 +307,74 @@ def test_a_head_of_many_pieces_is_searched_a_logarithmic_number_of_times(tmp_pat
     assert len(searches) <= 8
 
 
-@pytest.mark.parametrize("odd", [{"ph": "Z", "cat": "kernel", "name": "k", "ts": 1, "dur": 1},  # not a phase
-                                 {"cat": "kernel", "name": "k", "ts": 1, "dur": 1},  # no phase
-                                 {"ph": 5, "cat": "cpu_op", "name": "o", "ts": 1, "dur": 1},  # not a string
-                                 {"ph": ["X"], "cat": "cpu_op", "name": "o", "ts": 1, "dur": 1}])  # unhashable
-def test_an_event_of_no_known_phase_is_read_as_never_kept(tmp_path, small_pieces, odd, gunzips):
-    # the typed decode knows the Chrome trace phases only: such a document is decoded generically, the odd
-    # event given the OTHER phase (kept by nothing, as an event whose ph is not "X" always was), the rest as before
+ODD_PHASES = [{"ph": "Z", "cat": "kernel", "name": "k", "ts": 1, "dur": 1},  # not a phase
+              {"cat": "kernel", "name": "k", "ts": 1, "dur": 1},  # no phase
+              {"ph": 5, "cat": "cpu_op", "name": "o", "ts": 1, "dur": 1},  # not a string
+              {"ph": ["X"], "cat": "cpu_op", "name": "o", "ts": 1, "dur": 1},  # unhashable
+              {"ph": "X ", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]  # almost
+
+
+@pytest.mark.parametrize("odd", ODD_PHASES)
+def test_an_event_of_no_known_phase_is_never_kept_and_the_read_still_streams(tmp_path, small_pieces, odd,
+                                                                               monkeypatch):
+    # the tagged decode knows the Chrome trace phases only: the piece holding the odd event is decoded again
+    # with ph as any value (not the whole document, not the generic parse); the odd event is kept by nothing,
+    # as an event whose ph is not "X" always was, the rest as before
     events = _many(100)
     p = _write(tmp_path, _kineto(events[:300] + [odd] + events[300:]), gz=True)
     (tmp_path / "plain").mkdir()
     plain = _write(tmp_path / "plain", _kineto(events), gz=True)
-    _read_whole_after_uncut(p, gunzips, 100)
+    loose = []
+    real = torch_trace_stream.LOOSE_EVENTS
+    monkeypatch.setattr(torch_trace_stream, "LOOSE_EVENTS", type("Spy", (), {
+        "decode": staticmethod(lambda text: loose.append(len(text)) or real.decode(text))}))
+    parts, _ = _streamed(p)  # (no Uncut)
+    assert len(loose) == 1 and loose[0] <= 2 * 4096 and sum(map(len, parts)) == len(events) + 1
     got, want = torch_trace.read(p), torch_trace.read(plain)
     pd.testing.assert_frame_equal(got.drop(columns="source_file"), want.drop(columns="source_file"))
     assert get_provenance(got)[0]["trace_events"] == len(events) + 1
+    _same(got, _whole(p)[0])  # the whole decode (loose the same way) agrees
     decoded, _ = decode(p, json_bytes(p))
-    assert decoded[300].ph == "?" and decoded[300].cat is None and [e.ph for e in decoded[:6]] == \
-        [e["ph"] for e in events[:6]]
+    assert decoded[300] is UNKNOWN_PHASE and decoded[300].cat is None
+    assert [e.ph == "X" for e in decoded[:6]] == [e["ph"] == "X" for e in events[:6]]
 
 
-def test_a_bare_array_of_no_known_phase_is_not_a_trace(tmp_path):
-    from roofline.errors import FormatMismatchError
+def test_an_event_of_no_known_phase_beside_one_not_an_object_reads_generically(tmp_path):
+    events = _many(20)
+    doc = {"traceEvents": events[:30] + [ODD_PHASES[0], 7, {**ODD_PHASES[1], "args": [1]}] + events[30:],
+           "deviceProperties": PROPS}
+    p = tmp_path / "t.pt.trace.json"
+    p.write_bytes(json.dumps(doc).encode())
+    decoded, _ = decode(p, json_bytes(p))
+    assert len(decoded) == len(events) + 2 and decoded[30] is decoded[31] is UNKNOWN_PHASE
+    assert len(torch_trace.read(p)) == 20
+
+
+def test_a_bare_array_without_phases_is_not_a_trace(tmp_path):
+    from roofline.errors import FormatMismatchError, NoKernelsError
 
     p = tmp_path / "t.json"
     p.write_bytes(json.dumps([{"cat": "kernel", "name": "k"}, {"ph": None, "name": "x"}]).encode())
     with pytest.raises(FormatMismatchError, match="no object with a 'ph'"):
         torch_trace.read(p)
+    # objects with a phase, none of them known: trace events, none of them GPU work (as before phases were)
+    p.write_bytes(json.dumps([{"ph": "x", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]).encode())
+    with pytest.raises(NoKernelsError):
+        torch_trace.read(p)
+
+
+def test_a_head_past_the_limit_is_searched_once_more_then_read_whole(tmp_path, small_pieces, monkeypatch,
+                                                                      gunzips):
+    monkeypatch.setattr(torch_trace_stream, "HEAD_LIMIT", 64 * 1024)
+    text = _kineto(_many(20), {"metadata": {"note": "x" * 100_000}, "deviceProperties": PROPS})
+    p = _write(tmp_path, text, gz=True)
+    searched = []
+    real_start = torch_trace_stream._start
+    monkeypatch.setattr(torch_trace_stream, "_start", lambda parts: searched.append(len(parts[0]) if len(parts) == 1
+                                                                                   else sum(map(len, parts)))
+                        or real_start(parts))
+    _read_whole_after_uncut(p, gunzips, 20)
+    assert searched[-1] <= 64 * 1024 + 2 * 4096  # not held on to the next doubling (128 KB)
 
 
 @pytest.mark.parametrize("piece", [1, 7, 4096, 1 << 20])

@@ -41,7 +41,8 @@ def capture_paths(replay: Path) -> list[Path]:
 
 
 class Captured:
-    """The captured graphs of one capture trace: per capture window, the kernels' names and ops."""
+    """The captured graphs of one capture trace: per capture window, the kernels' names and ops. Only
+    complete events (``"ph": "X"``, as Kineto writes ops and launches) are read, as in the replay trace."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

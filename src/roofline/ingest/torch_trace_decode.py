@@ -8,10 +8,14 @@ JSON (``msgspec.Raw``) until an op with GPU work needs its cost, and serve as th
 Events are a union tagged by their phase (``ph``): complete events (``"X"``, all the reader keeps) get
 every field, and every other phase (flow arrows, instant events, metadata: 92k of the V100 trace's 216k
 events) an empty struct, with none of its fields decoded: 0.18 -> 0.135 s for that trace's decode.
+(So invalid UTF-8 inside such an event is not looked at, as in any key the reader skips; and a
+document written with ``ph`` after the other keys decodes ~25% slower, msgspec looking ahead for it.)
+A ``ph`` that is missing or not a Chrome trace phase fails that decode: the same text is then decoded
+with ``ph`` as any value (:data:`Loose`) and converted, so one odd event costs a second decode of its
+piece, not a slow path for the whole trace.
 
-Typed decoding rejects documents whose events are not objects, whose ``args`` are not objects, or whose
-``ph`` is missing or not a Chrome trace phase; those are decoded generically, cleaned and converted,
-so odd traces read the same, only slower.
+Typed decoding rejects documents whose events are not objects or whose ``args`` are not objects;
+those are decoded generically, cleaned and converted, so odd traces read the same, only slower.
 """
 
 from __future__ import annotations
@@ -66,21 +70,27 @@ class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     args: Union[Args, None] = None
 
 
-#: the Chrome trace format's phases (https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU)
-#: and OTHER, which the generic decode gives an event whose ph is none of them
-PHASES = tuple("BEiICbneSTpFstfPNODMVvRc()")
-OTHER = "?"
+#: the Chrome trace format's phases (https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU;
+#: "=" from Chromium's trace_event_common.h)
+PHASES = tuple("BEiICbneSTpFstfPNODMVvRc()=")
 
 
-def _skipped(phase: str) -> type:
+def _skipped(name: str, phase: str | None) -> type:
     # the attributes every consumer reads, as class attributes: an event of another phase reads as one
     # with no category, never kept
-    return msgspec.defstruct(f"Phase_{ord(phase)}", [], gc=False, tag_field="ph", tag=phase,
+    tag = {"tag_field": "ph", "tag": phase} if phase is not None else {}
+    return msgspec.defstruct(name, [], gc=False, **tag,  # type: ignore[arg-type]
                              namespace={"ph": phase, "cat": None, "name": "", "ts": None, "dur": None,
                                         "pid": None, "tid": None, "args": None})
 
 
-AnyEvent = Union[(Event, *(_skipped(p) for p in (*PHASES, OTHER)))]  # type: ignore[valid-type]
+AnyEvent = Union[(Event, *(_skipped(f"Phase_{ord(p)}", p) for p in PHASES))]  # type: ignore[valid-type]
+#: an event of no known phase (missing, not a string, not a Chrome trace phase), read the loose way
+UNKNOWN_PHASE = _skipped("UnknownPhase", None)()
+#: the same fields as Event's, with ``ph`` any value: what an event of no known phase decodes to
+Loose = msgspec.defstruct("Loose", [("ph", Any, None), *((f, Any, Event.__struct_defaults__[i]) for i, f in
+                                                          enumerate(Event.__struct_fields__) if f != "args"),
+                                    ("args", Union[Args, None], None)], gc=False)
 
 
 class Trace(msgspec.Struct, gc=False):
@@ -99,7 +109,13 @@ RangeEvent = msgspec.defstruct("RangeEvent", [("ph", Any, None), ("cat", Any, No
                                               ("args", Union[RangeArgs, None], None)], gc=False)
 RangeTrace = msgspec.defstruct("RangeTrace", [("traceEvents", list[RangeEvent])], gc=False)
 
+LooseTrace = msgspec.defstruct("LooseTrace", [("traceEvents", list[Loose]),  # type: ignore[valid-type]
+                                              *((k, Any, None) for k in ("deviceProperties", "distributedInfo",
+                                                                         "with_flops", "schemaVersion"))],
+                               gc=False)
 _DECODER = msgspec.json.Decoder(Union[Trace, list[AnyEvent]])
+_LOOSE_DECODER = msgspec.json.Decoder(Union[LooseTrace, list[Loose]])  # type: ignore[valid-type]
+LOOSE_EVENTS = msgspec.json.Decoder(list[Loose])  # type: ignore[valid-type]
 _RANGE_DECODER = msgspec.json.Decoder(Union[RangeTrace, list[RangeEvent]])
 TOP_FIELDS = ("deviceProperties", "distributedInfo", "with_flops", "schemaVersion")
 
@@ -109,12 +125,26 @@ def decode(path: Any, raw: bytes) -> tuple[list[Event], dict[str, Any]]:
     try:
         doc = _DECODER.decode(raw)
     except msgspec.ValidationError:  # (a subclass of DecodeError) valid JSON of an unexpected shape
-        return _lenient(path, raw, AnyEvent, TOP_FIELDS)
+        try:
+            doc = _LOOSE_DECODER.decode(raw)  # an event of no known phase
+        except msgspec.ValidationError:  # an event or args that is not an object
+            return _lenient(path, raw, Loose, TOP_FIELDS)
+        except _DAMAGED as exc:
+            raise _corrupt(path, exc) from None
+        if isinstance(doc, list):
+            return firm(_bare(path, doc)), {}
+        return firm(doc.traceEvents), {k: getattr(doc, k) for k in TOP_FIELDS}
     except _DAMAGED as exc:
         raise _corrupt(path, exc) from None
     if isinstance(doc, list):
         return _bare(path, doc), {}
     return doc.traceEvents, {k: getattr(doc, k) for k in TOP_FIELDS}
+
+
+def firm(events: list[Any]) -> list[Any]:
+    """Loosely decoded events as the tagged decode gives them: an ``Event`` for ph "X", else a skipped one."""
+    return [Event(cat=e.cat, name=e.name, pid=e.pid, tid=e.tid, ts=e.ts, dur=e.dur, args=e.args)
+            if e.ph == "X" else UNKNOWN_PHASE for e in events]
 
 
 #: what a damaged document raises while decoding: bad JSON, invalid UTF-8 in a string (a
@@ -129,7 +159,7 @@ def _corrupt(path: Any, exc: BaseException) -> CorruptReportError:
 
 def _bare(path: Any, events: list[Any]) -> list[Any]:
     """A bare array is a trace (the 1.8 era) only if it holds trace events: objects with a ``ph``."""
-    if not any(e.ph is not None and e.ph != OTHER for e in events):
+    if not any(e.ph is not None for e in events):
         raise FormatMismatchError(path, "is a JSON array but holds no trace events (no object with a 'ph' "
                                         "field): not a PyTorch profiler trace")
     return events
@@ -160,27 +190,16 @@ def _lenient(path: Any, raw: bytes, kind: type, top_fields: tuple[str, ...]) -> 
         events, top = data["traceEvents"], {k: data.get(k) for k in top_fields}
     else:
         raise FormatMismatchError(path, "is JSON but not a PyTorch profiler trace (no traceEvents list)")
-    tagged = kind is AnyEvent
-    clean = [_cleaned(e, tagged) for e in events if isinstance(e, dict)]
+    clean = [e if isinstance(e.get("args"), (dict, type(None))) else {**e, "args": None}
+             for e in events if isinstance(e, dict)]
     # a round trip through JSON (not msgspec.convert) so that raw-JSON fields decode as they would
     try:
         converted = msgspec.json.decode(msgspec.json.encode(clean), type=list[kind])
     except (*_DAMAGED, msgspec.EncodeError) as exc:  # e.g. a 10^6-deep value msgspec cannot re-encode
         raise _corrupt(path, exc) from None
-    return (_bare(path, converted) if isinstance(data, list) else converted), top
-
-
-_PHASE_SET = frozenset(PHASES) | {"X"}
-
-
-def _cleaned(event: dict[str, Any], tagged: bool) -> dict[str, Any]:
-    """An event the typed decode takes: ``args`` an object or null, and (``tagged``) a known ``ph``, else OTHER."""
-    if not isinstance(event.get("args"), (dict, type(None))):
-        event = {**event, "args": None}
-    ph = event.get("ph")
-    if tagged and not (ph.__class__ is str and ph in _PHASE_SET):
-        event = {**event, "ph": OTHER}  # (a missing, null, numeric or unknown phase: an event never kept)
-    return event
+    if isinstance(data, list):
+        _bare(path, converted)
+    return (firm(converted) if kind is Loose else converted), top
 
 
 def shapes(raw: msgspec.Raw) -> Any:

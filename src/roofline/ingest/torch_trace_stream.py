@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from roofline.ingest.torch_trace_decode import _DAMAGED, TOP_FIELDS, AnyEvent, Event
+from roofline.ingest.torch_trace_decode import _DAMAGED, LOOSE_EVENTS, TOP_FIELDS, AnyEvent, Event, firm
 
 #: text decoded per piece: once this much is waiting, the last separator of the text that completes it ends one.
 #: Small enough that a piece is still in the CPU's cache when it is decoded: the V100 trace reads in ~0.40 s
@@ -103,7 +103,7 @@ def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterato
                 opened = True
         parts.append(text)
         size += len(text)
-        if size - searched >= max(PIECE_BYTES, searched):
+        if size - searched >= max(PIECE_BYTES, searched) or size > HEAD_LIMIT:  # (and once past the limit)
             start, parts, searched = _start(parts)
             if start is not None:
                 break
@@ -127,7 +127,7 @@ def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterato
             waiting += len(text)
             continue
         try:
-            yield _EVENTS.decode(b"".join((b"[", *pending, memoryview(text)[:cut[0]], b"]")))
+            yield _decoded(b"".join((b"[", *pending, memoryview(text)[:cut[0]], b"]")))
         except _DAMAGED:  # (msgspec.ValidationError is a DecodeError)
             raise Uncut from None
         pending = [memoryview(text)[cut[1]:]]
@@ -141,11 +141,19 @@ def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterato
         outline = _OUTLINE.decode(outline_bytes)
         if _address(outline.traceEvents) - _address(outline_bytes) != bracket:
             raise Uncut  # the array cut is not the top-level traceEvents
-        last = _EVENTS.decode(outline.traceEvents)
+        last = _decoded(outline.traceEvents)
     except _DAMAGED:
         raise Uncut from None
     top.update({k: getattr(outline, k) for k in TOP_FIELDS})
     yield last
+
+
+def _decoded(text: Any) -> list[Event]:
+    """A piece's events; one with no known phase costs the piece a second, loose decode (not an Uncut)."""
+    try:
+        return _EVENTS.decode(text)
+    except msgspec.ValidationError:
+        return firm(LOOSE_EVENTS.decode(text))  # (an event or args not an object fails here too: Uncut)
 
 
 def _start(parts: list[Any]) -> tuple[re.Match[bytes] | None, list[bytes], int]:
