@@ -142,9 +142,12 @@ def decode(path: Any, raw: bytes) -> tuple[list[Event], dict[str, Any]]:
 
 
 def firm(events: list[Any]) -> list[Any]:
-    """Loosely decoded events as the tagged decode gives them: an ``Event`` for ph "X", else a skipped one."""
-    return [Event(cat=e.cat, name=e.name, pid=e.pid, tid=e.tid, ts=e.ts, dur=e.dur, args=e.args)
-            if e.ph == "X" else UNKNOWN_PHASE for e in events]
+    """Loosely decoded events as the tagged decode gives them: an ``Event`` for ph "X", else a skipped one.
+    In place, so that each loose event is freed as it is replaced (a whole document's are not held twice)."""
+    for i, e in enumerate(events):
+        events[i] = Event(cat=e.cat, name=e.name, pid=e.pid, tid=e.tid, ts=e.ts, dur=e.dur, args=e.args) \
+            if e.ph == "X" else UNKNOWN_PHASE
+    return events
 
 
 #: what a damaged document raises while decoding: bad JSON, invalid UTF-8 in a string (a
