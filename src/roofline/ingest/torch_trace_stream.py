@@ -25,7 +25,14 @@ from typing import Any
 
 import msgspec
 
-from roofline.ingest.torch_trace_decode import _DAMAGED, LOOSE_EVENTS, TOP_FIELDS, AnyEvent, Event, firm
+from roofline.ingest.torch_trace_decode import (
+    _DAMAGED,
+    LOOSE_EVENTS,
+    TOP_FIELDS,
+    AnyEvent,
+    Event,
+    firm,
+)
 
 #: text decoded per piece: once this much is waiting, the last separator of the text that completes it ends one.
 #: Small enough that a piece is still in the CPU's cache when it is decoded: the V100 trace reads in ~0.40 s
