@@ -109,15 +109,13 @@ RangeEvent = msgspec.defstruct("RangeEvent", [("ph", Any, None), ("cat", Any, No
                                               ("args", Union[RangeArgs, None], None)], gc=False)
 RangeTrace = msgspec.defstruct("RangeTrace", [("traceEvents", list[RangeEvent])], gc=False)
 
+TOP_FIELDS = ("deviceProperties", "distributedInfo", "with_flops", "schemaVersion")
 LooseTrace = msgspec.defstruct("LooseTrace", [("traceEvents", list[Loose]),  # type: ignore[valid-type]
-                                              *((k, Any, None) for k in ("deviceProperties", "distributedInfo",
-                                                                         "with_flops", "schemaVersion"))],
-                               gc=False)
+                                              *((k, Any, None) for k in TOP_FIELDS)], gc=False)
 _DECODER = msgspec.json.Decoder(Union[Trace, list[AnyEvent]])
 _LOOSE_DECODER = msgspec.json.Decoder(Union[LooseTrace, list[Loose]])  # type: ignore[valid-type]
 LOOSE_EVENTS = msgspec.json.Decoder(list[Loose])  # type: ignore[valid-type]
 _RANGE_DECODER = msgspec.json.Decoder(Union[RangeTrace, list[RangeEvent]])
-TOP_FIELDS = ("deviceProperties", "distributedInfo", "with_flops", "schemaVersion")
 
 
 def decode(path: Any, raw: bytes) -> tuple[list[Event], dict[str, Any]]:
