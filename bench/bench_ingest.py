@@ -3,7 +3,7 @@
 
 For every ``.ncu-rep`` / ``.nsight-cuprof-report`` in the fixture folder this times two paths:
 
-* roofline: ``roofline.ingest.ncu_rep.read(path)``, which returns the canonical kernels frame;
+* roofline: ``roofline.ingest.ncu.report.read(path)``, which returns the canonical kernels frame;
 * bare: ``ncu_report.load_report`` and, for every range and action, the same metrics roofline
   reads (``metric_names()`` filtered by ``roofline.metrics.derive.is_relevant``), the instance
   values of ``sass__inst_executed_per_opcode_with_modifier_all`` when present, and the three
@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import ncu_report
 
-from roofline.ingest import ncu_rep
+from roofline.ingest.ncu import report as ncu_rep
 from roofline.metrics.derive import is_relevant
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

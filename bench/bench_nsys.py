@@ -3,7 +3,7 @@
     PYTHONPATH=src .venv/bin/python bench/bench_nsys.py speed [EXPORT.sqlite] [--repeat 7] [--ab-base /tmp/base/src]
     PYTHONPATH=src .venv/bin/python bench/bench_nsys.py memory --kernels 1000000
 
-``speed``: best-of-N and median CPU and wall time (the two interleaved) of ``roofline.ingest.nsys.read`` against a
+``speed``: best-of-N and median CPU and wall time (the two interleaved) of ``roofline.ingest.nsys.export.read`` against a
 bare ``sqlite3`` query of the same columns (kernel, memcpy and memset rows with their names from StringIds, a copy's
 kind and devices, a memset's memory kind, the launching runtime call, and the NVTX ranges with their event type and
 name or registered name), fetched with ``fetchall`` into Python tuples and nothing else. With ``--ab-base DIR`` (the
@@ -83,7 +83,7 @@ def base_reader(base_src: Path):  # type: ignore[no-untyped-def]
 
 
 def speed(path: Path, repeat: int, base_src: Path | None = None) -> None:
-    from roofline.ingest import nsys
+    from roofline.ingest.nsys import export as nsys
 
     rows = bare(path)
     frame = nsys.read(path)  # warm: imports and the page cache
@@ -121,7 +121,7 @@ def memory(kernels: int) -> None:
         print(f"wrote {path.name}: {path.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s")
         # VmHWM (peak resident set) of a fresh child, read from /proc before and after the read: the
         # parent's ru_maxrss would include writing the export
-        code = ("import time, sys; import roofline.ingest.nsys as n, pandas;"
+        code = ("import time, sys; import roofline.ingest.nsys.export as n, pandas;"
                 "hwm = lambda: int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1]);"
                 "base = hwm(); t = time.perf_counter(); c = time.process_time();"
                 f"f = n.read({str(path)!r}); dt = time.perf_counter() - t; dc = time.process_time() - c;"

@@ -5,7 +5,7 @@ Times, best and median of ``--repeat`` runs after a warm-up, for each trace (def
 fixture traces, the 216k-event V100 and the 132k-event H100 OWLv2 trace), all in one run:
 
 * floor: read the file, gunzip, ``orjson.loads`` with the cyclic GC off (what any reader must do);
-* roofline: ``roofline.ingest.torch_trace.read`` (parse, link, model FLOPs/bytes, typed frame);
+* roofline: ``roofline.ingest.torch.trace.read`` (parse, link, model FLOPs/bytes, typed frame);
   floor and roofline alternate (floor, roofline, floor, ...) so that a load change on a shared
   machine hits both;
 * the stages of roofline's time (gunzip, typed decode, scan/link/rows/frame), each timed alone, and the
@@ -45,9 +45,10 @@ from pathlib import Path
 
 import orjson
 
-from roofline.ingest import torch_trace, torch_trace_stream
 from roofline.ingest.common import json_bytes
-from roofline.ingest.torch_trace_decode import decode
+from roofline.ingest.torch import stream as torch_trace_stream
+from roofline.ingest.torch import trace as torch_trace
+from roofline.ingest.torch.decode import decode
 
 TRACES = Path(__file__).resolve().parents[2] / "shared/fixtures/traces"
 DEFAULT = [TRACES / "torch_v100_2rank-nccl_rank1_large216k.pt.trace.json.gz",

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import roofline
 from roofline.analysis.aggregate import aggregate
-from roofline.ingest import xplane, xplane_decode
-from roofline.ingest.protos import xplane_pb2
+from roofline.ingest.xla import xplane, xplane_decode
+from roofline.ingest.xla.protos import xplane_pb2
 
 TRACES = Path(__file__).resolve().parents[2] / "shared/fixtures/traces"
 

@@ -53,7 +53,7 @@ def test_lds_can_be_the_binding_roof():
 
 
 def test_measured_lds_roof_from_roofline_csv_and_peaks_option():
-    from roofline.ingest import rocprof_compute
+    from roofline.ingest.amd import rocprof_compute
 
     with (shared(MI200) / "roofline.csv").open(newline="") as fh:
         lds_gbs = float(next(csv.DictReader(fh))["LDSBw"])
@@ -127,7 +127,7 @@ def test_nvidia_and_amd_side_by_side_in_report_compare_and_batch(tmp_path):
 
 
 def test_units_side_by_side_cus_sms_and_int8_ops():
-    from roofline.ingest.amd_arch import device_labels
+    from roofline.ingest.amd.arch import device_labels
     from roofline.report import chart_data
 
     r = _analysed([shared("ncu/sm80_a100_cutlass-b2b-int8-gemm_full-nvtx.ncu-rep"), DB])
@@ -142,7 +142,7 @@ def test_device_labels_count_cus_for_amd_names_without_a_gfx_target():
     """An xplane of JAX on an MI300X records the product name but no gfx target: its 304 units are CUs."""
     import pandas as pd
 
-    from roofline.ingest.amd_arch import device_labels
+    from roofline.ingest.amd.arch import device_labels
 
     frame = pd.DataFrame({"device_name": ["MI300X", "AMD Instinct MI210", "NVIDIA A10G"], "sm_count": [304, 104, 80]})
     assert device_labels(frame) == "AMD Instinct MI210 (104 CUs), MI300X (304 CUs), NVIDIA A10G (80 SMs)"

@@ -8,10 +8,9 @@ import json
 import numpy as np
 import pandas as pd
 
+from conftest import analysed, kernel_row
 from roofline import samples
 from roofline.report.table import display_names, format_table, split_note
-
-from conftest import analysed, kernel_row
 from test_errors_cli import _cli
 
 
@@ -107,7 +106,7 @@ def test_integer_work_is_counted_in_operations_not_flops():
     FLOP for the floating-point ones beside it (the A100 CUTLASS int8 report: two IMMA launches, one mixed)."""
     from conftest import shared
     from roofline.analysis.analyze import analyze
-    from roofline.ingest.ncu_rep import read
+    from roofline.ingest.ncu.report import read
 
     frame = analyze(read(shared("ncu/sm80_a100_cutlass-b2b-int8-gemm_full-nvtx.ncu-rep")))
     lines = format_table(frame).splitlines()

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import shared
 
+from conftest import shared
 from roofline.frames import distinct_rows
 from roofline.hardware import specs
 from roofline.schema import kernels_from_columns, source_column
@@ -73,7 +73,7 @@ def test_spec_peaks_with_a_device_map_equal_the_row_wise_fill(monkeypatch) -> No
 
 
 def test_the_v100_trace_reads_the_same_with_the_row_wise_fill(monkeypatch) -> None:
-    from roofline.ingest import torch_trace
+    from roofline.ingest.torch import trace as torch_trace
 
     path = shared("traces/torch1.9_v100_resnet50_train_shapes.pt.trace.json.gz")
     fast = torch_trace.read(path)
@@ -83,8 +83,8 @@ def test_the_v100_trace_reads_the_same_with_the_row_wise_fill(monkeypatch) -> No
 
 
 def test_innermost_many_equals_innermost_one_by_one() -> None:
-    from roofline.ingest.torch_trace_decode import Event
-    from roofline.ingest.torch_trace_threads import Threads
+    from roofline.ingest.torch.decode import Event
+    from roofline.ingest.torch.threads import Threads
 
     # nested ops on two threads: [0, 100) holds [10, 50) holds [20, 30); [60, 70) on its own
     ops = [Event(cat="cpu_op", name=n, ts=ts, dur=dur, pid=1, tid=tid)

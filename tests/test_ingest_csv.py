@@ -112,7 +112,7 @@ def test_long_metrics_frame_is_lossless():
      ("cycle/usecond", 1e6, "hz"), ("Mcycle", 1e6, "cycle"), ("usecond", 1e3, "ns"), ("inst", 1.0, "inst")],
 )
 def test_csv_unit_conversion(unit, factor, native):
-    from roofline.ingest.ncu_csv import convert_unit
+    from roofline.ingest.ncu.csv_export import convert_unit
 
     assert convert_unit(unit) == (factor, native)
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import shared
 from nsys_synthetic import KERNELS, make_export
 from roofline.errors import CorruptReportError, FormatMismatchError, UnsupportedFormatError
-from roofline.ingest import nsys
+from roofline.ingest.nsys import export as nsys
 from roofline.ingest.registry import reader_for, sniff
-from conftest import shared
 
 CLOVER = "nsys/nsys2024.5_a100x2_cloverleaf-mpi-cuda.sqlite"
 STATS = "nsys/reference/nsys2024.5_a100x2_cloverleaf-mpi-cuda.nsys-stats-gpu-trace.csv"

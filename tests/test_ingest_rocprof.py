@@ -114,7 +114,7 @@ def test_measured_roofs_equal_roofline_csv():
 
 
 def test_measured_roofs_api_reads_every_column_with_its_spread():
-    from roofline.ingest.rocprof_compute import measured_roofs
+    from roofline.ingest.amd.rocprof_compute import measured_roofs
 
     path = shared(MI200) / "roofline.csv"
     roofs = measured_roofs(path, device=1)
@@ -146,7 +146,7 @@ def test_architecture_model_from_sysinfo():
 
 def test_arch_rates_agree_with_the_spec_table():
     from roofline.hardware.specs import require
-    from roofline.ingest.amd_arch import RATES
+    from roofline.ingest.amd.arch import RATES
 
     for fam, gpu in (("CDNA2", "MI250X"), ("CDNA3", "MI300X")):
         spec = require(gpu)
@@ -156,7 +156,7 @@ def test_arch_rates_agree_with_the_spec_table():
 
 
 def test_line_size_of_the_newer_release():
-    from roofline.ingest import rocprof_compute
+    from roofline.ingest.amd import rocprof_compute
 
     folder = shared(MI300X)
     new = rocprof_compute.read(folder, definitions="3.7")
@@ -255,7 +255,7 @@ def test_batch_takes_workload_folders_beside_other_inputs(tmp_path):
 
 def test_peaks_option_selects_measured_or_model():
     import roofline
-    from roofline.ingest.rocprof_compute import peaks_from
+    from roofline.ingest.amd.rocprof_compute import peaks_from
 
     folder = shared(MI200)
     kernels = roofline.read(folder)
@@ -400,7 +400,7 @@ def test_per_pass_results_files_merge_like_pmc_perf(tmp_path):
     ("gfx950", 256, 2400, "peak_flop_per_s_tensor:mfma_fp6_fp4", 10.1e15),    # MI355X data sheet
 ])
 def test_architecture_model_reproduces_published_figures(arch, cus, mhz, key, published):
-    from roofline.ingest.amd_arch import model_peaks
+    from roofline.ingest.amd.arch import model_peaks
 
     peaks = model_peaks({"gpu_arch": arch, "cu_per_gpu": cus, "max_sclk": mhz})
     col = key if key.startswith("peak_") else f"peak_flop_per_s_{key}"

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import shared
 
 import roofline
+from conftest import shared
 from roofline.analysis.aggregate import aggregate
 from roofline.errors import (
     CorruptReportError,
@@ -24,9 +24,10 @@ from roofline.errors import (
     FormatMismatchError,
     NoKernelsError,
 )
-from roofline.ingest import sniff, xplane
-from roofline.ingest.protos import xplane_pb2
-from roofline.ingest.xla_cost import flop_column, library_gemm
+from roofline.ingest import sniff
+from roofline.ingest.xla import xplane
+from roofline.ingest.xla.cost import flop_column, library_gemm
+from roofline.ingest.xla.protos import xplane_pb2
 
 XLA = ["jax0.8_rocm_mi300x_gemm", "jax0.8_rocm_mi300x_elementwise", "jax0.6_rocm_mi300x_conv3d",
        "jax_tpuv6e-4chip_host-offload-allreduce"]

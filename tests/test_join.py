@@ -66,7 +66,7 @@ def test_nsys_timeline_of_the_reports_own_launches(tmp_path):
             dims = tuple(int(k[c]) for c in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"))
             launches.append((k["kernel_name"], k["kernel_short_name"], k["mangled_name"], dims, 100_000 + 1000 * rep))
     launches.append(("void other(float*)", "other", "_Z5otherPf", (1, 1, 1, 32, 1, 1), 50_000))
-    from roofline.ingest import nsys
+    from roofline.ingest.nsys import export as nsys
 
     timeline = nsys.read(export_of_launches(tmp_path / "run.sqlite", launches, device="NVIDIA A10G"))
     joined = join_counters(timeline, counters)

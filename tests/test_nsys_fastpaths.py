@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from roofline.ingest import nsys_nvtx
+from roofline.ingest.nsys import nvtx as nsys_nvtx
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -35,9 +35,8 @@ def test_read_restores_the_garbage_collector(tmp_path):
     import gc
 
     from nsys_synthetic import make_export
-
     from roofline.errors import RooflineError
-    from roofline.ingest import nsys
+    from roofline.ingest.nsys import export as nsys
 
     good = make_export(tmp_path / "good.sqlite")
     bad = make_export(tmp_path / "bad.sqlite")

@@ -5,12 +5,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import roofline
 from conftest import shared
 from nsys_synthetic import TID, make_export
-
-import roofline
 from roofline.analysis.aggregate import aggregate
-from roofline.ingest import nsys
+from roofline.ingest.nsys import export as nsys
 
 
 def _capture(path: Path, rows: list[tuple[str, str]]) -> Path:

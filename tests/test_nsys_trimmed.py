@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import shared
-from test_ingest_nsys import _sql
 
+from conftest import shared
 from roofline.errors import CorruptReportError, NoKernelsError, RooflineError
-from roofline.ingest import nsys
+from roofline.ingest.nsys import export as nsys
+from test_ingest_nsys import _sql
 
 BEFORE = "nsys/nsys2026.2_h100x2_mfu-before.sqlite"
 CLOVER = "nsys/nsys2024.5_a100x2_cloverleaf-mpi-cuda.sqlite"

@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 
 import roofline
-from roofline import errors
-from roofline.ingest.ncu_rep import check_structure
-
 from conftest import OWN, shared
+from roofline import errors
+from roofline.ingest.ncu.report import check_structure
 from test_errors_cli import _cli
 
 TINY = OWN / "tiny_metrics.csv"

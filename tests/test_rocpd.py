@@ -30,7 +30,7 @@ RC_QUERY = """SELECT agent_id as GPU_ID, dispatch_id as Dispatch_ID, grid_size a
 
 
 def _read(path: Path):
-    from roofline.ingest import rocpd
+    from roofline.ingest.amd import rocpd
 
     return rocpd.read(path)
 
@@ -55,7 +55,7 @@ def test_rocpd_dispatches_names_agents_durations_grids():
 
 
 def test_rocpd_counters_equal_the_pmc_perf_path_and_hand_values():
-    from roofline.ingest import rocprof_compute
+    from roofline.ingest.amd import rocprof_compute
 
     k = _read(DB)
     ref = rocprof_compute.read(shared(MI200))  # the same three dispatches through pmc_perf.csv
@@ -92,7 +92,7 @@ def test_rocpd_missing_table_and_damage_are_typed_errors_naming_the_file(tmp_pat
     cut = tmp_path / "cut.db"
     cut.write_bytes(DB.read_bytes()[:5000])  # the header survives, the pages do not
     with pytest.raises(CorruptReportError, match="cut.db"):
-        from roofline.ingest import rocpd
+        from roofline.ingest.amd import rocpd
 
         rocpd.read(cut)
     other = tmp_path / "other.db"  # SQLite, neither rocpd nor nsys

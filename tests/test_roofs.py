@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import roofline
+from conftest import ncu_actions as _actions
+from conftest import shared
 from roofline.hardware.roofs import missing_roofs
 from roofline.hardware.specs import fill_spec_peaks
 from roofline.schema import kernels_from_columns
-
-from conftest import ncu_actions as _actions, shared
 
 
 def test_v100_full_set_l2_roof_is_achieved_over_pct_of_peak():
@@ -158,8 +158,8 @@ def _report_as(path, name: str, cc: tuple[int, int], sms: int, boost_khz: int):
     build_kernels_frame) with the device attributes of another GPU, and without any ``.peak_sustained``
     counter: an older full set, as the A40 / A6000 reports of the issue hold (their L2 roof must come from
     lts__t_sectors.avg.pct_of_peak_sustained_elapsed, their tensor roof from the model)."""
-    from roofline.ingest import ncu_rep
     from roofline.ingest.common import build_kernels_frame
+    from roofline.ingest.ncu import report as ncu_rep
 
     launches, meta = ncu_rep.read_raw(path)
     for launch in launches:
@@ -211,8 +211,10 @@ def _fixture_names() -> list[str]:
         folder = SHARED / kind
         if folder.exists():
             out += [f"{kind}/{p.name}" for p in sorted(folder.iterdir())
-                    if p.name not in ("MANIFEST.md", "reference", "derived", "vllm_decode_full-graph")]
-    return out + ["traces/vllm_decode_full-graph/graph_execution.pt.trace.json.gz"]
+                    if p.name not in ("MANIFEST.md", "reference", "derived", "vllm_decode_full-graph", "capture_traces")]
+    # the capture traces of graph-mode replays are Kineto traces too (one folder per replay, an index beside them)
+    captures = sorted(p.relative_to(SHARED).as_posix() for p in (SHARED / "traces" / "capture_traces").glob("*/*.json.gz"))
+    return out + ["traces/vllm_decode_full-graph/graph_execution.pt.trace.json.gz", *captures]
 
 
 #: CSV exports record no device: the --device the CLI asks for

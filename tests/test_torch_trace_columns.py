@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from roofline.ingest.torch_trace_columns import factorized, repeated
+from roofline.ingest.torch.columns import factorized, repeated
 from roofline.schema import kernels_from_columns
 
 NAN = float("nan")

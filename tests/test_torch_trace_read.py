@@ -10,10 +10,12 @@ import pandas as pd
 import pytest
 
 from roofline.errors import CorruptReportError
-from roofline.ingest import common, torch_trace, torch_trace_stream
+from roofline.ingest import common
 from roofline.ingest.common import json_bytes
-from roofline.ingest.torch_trace_decode import RANGE_COUNTERS, UNKNOWN_PHASE, decode
-from roofline.ingest.torch_trace_stream import Uncut
+from roofline.ingest.torch import stream as torch_trace_stream
+from roofline.ingest.torch import trace as torch_trace
+from roofline.ingest.torch.decode import RANGE_COUNTERS, UNKNOWN_PHASE, decode
+from roofline.ingest.torch.stream import Uncut
 from roofline.schema import get_provenance
 
 OP = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10, "dur": 50, "pid": 1, "tid": 1,

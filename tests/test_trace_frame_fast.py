@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import shared
 
+from conftest import shared
 from roofline.errors import path_text
 from roofline.hardware.specs import fill_spec_peaks
-from roofline.ingest import torch_trace
-from roofline.ingest.torch_trace import COST_COLUMNS, NO_CACHE, ROW_COLUMNS, STEP, _Rows
-from roofline.ingest.torch_trace_columns import NONE3, dim3, dim3_columns, step_column
+from roofline.ingest.torch import trace as torch_trace
+from roofline.ingest.torch.columns import NONE3, dim3, dim3_columns, step_column
+from roofline.ingest.torch.trace import COST_COLUMNS, NO_CACHE, ROW_COLUMNS, STEP, _Rows
 from roofline.schema import kernels_from_columns
 
 NAN = float("nan")

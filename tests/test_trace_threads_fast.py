@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from roofline.ingest.torch_trace_decode import Event, decode
-from roofline.ingest.torch_trace_threads import Threads
+from roofline.ingest.torch.decode import Event, decode
+from roofline.ingest.torch.threads import Threads
 
 SAMPLE = Path(__file__).parent.parent / "src/roofline/samples/h100_bert-small.pt.trace.json.gz"
 
@@ -233,7 +233,7 @@ def frame_of(rng: random.Random, n: int) -> Any:
 
 @pytest.mark.parametrize("seed", range(8))
 def test_unmodelled_matches_the_groupby_by_name(seed: int) -> None:
-    from roofline.ingest.torch_trace_summary import _unmodelled_by_name, unmodelled
+    from roofline.ingest.torch.summary import _unmodelled_by_name, unmodelled
 
     rng = random.Random(seed)
     frame = frame_of(rng, rng.choice([3, 40, 2000]))
@@ -248,8 +248,8 @@ def test_unmodelled_matches_the_groupby_by_name(seed: int) -> None:
 
 
 def test_unmodelled_of_the_bert_sample() -> None:
-    from roofline.ingest.torch_trace import read
-    from roofline.ingest.torch_trace_summary import _unmodelled_by_name, unmodelled
+    from roofline.ingest.torch.summary import _unmodelled_by_name, unmodelled
+    from roofline.ingest.torch.trace import read
 
     frame = read(SAMPLE)
     got = unmodelled(frame)
@@ -262,7 +262,7 @@ def test_unmodelled_ties_keep_the_order_of_the_unmodelled_rows() -> None:
     GPU times that order decides the ranking."""
     import pandas as pd
 
-    from roofline.ingest.torch_trace_summary import _unmodelled_by_name, unmodelled
+    from roofline.ingest.torch.summary import _unmodelled_by_name, unmodelled
 
     frame = pd.DataFrame({"kernel_short_name": pd.array(["A", "B", "A", "C"], dtype="string"),
                           "duration_s": [1e-6] * 4, "flop_fp32": [1.0, float("nan"), float("nan"), float("nan")],

@@ -159,7 +159,7 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
     from roofline.analysis.select import select
 
     if captures:
-        from roofline.ingest.torch_graphs import CAPTURES
+        from roofline.ingest.torch.graphs import CAPTURES
 
         CAPTURES.set(tuple(captures))
     result, failures, n_files, levels = _analysed(paths, peaks_opt, device, levels, clock, latency_threshold,
@@ -337,7 +337,7 @@ def _peaks_option(value: str) -> object:
 
     if value in ("counters", "spec"):
         return value
-    from roofline.ingest import rocprof_compute
+    from roofline.ingest.amd import rocprof_compute
 
     if rocprof_compute.is_peaks_file(value):  # AMD: measured roofline.csv, or the sysinfo.csv arch model
         return rocprof_compute.peaks_from(value)
@@ -445,7 +445,7 @@ def _print(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | No
         from roofline.report.table import format_table
 
         if not result.empty:
-            from roofline.ingest.amd_arch import device_labels
+            from roofline.ingest.amd.arch import device_labels
 
             devices = device_labels(result) or "unknown device"  # with SMs / CUs: NVIDIA and AMD side by side
             what = f"{total if total is not None else len(result):,} {by or 'kernel'} row(s)"

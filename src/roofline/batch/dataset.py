@@ -58,7 +58,7 @@ _PEAK_COLUMNS = [c for c in kernel_dtypes() if c.startswith("peak_")]
 def _extra_dtypes() -> dict[str, str]:
     """Format-specific columns kept typed beside the canonical ones (AMD: MFMA per type, LDS, dispatch and
     agent ids; null on other rows); the peak ones go to the roofline table with the roofs used."""
-    from roofline.ingest.rocprof_compute import EXTRA_DTYPES
+    from roofline.ingest.amd.rocprof_compute import EXTRA_DTYPES
 
     return EXTRA_DTYPES
 
@@ -75,10 +75,9 @@ def _extra_peak_dtypes() -> dict[str, str]:
 def _roofline_analysis_dtypes() -> dict[str, str]:
     """The columns :func:`roofline.analyze` adds with the batch's settings (all levels, one clock)."""
     from roofline.analysis import analyze
-    from roofline.schema import empty_kernels_frame
-
     from roofline.analysis.hierarchy import level_columns
     from roofline.hardware.peaks import OPTIONAL_LEVELS
+    from roofline.schema import empty_kernels_frame
 
     empty = analyze(empty_kernels_frame())
     canonical = kernel_dtypes()

@@ -24,9 +24,13 @@ from roofline.errors import (
     UnknownFormatError,
     UnsupportedFormatError,
 )
-from roofline.ingest import (ncu_csv, ncu_rep, nsys, rocpd, rocprof_compute, rocprofv3, rocprofv3_csv, torch_trace,
-                             xplane, xprof_trace)
+from roofline.ingest.amd import rocpd, rocprof_compute, rocprofv3, rocprofv3_csv
 from roofline.ingest.common import describe_content, head
+from roofline.ingest.ncu import csv_export as ncu_csv
+from roofline.ingest.ncu import report as ncu_rep
+from roofline.ingest.nsys import export as nsys
+from roofline.ingest.torch import trace as torch_trace
+from roofline.ingest.xla import xplane, xprof_trace
 
 
 @dataclass(frozen=True)

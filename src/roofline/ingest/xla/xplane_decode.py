@@ -43,7 +43,7 @@ def load(path: Path) -> Any:
     """The decoded XSpace of a file, or a typed error naming it."""
     from google.protobuf.message import DecodeError
 
-    from roofline.ingest.protos import xplane_pb2
+    from roofline.ingest.xla.protos import xplane_pb2
 
     check_exists(path)
     data = path.read_bytes()

@@ -16,7 +16,7 @@ thread or region row is missing.
 - counters: ``rocpd_pmc_event`` (one row per hardware instance) joined to its dispatch through
   ``event_id`` and named by ``rocpd_info_pmc``; summed per dispatch and counter, as the
   ``counters_collection`` view does, then the same rocprof-compute definitions as the JSON and CSV
-  readers (rows are built by :func:`roofline.ingest.rocprofv3.dispatch_rows`).
+  readers (rows are built by :func:`roofline.ingest.amd.rocprofv3.dispatch_rows`).
 
 The file is untrusted: opened read-only (``mode=ro``, ``query_only``, ``trusted_schema = OFF``);
 table names come from ``sqlite_master`` and are matched against a fixed pattern before use.
@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 
 from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError
-from roofline.ingest import rocprofv3 as v3
+from roofline.ingest.amd import rocprofv3 as v3
 from roofline.ingest.common import open_sqlite, provenance_record
 from roofline.schema import conform_kernels, set_provenance
 

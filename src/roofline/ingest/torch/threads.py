@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from roofline.ingest.torch_trace_decode import Event
+from roofline.ingest.torch.decode import Event
 
 #: |value| below this: an int and the sum of two such values convert to float64 exactly
 EXACT = 2.0 ** 52

@@ -23,9 +23,9 @@ from typing import Any
 import pandas as pd
 
 from roofline.errors import FormatMismatchError, NoGpuWorkError, NoKernelsError, path_text
-from roofline.ingest import xplane as xp
-from roofline.ingest import xplane_decode as xd
 from roofline.ingest.common import check_exists, load_json, provenance_record
+from roofline.ingest.xla import xplane as xp
+from roofline.ingest.xla import xplane_decode as xd
 from roofline.schema import UNAVAILABLE, conform_kernels, set_provenance
 
 FORMAT = "xprof-trace"

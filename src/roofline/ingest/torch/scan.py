@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.ingest.torch_trace_decode import RANGE_CAT, Event
+from roofline.ingest.torch.decode import RANGE_CAT, Event
 
 CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "runtime"})

@@ -36,8 +36,9 @@ from roofline.errors import (
     NoKernelsError,
     UnsupportedFormatError,
 )
-from roofline.ingest import nsys_nvtx, nsys_ranks
 from roofline.ingest.common import gc_paused, head, open_sqlite, provenance_record
+from roofline.ingest.nsys import nvtx as nsys_nvtx
+from roofline.ingest.nsys import ranks as nsys_ranks
 from roofline.schema import UNAVAILABLE, kernel_dtypes, set_provenance, source_column
 
 MAGIC = b"SQLite format 3\x00"

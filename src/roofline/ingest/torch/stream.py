@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from roofline.ingest.torch_trace_decode import (
+from roofline.ingest.torch.decode import (
     _DAMAGED,
     LOOSE_EVENTS,
     TOP_FIELDS,

@@ -29,9 +29,10 @@ import numpy as np
 import pandas as pd
 
 from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError
-from roofline.ingest import amd_arch, rocprof_compute
+from roofline.ingest.amd import arch as amd_arch
+from roofline.ingest.amd import rocprof_compute
 from roofline.ingest.common import check_exists, json_bytes, provenance_record
-from roofline.ingest.ncu_csv import short_name
+from roofline.ingest.ncu.csv_export import short_name
 from roofline.schema import UNAVAILABLE, conform_kernels, kernels_from_columns, set_provenance, source_column
 
 FORMAT = "rocprofv3"

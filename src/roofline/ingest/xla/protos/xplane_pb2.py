@@ -7,6 +7,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import descriptor_pool as _descriptor_pool
 from google.protobuf import symbol_database as _symbol_database
 from google.protobuf.internal import builder as _builder
+
 # @@protoc_insertion_point(imports)
 
 _sym_db = _symbol_database.Default()
@@ -18,7 +19,7 @@ DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#roofline/ingest/p
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'roofline.ingest.protos.xplane_pb2', _globals)
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'roofline.ingest.xla.protos.xplane_pb2', _globals)
 if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   _globals['_XPLANE_EVENTMETADATAENTRY']._options = None

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.ingest.common import gc_paused, json_bytes
-from roofline.ingest.torch_trace_decode import Event, decode
+from roofline.ingest.torch.decode import Event, decode
 
 #: capture traces given explicitly (``roofline analyze REPLAY --capture CAPTURE``); else the
 #: ``capture_traces/`` folder beside the replay is looked in
@@ -70,7 +70,7 @@ class Captured:
                 elif "Launch" in name and "Graph" not in name and e.args is not None and e.args.kernel is not None:
                     launches.append(e)
         launches.sort(key=lambda e: float(e.ts))
-        from roofline.ingest.torch_trace_threads import Threads
+        from roofline.ingest.torch.threads import Threads
 
         self.threads = Threads(cpu)  # the captured ops by thread: an op's callees (a MoE's routing)
         self.graphs: list[tuple[list[str], list[Event | None]]] = []

@@ -8,7 +8,7 @@ sizes per axis), ``counter_collection.csv`` (long form: one row per dispatch and
 and agent info beside it (same prefix) are read with it, and a counter collection alone is an
 input too (its rows carry the dispatches). The other CSVs of the set are not profiles:
 :func:`is_companion` lets folder expansion skip them. Rows are built by
-:func:`roofline.ingest.rocprofv3.dispatch_rows`, so CSV and JSON outputs of one run give the
+:func:`roofline.ingest.amd.rocprofv3.dispatch_rows`, so CSV and JSON outputs of one run give the
 same frame.
 """
 
@@ -22,9 +22,9 @@ from typing import Any
 import pandas as pd
 
 from roofline.errors import FormatMismatchError, NoKernelsError
-from roofline.ingest import rocprofv3 as v3
+from roofline.ingest.amd import rocprofv3 as v3
+from roofline.ingest.amd.arch import read_csv
 from roofline.ingest.common import check_exists, provenance_record
-from roofline.ingest.amd_arch import read_csv
 from roofline.schema import conform_kernels, set_provenance
 
 FORMAT = "rocprofv3-csv"

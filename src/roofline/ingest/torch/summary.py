@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from roofline.ingest.torch_trace_decode import Args, shapes
+from roofline.ingest.torch.decode import Args, shapes
 from roofline.schema import UNAVAILABLE
 
 NUMBER = (int, float)

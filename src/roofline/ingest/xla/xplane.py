@@ -28,9 +28,9 @@ import pandas as pd
 
 from roofline.errors import path_text
 from roofline.hardware.specs import fill_spec_peaks, load_specs, lookup
-from roofline.ingest import xla_cost as xc
-from roofline.ingest import xplane_decode as xd
 from roofline.ingest.common import provenance_record
+from roofline.ingest.xla import cost as xc
+from roofline.ingest.xla import xplane_decode as xd
 from roofline.schema import (
     FLOP_COLUMNS,
     UNAVAILABLE,
@@ -282,7 +282,7 @@ def _breakdown(raw: Any) -> list[tuple[int, int, float]]:
         return []
     from google.protobuf.message import DecodeError
 
-    from roofline.ingest.protos import xplane_pb2
+    from roofline.ingest.xla.protos import xplane_pb2
 
     msg = xplane_pb2.MemoryAccessBreakdown()
     try:

@@ -30,13 +30,19 @@ import numpy as np
 import pandas as pd
 
 from roofline.errors import FormatMismatchError, InputNotFoundError, NoKernelsError
-from roofline.ingest.amd_arch import SYSINFO, read_csv, read_sysinfo
-from roofline.ingest.amd_arch import number as _number
-from roofline.ingest.rocprof_peaks import is_peaks_file, measured_roofs, peaks_from, tensor_peak, workload_peaks
+from roofline.ingest.amd.arch import SYSINFO, read_csv, read_sysinfo
+from roofline.ingest.amd.arch import number as _number
+from roofline.ingest.amd.rocprof_peaks import is_peaks_file, measured_roofs, peaks_from, tensor_peak, workload_peaks
 from roofline.ingest.common import check_exists, provenance_record
-from roofline.ingest.ncu_csv import short_name
-from roofline.schema import (UNAVAILABLE, conform_kernels, conform_metrics, kernels_from_columns, set_provenance,
-                             source_column)
+from roofline.ingest.ncu.csv_export import short_name
+from roofline.schema import (
+    UNAVAILABLE,
+    conform_kernels,
+    conform_metrics,
+    kernels_from_columns,
+    set_provenance,
+    source_column,
+)
 
 FORMAT = "rocprof-compute"
 PMC, TIMESTAMPS = "pmc_perf.csv", "timestamps.csv"

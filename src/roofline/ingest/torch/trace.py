@@ -34,7 +34,7 @@ from roofline.ingest.common import (
     json_bytes,
     provenance_record,
 )
-from roofline.ingest.torch_trace_columns import (
+from roofline.ingest.torch.columns import (
     dim3_columns,
     expand,
     expanded,
@@ -43,12 +43,12 @@ from roofline.ingest.torch_trace_columns import (
     spec_peak_columns,
     step_column,
 )
-from roofline.ingest.torch_trace_costs import NO_OP_COLUMNS
-from roofline.ingest.torch_trace_costs import copy_bytes as _copy_bytes
-from roofline.ingest.torch_trace_costs import copy_cost as _copy_cost
-from roofline.ingest.torch_trace_costs import host_copy as _host_copy
-from roofline.ingest.torch_trace_costs import modelled as _modelled
-from roofline.ingest.torch_trace_decode import (
+from roofline.ingest.torch.costs import NO_OP_COLUMNS
+from roofline.ingest.torch.costs import copy_bytes as _copy_bytes
+from roofline.ingest.torch.costs import copy_cost as _copy_cost
+from roofline.ingest.torch.costs import host_copy as _host_copy
+from roofline.ingest.torch.costs import modelled as _modelled
+from roofline.ingest.torch.decode import (
     NULL,
     RANGE_CAT,
     Args,
@@ -57,11 +57,11 @@ from roofline.ingest.torch_trace_decode import (
     range_events,
     shapes,
 )
-from roofline.ingest.torch_trace_scan import COPY_CATS, KERNEL_CATS, NUMBER, Scan
-from roofline.ingest.torch_trace_stream import Uncut
-from roofline.ingest.torch_trace_stream import events as stream_events
-from roofline.ingest.torch_trace_summary import estimates, trace_meta, unmodelled
-from roofline.ingest.torch_trace_threads import Threads as _Threads
+from roofline.ingest.torch.scan import COPY_CATS, KERNEL_CATS, NUMBER, Scan
+from roofline.ingest.torch.stream import Uncut
+from roofline.ingest.torch.stream import events as stream_events
+from roofline.ingest.torch.summary import estimates, trace_meta, unmodelled
+from roofline.ingest.torch.threads import Threads as _Threads
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.moe import CALLEE_OPS
 from roofline.metrics.op_models import (
@@ -204,7 +204,7 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
         rows.add(ops[op], evs, "op")
     graph_notes: list[str] = []
     if any(label.startswith("orphan: graph replay") for _, label in orphans):
-        from roofline.ingest.torch_graphs import attribute
+        from roofline.ingest.torch.graphs import attribute
 
         joined, orphans, graph_notes = attribute(path, orphans, kept)
         for cop, evs, cap_threads in joined.values():
@@ -371,7 +371,7 @@ class _Rows:
         if not self.events:
             return None
         if self.iterations is None:
-            from roofline.ingest.torch_graphs import Iterations
+            from roofline.ingest.torch.graphs import Iterations
 
             self.iterations = Iterations(self.events)
         return self.iterations.enclosing(op)  # type: ignore[no-any-return]

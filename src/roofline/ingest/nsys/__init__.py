@@ -1,0 +1,1 @@
+"""Nsight Systems exports (SQLite): launches, NVTX ranges and ranks."""

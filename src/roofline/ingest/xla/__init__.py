@@ -1,0 +1,1 @@
+"""XLA profiles: XSpace ``xplane.pb`` (TPU and GPU), XLA's cost analysis, XProf trace-viewer JSON."""
