@@ -9,7 +9,7 @@ import pytest
 
 from conftest import shared
 from roofline.frames import distinct_rows
-from roofline.hardware import specs
+from roofline.hardware import attach as specs
 from roofline.schema import kernels_from_columns, source_column
 
 H100 = "NVIDIA H100 80GB HBM3"

@@ -128,7 +128,7 @@ def test_measured_roofs_api_reads_every_column_with_its_spread():
 def test_architecture_model_from_sysinfo():
     """MI300X without roofline.csv: roofs = CUs × per-CU rate × max_sclk, rates as in gpus.toml's MI300X."""
     import roofline
-    from roofline.hardware.specs import require
+    from roofline.hardware.names import require
 
     frame = roofline.read(shared(MI300X))
     spec = require("MI300X")
@@ -145,7 +145,7 @@ def test_architecture_model_from_sysinfo():
 
 
 def test_arch_rates_agree_with_the_spec_table():
-    from roofline.hardware.specs import require
+    from roofline.hardware.names import require
     from roofline.ingest.amd.arch import RATES
 
     for fam, gpu in (("CDNA2", "MI250X"), ("CDNA3", "MI300X")):

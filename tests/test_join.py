@@ -162,7 +162,8 @@ def test_tensor_path_and_its_spec_roof_follow_the_counters():
     row = joined.iloc[0]
     assert row["tensor_path"] == "src_fp16_bf16_tf32_dst_fp32" and row["flop_tensor"] == gemm["flop_tensor"].iloc[0]
     assert row["peak_flop_per_s_tensor_source"].startswith("spec: T4")
-    from roofline.hardware.specs import lookup, spec_tensor_figure
+    from roofline.hardware.names import lookup
+    from roofline.hardware.specs import spec_tensor_figure
 
     spec = lookup("Tesla T4")
     key, _ = spec_tensor_figure(spec, row["tensor_path"])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import roofline
-from roofline.hardware.specs import require
+from roofline.hardware.names import require
 from roofline.inference import ModelConfigError, estimate, load_model
 from roofline.inference.plot import measured_point
 

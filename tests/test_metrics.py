@@ -139,7 +139,8 @@ def test_int8_tensor_work_is_never_held_against_the_fp16_peak():
 def test_spec_compute_peaks_are_rescaled_to_the_profiled_clock():
     import pandas as pd
 
-    from roofline.hardware.specs import fill_spec_peaks, lookup
+    from roofline.hardware.attach import fill_spec_peaks
+    from roofline.hardware.names import lookup
     from roofline.schema import conform_kernels
 
     k = conform_kernels(pd.DataFrame([{"device_name": "Tesla V100-PCIE-32GB", "sm_clock_hz": 1.233e9}]))

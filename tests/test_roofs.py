@@ -12,7 +12,7 @@ import roofline
 from conftest import ncu_actions as _actions
 from conftest import shared
 from roofline.hardware.roofs import missing_roofs
-from roofline.hardware.specs import fill_spec_peaks
+from roofline.hardware.attach import fill_spec_peaks
 from roofline.schema import kernels_from_columns
 
 

@@ -6,8 +6,9 @@ import dataclasses
 
 import pytest
 
+from roofline.hardware.names import lookup, require
 from roofline.hardware.peaks import Peak, Peaks, PeaksFileError
-from roofline.hardware.specs import UnknownDeviceError, known_devices, load_specs, lookup, require
+from roofline.hardware.specs import UnknownDeviceError, known_devices, load_specs
 
 REQUIRED = ["V100 SXM2", "V100 PCIe", "T4", "A10", "A10G", "A100 SXM4 40GB", "A100 PCIe 40GB", "A100 SXM4 80GB",
             "A100 PCIe 80GB", "L4", "L40S", "RTX 3080", "RTX 3090", "RTX 4090", "H100 SXM", "H100 PCIe", "H200",
@@ -124,7 +125,7 @@ def test_malformed_peaks_file_names_the_line_and_the_field(tmp_path, text, line,
 def test_a_peak_neither_counters_nor_spec_table_give_says_why():
     """B200 has no published non-tensor FP16 figure: the peak stays NaN and its source says so and what to
     do; published figures are filled beside it."""
-    from roofline.hardware.specs import fill_spec_peaks
+    from roofline.hardware.attach import fill_spec_peaks
     from roofline.schema import kernels_from_columns
 
     k = fill_spec_peaks(kernels_from_columns({"device_name": "NVIDIA B200", "duration_s": 1e-3}, 2))
@@ -149,7 +150,7 @@ def test_small_frame_device_groups_match_the_pandas_path(monkeypatch):
     import numpy as np
     import pandas as pd
 
-    from roofline.hardware import specs
+    from roofline.hardware import attach as specs
 
     frame = pd.DataFrame({
         "device_name": pd.array(["NVIDIA H100 80GB HBM3", None, "NVIDIA H100 80GB HBM3", "Tesla V100", None,

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import shared
 from roofline.errors import path_text
-from roofline.hardware.specs import fill_spec_peaks
+from roofline.hardware.attach import fill_spec_peaks
 from roofline.ingest.torch import trace as torch_trace
 from roofline.ingest.torch.columns import NONE3, dim3, dim3_columns, step_column
 from roofline.ingest.torch.trace import COST_COLUMNS, NO_CACHE, ROW_COLUMNS, STEP, _Rows

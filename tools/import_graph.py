@@ -56,7 +56,8 @@ def edges(src: Path = SRC) -> dict[str, set[str]]:
                     base = ".".join(up + ([base] if base else []))
                 # `from a import b`: b may be a submodule of a, else a name in a
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in known:
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value \
+                    and node.value in known:  # (the bare root is a common word: a table is called "roofline")
                 targets = [node.value]  # a lazy import by name (importlib, a table of lazy commands)
             for t in targets:
                 hit = _resolve(t, known)

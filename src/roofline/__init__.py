@@ -7,10 +7,9 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from typing import TYPE_CHECKING, Any
 
+from roofline._version import __version__
 from roofline.errors import RooflineError
 
 # The public functions are imported on first use (PEP 562): `import roofline` (and so the

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from roofline import __version__
+from roofline._version import __version__
 from roofline.errors import NoGpuWorkError, RooflineError, path_text
 
 if TYPE_CHECKING:  # pandas is imported by the commands that use it: `--help`/`--version` stay instant
@@ -200,7 +200,7 @@ def _analysed(paths: tuple[Path, ...], peaks_opt: str, device: str | None, level
     """Read every input and analyse it: (kernel-level result, failed inputs, inputs, the levels to show: the
     given ones, + LDS where an AMD format recorded it and the levels were the default)."""
     from roofline.analysis import analyze as analyze_frame
-    from roofline.hardware.specs import require
+    from roofline.hardware.names import require
 
     peaks = _peaks_option(peaks_opt)
     if device:
@@ -211,7 +211,7 @@ def _analysed(paths: tuple[Path, ...], peaks_opt: str, device: str | None, level
         kernels, bad = _joined(kernels, counters)
         failures += bad
     if device or dmap:
-        from roofline.hardware.specs import fill_spec_peaks
+        from roofline.hardware.attach import fill_spec_peaks
 
         if device:
             missing = kernels["device_name"].isna()
@@ -247,7 +247,7 @@ def _joined(timeline: pd.DataFrame, reports: tuple[Path, ...]) -> tuple[pd.DataF
 
 def _device_map(pairs: tuple[str, ...]) -> dict[str, str]:
     """--device-map "NAME=KNOWN": KNOWN must be a table entry (checked before any file is read)."""
-    from roofline.hardware.specs import require
+    from roofline.hardware.names import require
 
     out = {}
     for pair in pairs:
@@ -333,7 +333,7 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
 def _peaks_option(value: str) -> object:
     """'counters' / 'spec' / a GPU name / a .toml file, validated before any profile is read."""
     from roofline.hardware.peaks import Peaks
-    from roofline.hardware.specs import require
+    from roofline.hardware.names import require
 
     if value in ("counters", "spec"):
         return value
@@ -495,7 +495,7 @@ def batch(inputs: tuple[str, ...], out: Path, workers: int | None, scheduler: st
     to `roofline report` / `roofline compare`. Exit 1 when some inputs failed.
     """
     from roofline.batch import Options, run_batch
-    from roofline.hardware.specs import require
+    from roofline.hardware.names import require
 
     _peaks_option(peaks_opt)  # a bad name or file fails before any input is read
     # workers may run in another folder: a peaks file travels as an absolute path

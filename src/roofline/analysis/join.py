@@ -234,7 +234,7 @@ def _tensor_paths(out: pd.DataFrame, carried: list[tuple[np.ndarray, np.ndarray]
         path[rows[take]] = paths[take]
     if not changed.any():
         return out
-    from roofline.hardware.specs import fill_spec_peaks
+    from roofline.hardware.attach import fill_spec_peaks
 
     out["tensor_path"] = pd.array(path, dtype="string")
     col = "peak_flop_per_s_tensor"

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from roofline import __version__
+from roofline._version import __version__
 from roofline.errors import RooflineError, path_text
 from roofline.schema import SCHEMA_VERSION, kernel_dtypes, set_provenance
 

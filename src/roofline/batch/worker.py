@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roofline import __version__
+from roofline._version import __version__
 from roofline.batch import dataset as dset
 from roofline.errors import InputError, RooflineError, path_text
 from roofline.schema import get_provenance
@@ -124,7 +124,7 @@ def _process(path: str, root: str, run: str, opts: Options) -> dict[str, Any]:
         fmt = sniff(src)
         kernels = reader_for(src).read(src)  # type: ignore[misc]
         if opts.device:
-            from roofline.hardware.specs import fill_spec_peaks
+            from roofline.hardware.attach import fill_spec_peaks
 
             kernels.loc[kernels["device_name"].isna(), "device_name"] = opts.device
             kernels = fill_spec_peaks(kernels)

@@ -83,7 +83,7 @@ def _parse(data: Mapping[str, object]) -> dict[tuple[str, str | None], Arch]:
 
 @lru_cache(maxsize=1)
 def load_archs() -> Mapping[tuple[str, str | None], Arch]:
-    text = resources.files("roofline.hardware").joinpath("archs.toml").read_text(encoding="utf-8")
+    text = resources.files(__package__).joinpath("archs.toml").read_text(encoding="utf-8")
     return MappingProxyType(_parse(tomllib.loads(text)))
 
 

@@ -21,7 +21,7 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from roofline.hardware.archs import Arch, arch_for
-from roofline.hardware.specs import Figure, GpuSpec, arch_figures, load_specs
+from roofline.hardware.specs import Figure, GpuSpec, UnknownDeviceError, arch_figures, load_specs
 
 _PREFIXES = ("nvidia", "tesla", "geforce", "quadro", "amd", "instinct", "radeon")
 _FORMS = ("sxm", "sxm2", "sxm4", "sxm5", "pcie", "nvl", "hbm3")
@@ -280,3 +280,19 @@ def _resolve(name: str | None, cc: str | None, sms: int | None, boost: float | N
     need = "its compute capability and SM count are not recorded" if not (cc and sms) else ""
     steps.append(f"{what} and {need}: roofs unavailable")
     return Resolution(name, None, tuple(steps))
+
+
+def lookup(device_name: str | None) -> GpuSpec | None:
+    """The spec for a device name as profilers spell it (see :mod:`roofline.hardware.names`)."""
+    if not device_name or not isinstance(device_name, str):
+        return None
+    res = resolve(device_name)
+    return res.spec if res.by_name else None
+
+
+def require(device_name: str) -> GpuSpec:
+    """Like :func:`lookup`, but an unknown name is an error that lists the known ones."""
+    spec = lookup(device_name)
+    if spec is None:
+        raise UnknownDeviceError(device_name)
+    return spec

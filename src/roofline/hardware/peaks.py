@@ -35,7 +35,8 @@ from typing import Any
 import pandas as pd
 
 from roofline.errors import InputError
-from roofline.hardware.specs import COMPUTE_KEYS, GpuSpec, require
+from roofline.hardware.names import require
+from roofline.hardware.specs import COMPUTE_KEYS, GpuSpec
 
 LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
 #: levels only some formats record (AMD LDS: rocprof-compute, rocprofv3 counters); analysed when the frame has them

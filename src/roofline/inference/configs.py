@@ -173,7 +173,7 @@ def parse_config(cfg: Any, name: str, where: str | None = None) -> ModelConfig:
 
 @lru_cache(maxsize=1)
 def builtin_configs() -> dict[str, dict[str, Any]]:
-    text = resources.files("roofline.inference").joinpath("builtin_models.json").read_text()
+    text = resources.files(__package__).joinpath("builtin_models.json").read_text()
     return {k: v for k, v in json.loads(text).items() if not k.startswith("_")}
 
 

@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from roofline.errors import RooflineError
-from roofline.hardware.specs import GpuSpec, require
+from roofline.hardware.names import require
+from roofline.hardware.specs import GpuSpec
 from roofline.inference.configs import ModelConfig, load_model
 
 #: FLOPs per element of an RMS norm (square, sum, scale, weight) and of a softmax (max, sub, exp, sum, div)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import matplotlib
 
@@ -21,8 +21,19 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from roofline.analysis.aggregate import aggregate  # noqa: E402
 
-if TYPE_CHECKING:
-    from roofline.inference.model import Estimate
+
+class Estimate(Protocol):
+    """What the charts read of an :class:`~roofline.inference.model.Estimate` (structural: the model module
+    imports this one to draw itself, so this one names the fields instead of importing the class)."""
+
+    model: Any
+    hw: Any
+    prec: Any
+    prompt: int
+    generate: int
+    tp: int
+    phases: pd.DataFrame
+    scaling: pd.DataFrame
 
 
 def measured_point(result: pd.DataFrame) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from roofline.errors import (
     UnreadableInputError,
     path_text,
 )
-from roofline.hardware.specs import fill_spec_peaks
+from roofline.hardware.attach import fill_spec_peaks
 from roofline.metrics.derive import compute_capability, derive, nan_inputs
 from roofline.schema import (
     QUANTITY_COLUMNS,
@@ -99,7 +99,7 @@ def check_magic(path: Path, magic: bytes, what: str, suffixes: tuple[str, ...]) 
 
 
 def provenance_record(path: Path, fmt: str, **fields: Any) -> dict[str, Any]:
-    from roofline import __version__
+    from roofline._version import __version__
 
     rec: dict[str, Any] = {"source_file": path_text(path), "format": fmt}
     rec.update(fields)

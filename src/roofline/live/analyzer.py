@@ -27,20 +27,12 @@ from typing import Any
 
 import pandas as pd
 
-from roofline.errors import MissingDependencyError
 from roofline.hardware.peaks import Peaks
+from roofline.live.torch_import import torch_module as _torch
 from roofline.schema import UNAVAILABLE, conform_kernels
 
 #: dtype of a module's first input → the compute roof it runs under (measure_peaks names the same)
 _PRECISION = {"float64": "fp64", "float16": "fp16", "bfloat16": "fp16"}
-
-
-def _torch() -> Any:
-    try:
-        import torch
-    except ModuleNotFoundError:
-        raise MissingDependencyError("roofline.live needs PyTorch: pip install 'roofline[torch]'") from None
-    return torch
 
 
 @dataclass(frozen=True)

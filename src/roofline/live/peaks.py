@@ -17,7 +17,7 @@ import statistics
 from typing import Any
 
 from roofline.hardware.peaks import Peak, Peaks
-from roofline.live.analyzer import _torch
+from roofline.live.torch_import import torch_module as _torch
 
 _CACHE: dict[tuple[str, str, bool], Peaks] = {}
 

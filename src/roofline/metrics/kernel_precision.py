@@ -16,7 +16,7 @@ from importlib import resources
 
 @lru_cache(maxsize=1)
 def patterns() -> dict[str, list[tuple[re.Pattern[str], str]]]:
-    text = resources.files("roofline.metrics").joinpath("kernel_precision.toml").read_text(encoding="utf-8")
+    text = resources.files(__package__).joinpath("kernel_precision.toml").read_text(encoding="utf-8")
     data = tomllib.loads(text)
     return {k: [(re.compile(e["pattern"], re.IGNORECASE), e["library"]) for e in v] for k, v in data.items()}
 

@@ -34,7 +34,7 @@ SIG = re.compile(r"^(?P<overload>[^(]*)\((?P<args>.*)\)$")
 
 @lru_cache(maxsize=1)
 def schemas() -> dict[str, Any]:
-    text = resources.files("roofline.metrics").joinpath("aten_schemas.json").read_text(encoding="utf-8")
+    text = resources.files(__package__).joinpath("aten_schemas.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from roofline import __version__
+from roofline._version import __version__
 from roofline.report.chart_data import roofs
 from roofline.report.html import _asset, _environment, _escape_json, plotly_js
 

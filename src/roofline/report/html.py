@@ -29,7 +29,7 @@ import pandas as pd
 from jinja2 import Environment, select_autoescape
 from markupsafe import Markup
 
-from roofline import __version__
+from roofline._version import __version__
 from roofline.analysis.aggregate import aggregate
 from roofline.hardware.peaks import LEVELS
 from roofline.report.chart_data import LEVEL_LABELS, roofs, short_source
@@ -174,7 +174,7 @@ def _environment() -> Environment:
 
 
 def _asset(name: str) -> str:
-    return resources.files("roofline.report").joinpath("templates", name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("templates", name).read_text(encoding="utf-8")
 
 
 def plotly_js() -> str:
@@ -183,7 +183,7 @@ def plotly_js() -> str:
     1.1 MB instead of the plotly package's full 4.8 MB bundle, which is most of the page's size and
     of its start-up time (the browser parses all of it); origin and licences in ``vendor/README.md``.
     """
-    return resources.files("roofline.report").joinpath("vendor", "plotly-roofline.min.js").read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("vendor", "plotly-roofline.min.js").read_text(encoding="utf-8")
 
 
 def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None,

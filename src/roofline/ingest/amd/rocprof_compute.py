@@ -33,6 +33,7 @@ from roofline.errors import FormatMismatchError, InputNotFoundError, NoKernelsEr
 from roofline.ingest.amd.arch import SYSINFO, read_csv, read_sysinfo
 from roofline.ingest.amd.arch import number as _number
 from roofline.ingest.amd.rocprof_peaks import is_peaks_file, measured_roofs, peaks_from, tensor_peak, workload_peaks
+from roofline.ingest.amd.workload import PMC, is_workload, pass_files, pmc_path
 from roofline.ingest.common import check_exists, provenance_record
 from roofline.ingest.ncu.csv_export import short_name
 from roofline.schema import (
@@ -45,7 +46,7 @@ from roofline.schema import (
 )
 
 FORMAT = "rocprof-compute"
-PMC, TIMESTAMPS = "pmc_perf.csv", "timestamps.csv"
+TIMESTAMPS = "timestamps.csv"
 DEFINITIONS = ("3.6", "3.7")
 COLLECT = "collect with `rocprof-compute profile` (its default set, or --roof-only for the roofline counters)"
 
@@ -68,25 +69,6 @@ EXTRA_DTYPES: dict[str, str] = {
 }
 
 
-def is_workload(path: str | Path) -> bool:
-    """A directory holding ``pmc_perf.csv`` and ``sysinfo.csv``: one rocprof-compute workload."""
-    p = Path(path)
-    return p.is_dir() and (pmc_path(p).is_file() or bool(_pass_files(p))) and (p / SYSINFO).is_file()
-
-
-def pmc_path(folder: Path) -> Path:
-    """``pmc_perf.csv``, or the ``pmc_perf.csv.gz`` that rocprof-compute's own test workloads store."""
-    plain = folder / PMC
-    return plain if plain.is_file() or not (folder / f"{PMC}.gz").is_file() else folder / f"{PMC}.gz"
-
-
-def _pass_files(folder: Path) -> list[Path]:
-    """Per-pass ``results_pmc_perf_<n>.csv`` (long form) of a workload not merged into pmc_perf.csv, by n."""
-    found = [(int(m.group(1)), f) for f in folder.glob("results_pmc_perf_*.csv")
-             if (m := re.fullmatch(r"results_pmc_perf_(\d+)\.csv", f.name))]
-    return [f for _, f in sorted(found)]
-
-
 _IDENTITY = ("Dispatch_ID", "Kernel_Name", "GPU_ID", "Grid_Size", "Workgroup_Size", "Start_Timestamp",
              "End_Timestamp")
 
@@ -97,13 +79,13 @@ def load_pmc(folder: Path) -> tuple[pd.DataFrame, str]:
     Without ``pmc_perf.csv``, the per-pass long files are merged as rocprof-compute's analyze does:
     a counter's instance rows are summed within a pass, and a counter several passes collected is
     taken from the first; names, sizes and timestamps of a dispatch come from the first pass."""
-    if pmc_path(folder).is_file() or not _pass_files(folder):
+    if pmc_path(folder).is_file() or not pass_files(folder):
         path = pmc_path(folder)
         frame = read_csv(path, dtype=str, keep_default_na=False)
         if {"Counter_Name", "Counter_Value", "Dispatch_ID"} <= set(frame.columns):
             return _rocpd_form(frame), f"{path.name} (rocpd form: spans are the median over passes)"
         return frame, path.name
-    passes = _pass_files(folder)
+    passes = pass_files(folder)
     ident: pd.DataFrame | None = None
     counters: dict[str, pd.Series] = {}
     for f in passes:
@@ -276,7 +258,7 @@ def line_bytes(arch: str, definitions: str) -> tuple[int, str]:
 
 def _workload_dir(path: Path) -> Path:
     if path.is_dir():
-        if not pmc_path(path).is_file() and not _pass_files(path):
+        if not pmc_path(path).is_file() and not pass_files(path):
             raise FormatMismatchError(path, f"is a folder without {PMC}: not a rocprof-compute workload")
         if not (path / SYSINFO).is_file():
             raise FormatMismatchError(path, f"has {PMC} but no {SYSINFO}: the GPU (arch, CUs, clocks) is unknown")

@@ -19,6 +19,7 @@ from roofline.errors import FormatMismatchError, InputNotFoundError
 from roofline.ingest.amd import arch as amd_arch
 from roofline.ingest.amd.arch import SYSINFO, read_csv, read_sysinfo
 from roofline.ingest.amd.arch import number as _number
+from roofline.ingest.amd.workload import is_workload
 from roofline.schema import UNAVAILABLE
 
 ROOFLINE = "roofline.csv"
@@ -111,8 +112,6 @@ _PEAKS_KEYS = {"peak_flop_per_s_fp64": "fp64", "peak_flop_per_s_fp32": "fp32", "
 def is_peaks_file(value: str | Path) -> bool:
     """A ``roofline.csv`` or ``sysinfo.csv`` (or a workload folder) given to ``--peaks``."""
     p = Path(value)
-    from roofline.ingest.amd.rocprof_compute import is_workload
-
     return p.name in (ROOFLINE, SYSINFO) or is_workload(p)
 
 

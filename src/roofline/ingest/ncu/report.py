@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from roofline import __version__
+from roofline._version import __version__
 from roofline.errors import CorruptReportError, MissingDependencyError, NoKernelsError, path_text
 from roofline.ingest.common import build_kernels_frame, check_magic, head, provenance_record
 from roofline.metrics.derive import is_relevant

@@ -590,7 +590,7 @@ def _spec_roofs(key: tuple[tuple[str, tuple[Any, ...]], ...]) -> Mapping[str, tu
 
     A pure function of its inputs (the spec table is read once per process), cached: on a one- or two-row
     frame pandas' fixed cost per column call is ~5 ms of a read, the same for every export of these devices."""
-    from roofline.hardware.specs import fill_spec_peaks
+    from roofline.hardware.attach import fill_spec_peaks
 
     dtypes = kernel_dtypes()
     n = len(key[0][1]) if key else 0

@@ -172,7 +172,7 @@ def spec_peak_columns(props: Sequence[tuple[Any, Any, Any]], dev_codes: np.ndarr
     (name, SM count, CC) are ``props[dev_codes]`` and tensor paths ``paths[path_codes]``, all else missing
     (a trace has no clocks or counter peaks): filled once per distinct (device, path), then expanded. None
     when a value is unhashable (a damaged trace): the caller fills the whole frame."""
-    from roofline.hardware.specs import FILL_INPUTS, FILLED_COLUMNS, fill_spec_peaks
+    from roofline.hardware.attach import FILL_INPUTS, FILLED_COLUMNS, fill_spec_peaks
     from roofline.schema import kernels_from_columns
 
     try:

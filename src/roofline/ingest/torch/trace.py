@@ -488,7 +488,7 @@ class _Rows:
     def frame(self, path: Path, rank: Any) -> pd.DataFrame:
         """The rows as a canonical frame, spec peaks filled. Repeated values (a signature's cost tuple, the
         device, the steps, the spec peaks of a (device, tensor path)) are converted once and expanded."""
-        from roofline.hardware.specs import fill_spec_peaks
+        from roofline.hardware.attach import fill_spec_peaks
 
         rows = sorted(self.rows, key=itemgetter(0))
         n = len(rows)

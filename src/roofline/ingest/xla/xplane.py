@@ -27,7 +27,9 @@ from typing import Any
 import pandas as pd
 
 from roofline.errors import path_text
-from roofline.hardware.specs import fill_spec_peaks, load_specs, lookup
+from roofline.hardware.attach import fill_spec_peaks
+from roofline.hardware.names import lookup
+from roofline.hardware.specs import load_specs
 from roofline.ingest.common import provenance_record
 from roofline.ingest.xla import cost as xc
 from roofline.ingest.xla import xplane_decode as xd
