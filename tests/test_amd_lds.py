@@ -23,10 +23,10 @@ LDS_MODEL = 4 * 32 * 104 * 1700e6  # B/s: MI210, 104 CUs at 1700 MHz
 
 
 def _analysed(paths, **kw):
-    from roofline import ingest
+    import roofline
     from roofline.analysis import analyze
 
-    return analyze(ingest.read(paths), **kw)
+    return analyze(roofline.read(paths), **kw)
 
 
 def test_lds_is_a_level_with_the_model_roof():
@@ -41,10 +41,10 @@ def test_lds_is_a_level_with_the_model_roof():
 
 
 def test_lds_can_be_the_binding_roof():
-    from roofline import ingest
+    import roofline
     from roofline.analysis import analyze
 
-    k = ingest.read(DB)
+    k = roofline.read(DB)
     k.loc[3, "lds_bytes"] = 1e8  # 10 TB/s for 10 µs: 44% of the LDS roof, far above L1's 0.9%
     fma = analyze(k).iloc[3]
     assert fma["binding_roof"] == "lds"

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from roofline.cli import _Group, cli
 
-HEAVY = ("pandas", "numpy", "pyarrow", "matplotlib", "roofline.analysis", "roofline.ingest", "roofline.cli_compare",
-         "roofline.inference")
+HEAVY = ("pandas", "numpy", "pyarrow", "matplotlib", "roofline.analysis", "roofline.ingest", "roofline.pipeline",
+         "roofline.inference", *(module for module, _ in _Group.LAZY.values()))
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 

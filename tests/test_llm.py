@@ -219,7 +219,7 @@ def test_llama3_8b_tpot_ttft_and_intensity_at_the_roof_by_hand():
 def test_the_llm_command_object_through_clirunner_json_and_gpu_name_spellings():
     from click.testing import CliRunner
 
-    from roofline.inference.command import llm
+    from roofline.cli.llm import llm
 
     outs = []
     for gpu in ("h100-sxm", "H100 SXM", "H100_SXM"):
@@ -308,7 +308,7 @@ def test_gemm_flops_match_a_real_qwen_trace_at_its_own_workload():
 def test_measured_gap_at_the_traces_workload_through_the_command_object():
     from click.testing import CliRunner
 
-    from roofline.inference.command import llm
+    from roofline.cli.llm import llm
 
     trace = shared(QWEN_TRACE)
     gpu_s = sum(e["dur"] for e in _trace_events(trace) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")) * 1e-6
@@ -363,7 +363,7 @@ def test_sequence_length_sweep_frames_and_cli():
     assert d[4096]["kv_bytes"] - d[512]["kv_bytes"] == pytest.approx(32 * 2 * 8 * 128 * 2 * 3584)
     from click.testing import CliRunner
 
-    from roofline.inference.command import llm
+    from roofline.cli.llm import llm
 
     res = CliRunner().invoke(llm, ["--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "1,8", "--prompt",
                                    "512,4096", "--generate", "2", "--format", "json"])

@@ -77,8 +77,9 @@ def test_rocpd_counters_equal_the_pmc_perf_path_and_hand_values():
 
 
 def test_rocpd_missing_table_and_damage_are_typed_errors_naming_the_file(tmp_path):
+    from roofline import read
     from roofline.errors import CorruptReportError, FormatMismatchError
-    from roofline.ingest import read, sniff
+    from roofline.ingest import sniff
 
     broken = tmp_path / "no_agents.db"
     shutil.copy(DB, broken)
@@ -115,7 +116,7 @@ def test_nsys_exports_are_not_taken_for_rocpd_and_folders_skip_other_sqlite(tmp_
 def test_rocprof_compute_rocpd_form_workload(tmp_path):
     """rocprof-compute --format-rocprof-output rocpd writes pmc_perf.csv as the counters_collection view of
     each pass's database (long form); two passes here, the second with other timestamps (median span)."""
-    from roofline.ingest import read
+    from roofline import read
 
     with sqlite3.connect(DB) as con:
         cur = con.execute(RC_QUERY)
@@ -145,7 +146,8 @@ def test_rocprof_compute_rocpd_form_workload(tmp_path):
 def test_merged_database_with_two_processes_and_a_lone_rocpd_form_pmc_perf(tmp_path):
     """A database holding two UUIDs' tables (as `rocpd merge` writes) reads as two processes; a rocpd-form
     pmc_perf.csv passed alone sniffs as rocprof-compute (its sysinfo.csv beside it)."""
-    from roofline.ingest import read, sniff
+    from roofline import read
+    from roofline.ingest import sniff
 
     merged = tmp_path / "merged.db"
     shutil.copy(DB, merged)

@@ -3,6 +3,8 @@
     >>> import roofline
     >>> kernels = roofline.read("report.ncu-rep")      # canonical kernels frame
     >>> result = roofline.analyze(kernels)             # kernels + roofline columns
+    >>> result = roofline.analyze("run.sqlite", counters=["top.ncu-rep"])   # paths: the CLI's pipeline
+    >>> run = roofline.run(["a.ncu-rep", "traces/"])   # frame, failures and warnings (keeps going)
 """
 
 from __future__ import annotations
@@ -14,15 +16,16 @@ from roofline.errors import RooflineError
 
 # The public functions are imported on first use (PEP 562): `import roofline` (and so the
 # `roofline --version`/`--help` start-up) does not pay for pandas and the analysis stack.
-_LAZY = {"analyze": "roofline.analysis", "roofline_analysis": "roofline.analysis", "read": "roofline.ingest",
-         "read_each": "roofline.ingest", "read_metrics": "roofline.ingest", "sniff": "roofline.ingest",
+_LAZY = {"analyze": "roofline.api", "run": "roofline.api", "roofline_analysis": "roofline.analysis",
+         "read": "roofline.api", "read_each": "roofline.api", "read_metrics": "roofline.ingest", "sniff": "roofline.ingest",
          "read_table": "roofline.schema", "write_table": "roofline.schema",
          "open_dataset": "roofline.batch.dataset"}
 
 if TYPE_CHECKING:
-    from roofline.analysis import analyze, roofline_analysis
+    from roofline.analysis import roofline_analysis
+    from roofline.api import analyze, read, read_each, run
     from roofline.batch.dataset import open_dataset
-    from roofline.ingest import read, read_each, read_metrics, sniff
+    from roofline.ingest import read_metrics, sniff
     from roofline.schema import read_table, write_table
 
 
@@ -46,6 +49,7 @@ __all__ = [
     "read_metrics",
     "sniff",
     "analyze",
+    "run",
     "roofline_analysis",
     "read_table",
     "write_table",

@@ -6,7 +6,6 @@ counts summaries, so its memory does not grow with the number of inputs.
 
 from __future__ import annotations
 
-import glob
 import json
 import math
 import multiprocessing
@@ -90,27 +89,12 @@ def find_inputs(patterns: Iterable[str | Path], exclude: Path | None = None) -> 
 
     A folder stands for the profiles inside it; a pattern with ``*``/``?``/``[`` is a glob (``**``
     recurses); anything else is taken as a file, even if it does not exist (it then lands in the
-    errors table rather than vanishing).
+    errors table rather than vanishing). The expansion is the pipeline's (:func:`roofline.pipeline.expand`).
     """
-    from roofline.ingest.registry import expand, glob_files, unique_real
+    from roofline.pipeline import expand
 
-    found: set[Path] = set()
-    unmatched: list[str] = []
-    for pattern in map(str, patterns):
-        if Path(pattern).is_dir():
-            hits = [Path(p) for p in expand([pattern])]
-        elif glob.has_magic(pattern):
-            hits = glob_files(pattern)
-        else:
-            hits = [Path(pattern)]
-        if not hits:
-            unmatched.append(pattern)
-        found.update(Path(os.path.abspath(p)) for p in hits)
-    if exclude is not None:
-        root = Path(os.path.abspath(exclude))
-        found = {p for p in found if root not in p.parents}
-    # a file reached by two paths (symlinks) is one input, under its shortest path
-    return sorted(unique_real(sorted(found, key=lambda p: (len(p.parts), str(p))))), unmatched
+    found = expand(patterns, globs=True, absolute=True, exclude=exclude)
+    return found.files, found.unmatched
 
 
 def run_batch(patterns: Iterable[str | Path], out: str | Path, *, workers: int | None = None,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from roofline import pipeline
 from roofline._version import __version__
 from roofline.batch import dataset as dset
 from roofline.errors import InputError, RooflineError, path_text
@@ -28,12 +29,12 @@ _WALL_CLOCK_FIELDS = ("ingested_at",)
 
 
 @dataclass(frozen=True)
-class Options:
-    """What every file of one batch is processed with (picklable, so it travels to workers)."""
+class Options(pipeline.Options):
+    """What every file of one batch is processed with: the pipeline's options (plain values, so they travel
+    to workers; a peaks file as an absolute path, see :func:`~roofline.pipeline.portable_peaks`) and whether
+    inputs that failed before are read again (with unchanged content)."""
 
-    peaks: str = "counters"  # 'counters' | 'spec' | a GPU name | a peaks .toml path
-    device: str | None = None  # GPU name for profiles that record none
-    retry_errors: bool = False  # re-read inputs that failed before (with unchanged content)
+    retry_errors: bool = False
 
 
 def file_id(path: Path, run: str) -> str:
@@ -69,16 +70,6 @@ def _previous(root: Path, fid: str) -> tuple[str, str] | None:
         return digest, status
     except (OSError, ValueError):
         return None
-
-
-def _peaks(opts: Options) -> Any:
-    if opts.peaks in ("counters", "spec"):
-        return opts.peaks
-    if opts.peaks.lower().endswith(".toml"):
-        from roofline.hardware.peaks import Peaks
-
-        return Peaks.from_toml(opts.peaks)
-    return opts.peaks
 
 
 def process_file(path: str, root: str, run: str, opts: Options) -> dict[str, Any]:
@@ -119,18 +110,10 @@ def _process(path: str, root: str, run: str, opts: Options) -> dict[str, Any]:
     try:
         if summary["error"]:
             raise _Unreadable(summary["error"])
-        from roofline.ingest.registry import reader_for, sniff
+        from roofline.ingest.registry import sniff
 
         fmt = sniff(src)
-        kernels = reader_for(src).read(src)  # type: ignore[misc]
-        if opts.device:
-            from roofline.hardware.attach import fill_spec_peaks
-
-            kernels.loc[kernels["device_name"].isna(), "device_name"] = opts.device
-            kernels = fill_spec_peaks(kernels)
-        from roofline.analysis import analyze
-
-        result = analyze(kernels, peaks=_peaks(opts))
+        kernels, result = pipeline.analyse_file(src, opts)
         # the writes too: a part that cannot be written (an unwritable partition folder, a full
         # disk) fails this input, recorded in the errors table, and the batch goes on
         _write_ok(out, run, fid, shown, digest, size, fmt, kernels, result, opts)

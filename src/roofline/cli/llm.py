@@ -9,6 +9,7 @@ from typing import Any
 import click
 import pandas as pd
 
+from roofline.errors import RooflineError
 from roofline.inference.model import Estimate, sweep
 
 
@@ -56,9 +57,13 @@ def llm(model: str, gpu: str, batches: list[int], prompts: list[int], generate: 
     result = None
     gap = None
     if measured is not None:
-        import roofline
+        from roofline.pipeline import run
 
-        result = roofline.analyze(roofline.read(measured))
+        analysis = run([measured])
+        if analysis.failures:  # the one input failed: its typed error, one line (exit 1)
+            first = analysis.failures[0]
+            raise first.error if isinstance(first.error, RooflineError) else RooflineError(first.message)
+        result = analysis.frame
         gap = est.gap(result)
     paths: list[Path] = []
     if out_dir is not None:

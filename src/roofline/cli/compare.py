@@ -1,7 +1,4 @@
-"""`roofline compare`: the roofline diff of profiles and its CI gate (kept apart from cli.py for size).
-
-Registered on the `roofline` group by :mod:`roofline.cli`; shares its input and output helpers.
-"""
+"""``roofline compare``: the roofline diff of profiles and its CI gate."""
 
 from __future__ import annotations
 
@@ -12,17 +9,16 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from roofline.cli import EXIT_INPUT_ERRORS, _analysed, _err, _levels, _print
+from roofline.cli.common import EXIT_GATE, EXIT_INPUT_ERRORS, analysed, levels_option, print_result
+from roofline.cli.common import err as _err
 from roofline.errors import path_text
-
-EXIT_GATE = 4
 
 
 @click.command("compare")
 @click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
 @click.option("--out", "-o", type=click.Path(path_type=Path), help="Write every pair to .parquet or .csv.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "ndjson", "csv"]), default="table", show_default=True)
-@click.option("--levels", default="dram,l2,l1", show_default=True, callback=_levels, help="Memory levels compared.")
+@click.option("--levels", default="dram,l2,l1", show_default=True, callback=levels_option, help="Memory levels compared.")
 @click.option("--peaks", "peaks_opt", default="counters", show_default=True, metavar="SOURCE",
               help="'counters', 'spec', a GPU name, or a peaks file (.toml), for every profile.")
 @click.option("--device", default=None, metavar="NAME", help="GPU name for profiles that do not record one.")
@@ -50,23 +46,25 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
         mapping = cmp.read_mapping(map_file) if map_file else None
     except cmp.CompareError as exc:
         raise click.UsageError(str(exc)) from None
-    analysed = []
+    from roofline.pipeline import Options
+
+    frames_of = []
     for p in profiles:
-        result, failures, _, _ = _analysed((p,), peaks_opt, device, levels, "profiled", 20.0)
-        if failures or result.empty:
-            _err(f"{p}: cannot be compared (see the errors above)" if failures else f"{p}: no kernels to compare")
+        run = analysed((p,), Options(peaks=peaks_opt, device=device, levels=levels))
+        if run.failed or run.frame.empty:
+            _err(f"{p}: cannot be compared (see the errors above)" if run.failed else f"{p}: no kernels to compare")
             sys.exit(EXIT_INPUT_ERRORS)
-        analysed.append(result)
-    base = analysed[0]
+        frames_of.append(run.frame)
+    base = frames_of[0]
     from roofline.hardware.peaks import recorded_levels
 
     # LDS is compared when every profile records it (AMD), with the default levels
     levels = tuple(lv for lv in recorded_levels(base, levels)
-                   if all(lv in recorded_levels(frame, levels) for frame in analysed[1:]))
+                   if all(lv in recorded_levels(frame, levels) for frame in frames_of[1:]))
     violations: list[str] = []
     unchecked: list[str] = []  # rules the gate could not evaluate: they fail it too
     frames = []
-    for path, cand in zip(profiles[1:], analysed[1:]):
+    for path, cand in zip(profiles[1:], frames_of[1:]):
         diff = cmp.compare(base, cand, levels, mapping)
         diff.insert(0, "candidate", str(path))
         prog = cmp.program_change(diff)
@@ -104,7 +102,7 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
             _err(f"cannot write {path_text(out)}: {exc.strerror or exc}")
             sys.exit(EXIT_INPUT_ERRORS)
     if fmt != "table":
-        _print(everything, fmt, levels, None)
+        print_result(everything, fmt, levels, None)
     for v in violations:
         _err(f"regression: {v}")
     for v in unchecked:

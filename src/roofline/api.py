@@ -1,0 +1,108 @@
+"""The Python API: the pipeline's stages as functions (``import roofline`` exposes them lazily).
+
+    >>> kernels = roofline.read("report.ncu-rep")                 # the canonical kernels frame
+    >>> result = roofline.analyze(kernels)                         # + the roofline columns
+    >>> result = roofline.analyze("run.sqlite", counters=["top.ncu-rep"], device_map={"X": "H100 SXM"})
+    >>> run = roofline.run(["a.ncu-rep", "b/"])                    # keeps going past bad inputs
+    >>> run.frame, run.failures, run.messages
+
+Whatever the CLI does with options, these do with keyword arguments: they are the same pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from roofline import pipeline
+from roofline.hardware.peaks import LEVELS, Peaks
+
+if TYPE_CHECKING:
+    from roofline.pipeline import Analysis
+
+PathsLike = str | Path | Iterable[str | Path]
+
+
+def _as_list(paths: PathsLike) -> list[str | Path]:
+    if isinstance(paths, (str, Path)):
+        return [paths]
+    return list(paths)
+
+
+def _options(peaks: Peaks | str | None, levels: Sequence[str], clock: str, latency_threshold_pct: float,
+             device: str | None, device_map: Mapping[str, str] | Iterable[str] | None, counters: Iterable[str | Path],
+             captures: Iterable[str | Path], strict: bool) -> pipeline.Options:
+    pairs = tuple(f"{k}={v}" for k, v in device_map.items()) if isinstance(device_map, Mapping) \
+        else tuple(device_map or ())
+    return pipeline.Options(peaks=peaks if peaks is not None else "counters", device=device, device_map=pairs,
+                            counters=tuple(map(Path, counters)), captures=tuple(map(Path, captures)),
+                            levels=tuple(levels), clock=clock, latency_threshold_pct=latency_threshold_pct,
+                            strict=strict)
+
+
+def read(paths: PathsLike) -> pd.DataFrame:
+    """The canonical kernels frame of one or more profiles (folders are expanded).
+
+    Raises the first input's typed error; use :func:`read_each` to keep going past bad files.
+    """
+    from roofline.ingest import concat
+
+    inputs = pipeline.expand(_as_list(paths))
+    return concat([*map(pipeline.read_dataset, inputs.datasets), *map(pipeline.read_one, inputs.files)])
+
+
+def read_each(paths: PathsLike) -> tuple[pd.DataFrame, list[tuple[Path, Exception]]]:
+    """Like :func:`read` but never stops at a bad file: returns (frame, [(path, error), ...])."""
+    from roofline.ingest import concat
+
+    inputs = pipeline.expand(_as_list(paths))
+    frames, errors = [pipeline.read_dataset(p) for p in inputs.datasets], []
+    for p in inputs.files:
+        try:
+            frames.append(pipeline.read_one(p))
+        except Exception as exc:  # noqa: BLE001 - a batch never loses an input: record it
+            errors.append((Path(p), exc))
+    return concat(frames), errors
+
+
+def run(paths: PathsLike, peaks: Peaks | str | None = None, levels: Sequence[str] = LEVELS, clock: str = "profiled",
+        latency_threshold_pct: float = pipeline.LATENCY_THRESHOLD_PCT, *, device: str | None = None,
+        device_map: Mapping[str, str] | Iterable[str] | None = None, counters: Iterable[str | Path] = (),
+        captures: Iterable[str | Path] = (), strict: bool = False) -> Analysis:
+    """Every stage over profiles, files or folders or batch datasets, as ``roofline analyze`` runs them: the
+    :class:`~roofline.pipeline.Analysis` holds the frame, the inputs that failed and the warnings.
+
+    ``device``: the GPU of profiles that record none; ``device_map``: ``{"name in profile": "table entry"}``;
+    ``counters``: ncu reports carried onto timeline inputs; ``captures``: CUDA/HIP-graph capture traces."""
+    opts = _options(peaks, levels, clock, latency_threshold_pct, device, device_map, counters, captures, strict)
+    return pipeline.run(_as_list(paths), opts)
+
+
+def analyze(data: pd.DataFrame | PathsLike, peaks: Peaks | str | None = None, levels: Sequence[str] = LEVELS,
+            clock: str = "profiled", latency_threshold_pct: float = pipeline.LATENCY_THRESHOLD_PCT, *,
+            device: str | None = None, device_map: Mapping[str, str] | Iterable[str] | None = None,
+            counters: Iterable[str | Path] = (), captures: Iterable[str | Path] = (),
+            strict: bool = False) -> pd.DataFrame:
+    """The roofline frame: the kernels (same rows, same order) plus the roofline columns.
+
+    ``data`` is a kernels frame (``roofline.read``) or profiles (paths, as :func:`run`); with paths, the first
+    input that fails raises its typed error (use :func:`run` to keep going). Peaks: ``None``/``"counters"``
+    (the report's own, the spec table where missing), ``"spec"``, a GPU name, a peaks file or a
+    :class:`~roofline.hardware.peaks.Peaks`. With the default levels, an optional level the frame records
+    (AMD LDS) is analysed too."""
+    opts = _options(peaks, levels, clock, latency_threshold_pct, device, device_map, counters, captures, strict)
+    if isinstance(data, pd.DataFrame):
+        return pipeline.from_frame(data, opts).frame
+    result = pipeline.run(_as_list(data), opts)
+    if result.failures:
+        first = result.failures[0]
+        if first.error is not None:
+            raise first.error
+        raise pipeline.OptionError(first.message)
+    return result.frame
+
+
+__all__ = ["analyze", "read", "read_each", "run"]

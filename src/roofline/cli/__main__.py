@@ -1,0 +1,5 @@
+"""``python -m roofline.cli``: the command line (as ``python -m roofline``)."""
+
+from roofline.cli import main
+
+main()
