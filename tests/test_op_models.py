@@ -10,8 +10,8 @@ import math
 
 import pytest
 
-from roofline.metrics.op_args import bind
 from roofline.metrics.op_models import cost
+from roofline.metrics.ops.args import bind
 
 from conftest import SHARED, shared
 
@@ -295,7 +295,7 @@ def test_the_shipped_schemas_are_what_the_generator_writes(tmp_path, monkeypatch
     torch = pytest.importorskip("torch")
     import importlib.util
 
-    from roofline.metrics.op_args import schemas
+    from roofline.metrics.ops.args import schemas
 
     if schemas()["torch"] != torch.__version__:
         pytest.skip(f"schemas were generated with torch {schemas()['torch']}, {torch.__version__} is installed")

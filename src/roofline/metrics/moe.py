@@ -25,8 +25,8 @@ import math
 import re
 from typing import Any
 
-from roofline.metrics.op_args import bind, size
 from roofline.metrics.op_models import NAN, OpCost, compute
+from roofline.metrics.ops.args import bind, size
 
 ROUTERS = ("TopK", "aten::topk")
 PACKED = ("unsigned char", "uint8")  # mxfp4 weights: two e2m1 values per byte

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline.metrics.op_args import DTYPE_BYTES, Call, bind, numel, schemas, size
+from roofline.metrics.ops.args import DTYPE_BYTES, Call, bind, numel, schemas, size
 
 __all__ = ["DTYPE_BYTES", "OpCost", "cost", "collective_bytes", "modelled_ops"]
 

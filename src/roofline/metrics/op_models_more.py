@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from roofline.metrics.op_args import Call, numel
 from roofline.metrics.op_models import MODELS, NAN, OpCost, _first, _precision, model, nbytes
+from roofline.metrics.ops.args import Call, numel
 
 
 def _tensors(call: Call, skip: tuple[str, ...] = ()) -> list[tuple[str, tuple[list[int], int | None]]]:

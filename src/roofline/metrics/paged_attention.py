@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from roofline.metrics.op_args import bind
 from roofline.metrics.op_models import NAN, OpCost, compute
+from roofline.metrics.ops.args import bind
 
 OPS = frozenset({"vllm::unified_attention_with_output", "vllm::unified_attention"})
 _PHASE = r"_(\d+)\(sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)\)"

@@ -1,0 +1,1 @@
+"""Operator models: FLOPs and bytes of a PyTorch trace's ops, from their recorded shapes."""
