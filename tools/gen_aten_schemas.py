@@ -132,6 +132,6 @@ def main(names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    from roofline.metrics.op_models import modelled_ops
+    from roofline.metrics.ops import modelled_ops
 
     main(modelled_ops())
