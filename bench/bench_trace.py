@@ -71,7 +71,7 @@ def hwm():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
 from roofline.ingest import torch_trace
-import roofline.hardware.specs, roofline.metrics.op_models  # (imported by the read; counted as imports)
+import roofline.hardware.specs, roofline.metrics.ops  # (imported by the read; counted as imports)
 before = hwm()
 frame = torch_trace.read(sys.argv[1])
 print(before, hwm(), len(frame))

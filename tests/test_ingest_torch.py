@@ -11,7 +11,7 @@ import pytest
 
 import roofline
 from roofline import errors
-from roofline.metrics.op_models import cost
+from roofline.metrics.ops import cost
 
 from conftest import SHARED, read_or_typed_error, shared
 

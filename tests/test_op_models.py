@@ -10,8 +10,8 @@ import math
 
 import pytest
 
-from roofline.metrics.op_args import bind
-from roofline.metrics.op_models import cost
+from roofline.metrics.ops import cost
+from roofline.metrics.ops.args import bind
 
 from conftest import SHARED, shared
 
@@ -157,7 +157,7 @@ def test_a_convolution_without_stride_or_padding_takes_its_output_from_its_consu
     c = cost("aten::cudnn_convolution", [[32, 3, 224, 224], [64, 3, 7, 7]] + [[]] * 7,
              ["float", "float"] + ["GenericList"] * 3 + ["Int", "Bool", "Bool", "Bool"])
     assert math.isnan(c.flops) and math.isnan(c.bytes) and "record_shapes=True records them" in c.why
-    from roofline.metrics.op_models import conv_out_from_consumer
+    from roofline.metrics.ops import conv_out_from_consumer
 
     dims = [[32, 3, 224, 224], [64, 3, 7, 7]]
     assert conv_out_from_consumer(dims, [[[], []], [[32, 64, 112, 112], [64]]]) == [32, 64, 112, 112]
@@ -267,7 +267,7 @@ def test_every_op_of_a_real_torch_213_trace_binds_to_a_schema():
     import gzip
 
     from conftest import OWN
-    from roofline.metrics.op_models import MODELS
+    from roofline.metrics.ops import MODELS
 
     doc = json.loads(gzip.decompress((OWN / "torch2.13_cpu_ops.pt.trace.json.gz").read_bytes()))
     seen = set()
@@ -295,7 +295,7 @@ def test_the_shipped_schemas_are_what_the_generator_writes(tmp_path, monkeypatch
     torch = pytest.importorskip("torch")
     import importlib.util
 
-    from roofline.metrics.op_args import schemas
+    from roofline.metrics.ops.args import schemas
 
     if schemas()["torch"] != torch.__version__:
         pytest.skip(f"schemas were generated with torch {schemas()['torch']}, {torch.__version__} is installed")
@@ -305,7 +305,7 @@ def test_the_shipped_schemas_are_what_the_generator_writes(tmp_path, monkeypatch
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
     monkeypatch.setattr(gen, "OUT", tmp_path / "s.json")
-    from roofline.metrics.op_models import modelled_ops
+    from roofline.metrics.ops import modelled_ops
 
     gen.main(modelled_ops())
     assert json.loads((tmp_path / "s.json").read_text()) == schemas()

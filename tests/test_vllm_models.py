@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from roofline.metrics.moe import callee_cost, moe_cost
-from roofline.metrics.op_models import inductor_moves_only
-from roofline.metrics.paged_attention import iteration_stats, paged_cost
+from roofline.metrics.ops import inductor_moves_only
+from roofline.metrics.ops.attention import iteration_stats, paged_cost
+from roofline.metrics.ops.moe import callee_cost, moe_cost
 
 ANNOTATION = "execute_3_context_1(sq2sk10sqsq4sqsk20)_generation_1(sq1sk7sqsq1sqsk7)"
 BF16 = "c10::BFloat16"
@@ -123,7 +123,7 @@ def test_an_inductor_kernel_that_may_gather_has_no_bytes_rather_than_a_whole_tab
     """triton_poi_fused_0 of the graph case takes 32 int token ids and the [201088, 2880] bf16 embedding table:
     counting every buffer once gave 1.2 GB in 10.6 µs; an int tensor beside buffers of other sizes may index
     them, so the bytes are unavailable. Same-size int elementwise work keeps its bytes; copies keep 0 FLOP."""
-    from roofline.metrics.op_models import cost
+    from roofline.metrics.ops import cost
 
     gather = cost("triton_poi_fused_0", [[32], [201088, 2880], [32, 2880], []], ["int", BF16, BF16, "Scalar"])
     assert math.isnan(gather.bytes) and "may gather" in gather.why

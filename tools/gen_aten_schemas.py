@@ -1,10 +1,10 @@
 #!/usr/bin/env python
-"""Generate ``src/roofline/metrics/aten_schemas.json``: the argument names of the operators the trace
+"""Generate ``src/roofline/metrics/ops/aten_schemas.json``: the argument names of the operators the trace
 models read, from PyTorch's own schema registry (``torch._C._jit_get_all_schemas()``).
 
 Kineto records an op's arguments by position (``Input Dims``, ``Input type``, ``Concrete Inputs``) under
 its name without the overload (``aten::add`` for ``add.Tensor``, ``add.Scalar`` and ``add.out``), so
-the reader needs every overload's argument names to read them by name (``metrics/op_args.py``). Only
+the reader needs every overload's argument names to read them by name (``metrics/ops/args.py``). Only
 the ops the models use are written (the whole registry is 4000+ schemas), in a compact form: one
 string per overload, ``"overload(name:K, name:K, *, name:K)"`` with K the kind of argument that
 matters for matching a trace: ``T`` tensor, ``T?`` optional tensor, ``L`` list of numbers, ``TL``
@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "src/roofline/metrics/aten_schemas.json"
+OUT = Path(__file__).resolve().parents[1] / "src/roofline/metrics/ops/aten_schemas.json"
 
 #: torch 1.9's native_functions.yaml (v1.9.0): removed in torch 1.11, still in the traces of that era
 LEGACY = {
@@ -132,6 +132,6 @@ def main(names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    from roofline.metrics.op_models import modelled_ops
+    from roofline.metrics.ops import modelled_ops
 
     main(modelled_ops())

@@ -8,7 +8,7 @@ from typing import Any
 from roofline.ingest.torch.decode import Event
 from roofline.ingest.torch.scan import COPY_CATS, NUMBER
 from roofline.metrics.kernel_precision import decide as precision_evidence
-from roofline.metrics.op_models import OpCost
+from roofline.metrics.ops import OpCost
 from roofline.schema import UNAVAILABLE
 
 NAN = float("nan")

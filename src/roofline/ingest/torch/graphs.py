@@ -11,7 +11,7 @@ shapes. A replay whose kernel names match no captured sequence stays orphaned (i
 
 Each joined op also carries the iteration annotation its graph launch ran under (vLLM's
 ``execute_…_context_…(sq…)_generation_…(sq…)``), whose context lengths price paged attention
-(``metrics/paged_attention.py``): the captured op's own arguments do not hold them.
+(``metrics/ops/attention.py``): the captured op's own arguments do not hold them.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ class Iterations:
     annotation whose span holds it on its thread. Built on first use, from the replay's events."""
 
     def __init__(self, events: list[Event]) -> None:
-        from roofline.metrics.paged_attention import ITERATION
+        from roofline.metrics.ops.attention import ITERATION
 
         self.spans: dict[tuple[Any, Any], list[tuple[float, float, str]]] = defaultdict(list)
         for e in events:

@@ -25,8 +25,8 @@ def estimates(a: Args, op_args: Args | None, name: str) -> tuple[Any, ...] | Non
     flop, gb = a.kernel_flop, a.kernel_num_gb
     if flop.__class__ not in NUMBER and gb.__class__ not in NUMBER:
         return None
-    from roofline.metrics.op_args import size
-    from roofline.metrics.op_models import compute
+    from roofline.metrics.ops import compute
+    from roofline.metrics.ops.args import size
 
     types = shapes(op_args.input_type) if op_args is not None else None
     dtype = next((t for t in types if size(t)), "") if isinstance(types, list) else ""

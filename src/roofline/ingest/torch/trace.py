@@ -5,7 +5,7 @@ capitalised categories and ``external id``; 1.9 with ``schemaVersion``; 1.10+ ``
 ``ac2g``; 2.x with ``cuda_driver`` and float ``ts``. NVIDIA and ROCm alike.
 
 A row is a CPU operator with the GPU work it launched (kernels, memcpys, memsets): its GPU time
-is the sum of their durations, FLOPs and bytes come from the op's shapes (``metrics/op_models.py``),
+is the sum of their durations, FLOPs and bytes come from the op's shapes (``metrics/ops/``),
 memcpy/memset bytes and NCCL message sizes from their own args. GPU events are tied to their op by
 the launch's ``correlation`` → runtime event → ``External id`` (or, failing that, the innermost op
 whose span holds the launch on the same thread), then by the event's own ``External id``. GPU
@@ -63,16 +63,9 @@ from roofline.ingest.torch.stream import events as stream_events
 from roofline.ingest.torch.summary import estimates, trace_meta, unmodelled
 from roofline.ingest.torch.threads import Threads as _Threads
 from roofline.metrics.flops import flops_from_counts
-from roofline.metrics.moe import CALLEE_OPS
-from roofline.metrics.op_models import (
-    NOT_RECORDED,
-    OpCost,
-    collective_bytes,
-    conv_out_from_consumer,
-    cost,
-)
-from roofline.metrics.paged_attention import OPS as PAGED_OPS
-from roofline.metrics.paged_attention import paged_cost
+from roofline.metrics.ops import CALLEE_OPS, NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
+from roofline.metrics.ops.attention import OPS as PAGED_OPS
+from roofline.metrics.ops.attention import paged_cost
 from roofline.schema import (
     COLUMN_POOL,
     UNAVAILABLE,
@@ -351,7 +344,7 @@ class _Rows:
         return None
 
     def _moe(self, op: Event, kernels: tuple[str, ...]) -> OpCost | None:
-        from roofline.metrics.moe import callee_cost
+        from roofline.metrics.ops.moe import callee_cost
 
         if self.threads is None or op.args is None:
             return None

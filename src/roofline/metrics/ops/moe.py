@@ -17,6 +17,11 @@ FLOPs = 2·(T·k)·H·N_up + 2·(T·k)·I·H, counted over the token-expert pair
 Bytes: which experts the router chose is a tensor value, so the weights read are an **upper bound**:
 min(E, T·k) experts' weights, each read once (docs/traces.md, "Fused MoE"), plus the activations each
 GEMM reads and writes. The row's formula says "upper bound" and how many experts it counts.
+
+The routing ops inside it (triton_kernels' ``TopK`` and ``SortTokens``) are priced from their tensor
+arguments and the buffers they allocate (``routing_cost``). The op models registered here for
+``vllm::moe_forward``, ``TopK`` and ``SortTokens`` are what their own arguments give; the reader prices
+them from the ops they call (``callee_cost``, ``CALLEE_OPS``).
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ import math
 import re
 from typing import Any
 
-from roofline.metrics.op_args import bind, size
-from roofline.metrics.op_models import NAN, OpCost, compute
+from roofline.metrics.ops.args import Call, bind, size
+from roofline.metrics.ops.core import MODELS, NAN, OpCost, compute, model
 
 ROUTERS = ("TopK", "aten::topk")
 PACKED = ("unsigned char", "uint8")  # mxfp4 weights: two e2m1 values per byte
@@ -185,3 +190,21 @@ def callee_cost(name: str, dims: Any, types: Any, concrete: Any, children: list[
     if x is None or logits is None:
         return None
     return moe_cost([x[0], logits[0]], [call.dtype("hidden_states"), call.dtype("router_logits")], children, kernels)
+
+
+# ---- the op models: moe_forward from its own arguments, the routing ops by name ---------------------
+
+@model("vllm::moe_forward")
+def _moe(call: Call, _: Any) -> OpCost | None:
+    h, r = call.tensor("hidden_states"), call.tensor("router_logits")
+    if h is None or r is None:
+        return None
+    return OpCost(NAN, NAN, "none", None, "", "fused MoE: the experts' weight shapes and top_k are not among the op's "
+                  f"arguments (hidden_states {h[0]}, router_logits {r[0]}, the layer's name)", matmul_like=True)
+
+
+def _routing(call: Call, _: Any) -> OpCost | None:
+    return routing_base(call)
+
+
+MODELS["TopK"] = MODELS["SortTokens"] = _routing  # triton_kernels' names: no aten:: prefix

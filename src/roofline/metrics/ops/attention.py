@@ -1,0 +1,162 @@
+"""Attention: SDPA (flash, efficient, cudnn), packed-sequence (varlen) attention and vLLM's paged
+attention.
+
+* attention (SDPA, flash, efficient, cudnn): forward 2·B·H·Sq·Sk·(Dqk + Dv), halved when causal (as
+  TraceLens); backward twice the forward. Bytes: Q, K, V, O (+ dO, dQ, dK, dV in backward).
+
+vLLM paged attention (``unified_attention_with_output``) from the iteration's recorded lengths (``paged_cost``;
+its model from the op's own arguments alone says the lengths are not there).
+
+The op's arguments hold the new tokens' q, k, v and output, not the context lengths: those live in the
+engine's attention metadata. vLLM's detailed iteration annotation (a ``user_annotation`` named
+``execute_<N>_context_<c>(sq…sk…sqsq…sqsk…)_generation_<g>(sq…sk…sqsq…sqsk…)``, written around each
+model step) records the sums the attention work depends on, per phase: Σsq (new tokens), Σsk (tokens
+attended, context included), Σsq² and Σsq·sk. Every attention layer of the step runs over the same
+requests, so each layer's op is priced from them (the same aggregates TraceLens's InferenceAttention
+reads, "g_sk = 55086" in the graph case):
+
+* FLOPs: H_Q·(2·Σsq·sk·(Dqk + Dv)) per phase, minus the causal half of the prefill's own block
+  H_Q·Σsq²·(Dqk + Dv) (context phase only; a decode token sees its whole context);
+* bytes: q read and o written for Σsq tokens, their own k and v (Σsq) at the q dtype, and the cached
+  keys and values (Σsk − Σsq) at the key's dtype: the cache tensor is not among the op's arguments, so
+  its dtype is taken to be the key's (vLLM's kv_cache_dtype "auto"; an fp8 cache moves half).
+
+A layer with a sliding window attends to at most W tokens per query; the window is not recorded, so for
+such a layer these numbers are an upper bound (the row's bytes note says so).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from roofline.metrics.ops.args import Call, bind, numel
+from roofline.metrics.ops.core import NAN, OpCost, compute, first, model, precision_of
+
+# ---- attention ------------------------------------------------------------------------------------
+
+@model("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+       "_scaled_dot_product_cudnn_attention", "scaled_dot_product_attention", "_flash_attention_forward",
+       "_efficient_attention_forward", "_scaled_dot_product_flash_attention_backward",
+       "_scaled_dot_product_efficient_attention_backward", "_scaled_dot_product_cudnn_attention_backward",
+       "_flash_attention_backward", "_efficient_attention_backward",
+       "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_attention_math")
+def _attention(call: Call, _: Any) -> OpCost | None:
+    backward = "backward" in call.name
+    q, k, v = call.tensor("query"), call.tensor("key"), call.tensor("value")
+    if q is None or k is None or v is None:
+        return None
+    (qs, zq), (ks, _), (vs, _) = q, k, v
+    if call.name in ("aten::_flash_attention_forward", "aten::_flash_attention_backward",
+                     "aten::_efficient_attention_forward", "aten::_efficient_attention_backward"):
+        if call.tensor("cum_seq_q") is not None and not backward:  # varlen: q is [Σ tokens, H, D]
+            return _varlen_attention(call, None)
+        b, sq, h, dqk = qs  # these take [B, S, H, D]
+        sk, dv = ks[1], vs[3]
+    else:
+        b, h, sq, dqk = (qs[0], qs[1], qs[-2], qs[-1]) if len(qs) == 4 else (qs[0], 1, qs[-2], qs[-1])
+        sk, dv = ks[-2], vs[-1]
+    causal = bool(call.flag("is_causal")) or bool(call.flag("causal"))
+    fwd = 2 * b * h * sq * sk * (dqk + dv)
+    if causal:
+        fwd //= 2
+    z = zq or NAN
+    io = (b * h * sq * dqk + b * h * sk * dqk + b * h * sk * dv + b * h * sq * dv) * z
+    if backward:
+        flops, moved = 2 * fwd, 2 * io
+        formula = f"2 × forward (2·B·H·Sq·Sk·(Dqk+Dv){', causal ½' if causal else ''})"
+    else:
+        flops, moved = fwd, io
+        formula = f"2·B·H·Sq·Sk·(Dqk+Dv){' × ½ (causal)' if causal else ''}, B={b} H={h} Sq={sq} Sk={sk} D={dqk}"
+    precision, path = precision_of(call, call.dtype("query"), True)
+    return OpCost(float(flops), float(moved), precision, path, formula, matmul_like=True)
+
+
+@model("aiter::mha_batch_prefill", "aiter::mha_varlen_fwd")
+def _varlen_attention(call: Call, _: Any) -> OpCost | None:
+    """Packed-sequence attention: per-sequence lengths are tensor values the trace does not record, only
+    their bounds. They are exact when the bounds leave no choice: Σ q = batch · max_q makes every query
+    length max_q, and a prefill's key length lies between its query length and max_k, so max_k = max_q
+    makes every key length max_q too. (flash-attn varlen through ``_flash_attention_forward`` too.)"""
+    q, k, v = first(call, "q", "query"), first(call, "k", "key"), first(call, "v", "value")
+    cu = first(call, "cu_seqlens_q", "cum_seq_q")
+    max_q, max_k = call.ints("max_seqlen_q") or call.ints("max_q"), call.ints("max_seqlen_k") or call.ints("max_k")
+    if q is None or k is None or v is None or cu is None:
+        return None
+    batch = numel(cu[0]) - 1
+    total, hq, dqk = q[0]
+    hk, dv = k[0][-2], v[0][-1]
+    if max_q is None or max_k is None or batch <= 0 or total != batch * max_q[0] or max_k[0] != max_q[0]:
+        return OpCost(NAN, NAN, "none", None, "", "per-sequence lengths are tensor values the trace does not record "
+                      f"and its bounds (Σq={total}, batch={batch}, max_q={max_q}, max_k={max_k}) do not fix them")
+    s = max_q[0]
+    causal = bool(call.flag("is_causal"))
+    flops = batch * 2 * hq * s * s * (dqk + dv) // (2 if causal else 1)
+    z = q[1] or NAN
+    moved = (total * hq * dqk + total * hk * dqk + total * hk * dv + total * hq * dv) * z
+    precision, path = precision_of(call, call.dtype("q") or call.dtype("query"), True)
+    return OpCost(float(flops), float(moved), precision, path,
+                  f"Σ 2·H·Sq·Sk·(Dqk+Dv){' × ½ (causal)' if causal else ''}, {batch} sequences of {s} tokens "
+                  "(Σq = batch·max_q, max_k = max_q); q, k, v, o of those tokens", matmul_like=True)
+
+
+@model("vllm::unified_attention_with_output", "vllm::unified_attention")
+def _paged_attention(call: Call, _: Any) -> OpCost | None:
+    q = call.tensor("query")
+    if q is None:
+        return None
+    return OpCost(NAN, NAN, "none", None, "", "paged attention: the context lengths live in the engine's attention "
+                  "metadata (block tables, seq_lens), which the op's recorded arguments do not carry; vLLM's detailed "
+                  "iteration annotation (execute_…_generation_…(sq…sk…)) around a graph replay gives them")
+
+
+# ---- paged attention from the iteration's recorded lengths -------------------------------------------
+
+OPS = frozenset({"vllm::unified_attention_with_output", "vllm::unified_attention"})
+_PHASE = r"_(\d+)\(sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)\)"
+ITERATION = re.compile(r"execute_(\d+)_context" + _PHASE + "_generation" + _PHASE)
+
+
+def iteration_stats(name: str) -> dict[str, int] | None:
+    """The sums of a vLLM detailed iteration annotation; None for any other name."""
+    m = ITERATION.search(name)
+    if m is None:
+        return None
+    v = [int(x) for x in m.groups()]
+    keys = ("tokens", "c_req", "c_sq", "c_sk", "c_sqsq", "c_sqsk", "g_req", "g_sq", "g_sk", "g_sqsq", "g_sqsk")
+    return dict(zip(keys, v))
+
+
+def paged_cost(name: str, dims: Any, types: Any, annotation: str | None) -> OpCost | None:
+    """The op's cost from its query/key/value (read by schema name) and its iteration's annotation
+    (None: no annotation, or arguments that match no schema of ``name``)."""
+    st = iteration_stats(annotation) if annotation else None
+    call = bind(name, dims, types, None) if st is not None and isinstance(dims, list) else None
+    if call is None or st is None:
+        return None
+    q, k, v = call.tensor("query"), call.tensor("key"), call.tensor("value")
+    try:
+        (nq, hq, dqk), zq = q  # type: ignore[misc]
+        (nk, hkv, _d), zk = k  # type: ignore[misc]
+        (_nv, _hv, dv), _zv = v  # type: ignore[misc]
+    except (TypeError, ValueError):
+        return None
+    sq = st["c_sq"] + st["g_sq"]
+    if nq != sq or nk != sq:
+        return OpCost(NAN, NAN, "none", None, "", f"paged attention: the iteration annotation's {sq} new tokens "
+                      f"({annotation}) are not the op's {nq} query rows (a padded graph batch?)")
+    flops = hq * (2 * st["c_sqsk"] * (dqk + dv) - st["c_sqsq"] * (dqk + dv)) + hq * 2 * st["g_sqsk"] * (dqk + dv)
+    precision, path = compute(call.dtype("query") if zq else "", True)
+    formula = (f"H_Q·(2·Σsq·sk − Σsq²_prefill)·(Dqk+Dv), H_Q={hq} Dqk={dqk} Dv={dv}, from the iteration annotation: "
+               f"prefill Σsq={st['c_sq']} Σsk={st['c_sk']} Σsq²={st['c_sqsq']} Σsq·sk={st['c_sqsk']}, decode "
+               f"Σsq={st['g_sq']} Σsk={st['g_sk']} Σsq·sk={st['g_sqsk']}")
+    if not zq or not zk:
+        return OpCost(float(flops), NAN, precision, path, formula, "paged attention: q/k dtypes not recorded",
+                      matmul_like=True)
+    cached = (st["c_sk"] - st["c_sq"]) + (st["g_sk"] - st["g_sq"])
+    moved = sq * (hq * (dqk + dv) + hkv * (dqk + dv)) * zq + cached * hkv * (dqk + dv) * zk
+    note = (f"q, o of {sq} tokens, their own k, v, and the cached k, v of Σsk − Σsq = {cached} context tokens at "
+            f"the key's dtype ({call.dtype('key')}: the cache tensor is not an argument); exact for full attention, an "
+            "upper bound for a sliding-window layer (the window is not recorded)")
+    return OpCost(float(flops), float(moved), precision, path, formula, args=call.described(), matmul_like=True,
+                  bytes_note=note)
