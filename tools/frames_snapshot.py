@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "fixtures"
+SHARED = (REPO.parent / "shared" / "fixtures").resolve()  # a worktree sees ../shared through a link: name it as main does
 ROOTS = ("ncu", "traces", "nsys", "rocprof")
 SKIP_NAMES = ("MANIFEST.md", "reference", "derived", "capture_traces")
 #: the ncu CSV exports record no device: the one the tests pass
