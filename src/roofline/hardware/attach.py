@@ -273,7 +273,8 @@ def _distinct_fill(frame: pd.DataFrame, at_profiled_clock: bool,
     and spreading them back took 16 ms against 45 ms for the row-wise fill (V100 trace). None when the rows
     are mostly distinct (or a value is unhashable): then the row-wise fill is as fast.
 
-    A column missing on every row (a profile's peaks before the fill) splits no rows and is not factorised.
+    A column missing on every row (a profile's peaks before the fill) or holding one value (a trace's device)
+    splits no rows and is not factorised.
     The distinct rows' fill is cached by their values (on a few rows pandas' fixed cost per column call is
     ~4 ms of a read, the same for every profile of these devices), and only the columns it changed are spread.
     """
@@ -281,7 +282,7 @@ def _distinct_fill(frame: pd.DataFrame, at_profiled_clock: bool,
 
     cols = {c: frame[c] for c in FILL_INPUTS if c in frame}  # (the fill reads only these, writes FILLED_COLUMNS)
     present = [c for c, v in cols.items() if not _all_missing(v)]
-    found = distinct_rows(frame, present)
+    found = distinct_rows(frame, [c for c in present if not _constant(cols[c])])
     if found is None or len(found[1]) > len(frame) // 4:
         return None
     codes, firsts = found
@@ -305,6 +306,18 @@ def _distinct_fill(frame: pd.DataFrame, at_profiled_clock: bool,
 
 def _all_missing(column: pd.Series) -> bool:
     return _missing(column) == len(column)
+
+
+def _constant(column: pd.Series) -> bool:
+    """One value on every row, none missing (checked without factorising)."""
+    arr = column.array
+    if isinstance(arr, pd.arrays.ArrowStringArray):
+        arrow = arr.__arrow_array__()
+        return arrow.null_count == 0 and len(pc.unique(arrow)) == 1
+    if len(arr) == 0 or arr.isna().any():
+        return False
+    values = arr.to_numpy()
+    return values.dtype.kind in "biuf" and bool((values == values[0]).all())
 
 
 def _missing(column: pd.Series) -> int:
