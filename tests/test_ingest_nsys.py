@@ -12,6 +12,7 @@ import pytest
 from conftest import shared
 from nsys_synthetic import KERNELS, make_export
 from roofline.errors import CorruptReportError, FormatMismatchError, UnsupportedFormatError
+from roofline.hardware.attach import attach_roofs
 from roofline.ingest.nsys import export as nsys
 from roofline.ingest.registry import reader_for, sniff
 
@@ -96,7 +97,10 @@ def test_cloverleaf_device_and_peaks(clover):
     assert row["compute_capability"] == "8.0" and row["sm_boost_clock_hz"] == 1.41e9
     assert row["peak_dram_bytes_per_s"] == 2039040000000.0
     assert "TARGET_INFO_GPU memoryBandwidth" in row["peak_dram_bytes_per_s_source"]
+    assert np.isnan(row["peak_flop_per_s_fp64"])  # the export records none: the roofs stage attaches the table's
+    row = attach_roofs(clover.iloc[:1]).iloc[0]
     assert row["peak_flop_per_s_fp64"] == 9.7e12 and row["peak_flop_per_s_fp64_source"].startswith("spec: A100")
+    assert row["peak_dram_bytes_per_s"] == 2039040000000.0  # the export's own DRAM roof stays
     assert np.isnan(row["flop_fp32"]) and "--counters" in row["flop_fp32_source"]
     assert row["process"] == "cuda-cloverleaf (pid 1701896)"
     prov = clover.attrs["roofline.provenance"][0]
@@ -143,7 +147,7 @@ def test_synthetic_old_schema(tmp_path):
     assert frame["peak_dram_bytes_per_s"].iloc[0] == 3352320000000
     assert frame["peak_dram_bytes_per_s_source"].iloc[0].startswith("nsys TARGET_INFO_CUDA_GPU memoryBandwidth")
     assert frame["sm_count"].iloc[0] == 132 and frame["compute_capability"].iloc[0] == "9.0"
-    assert frame["peak_flop_per_s_fp32_source"].iloc[0].startswith("spec: H100 SXM")
+    assert attach_roofs(frame)["peak_flop_per_s_fp32_source"].iloc[0].startswith("spec: H100 SXM")
 
 
 def test_synthetic_new_schema_graph_and_mangled(tmp_path):

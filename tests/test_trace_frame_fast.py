@@ -1,8 +1,9 @@
 """The Kineto reader's column-at-once frame equals a plain per-row construction of the same rows.
 
 The reference below builds every column cell by cell (the reader's frame before the column fast paths):
-per-row step lookup, per-row cost, device and launch-dimension lists, the whole frame filled by
-``fill_spec_peaks``. The fast frame must equal it exactly, on odd rows and on real traces.
+per-row step lookup, per-row cost, device and launch-dimension lists. The fast frame must equal it exactly,
+on odd rows and on real traces; with the roofs stage's spec roofs (``attach_roofs``, by distinct rows or
+row by row) it must equal the reference filled by ``fill_spec_peaks``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import pytest
 
 from conftest import shared
 from roofline.errors import path_text
-from roofline.hardware.attach import fill_spec_peaks
+from roofline.hardware import attach
+from roofline.hardware.attach import attach_roofs, fill_spec_peaks
 from roofline.ingest.torch import trace as torch_trace
 from roofline.ingest.torch.columns import NONE3, dim3, dim3_columns, step_column
 from roofline.ingest.torch.trace import COST_COLUMNS, NO_CACHE, ROW_COLUMNS, STEP, _Rows
@@ -29,7 +31,7 @@ GRID = ("grid_x", "grid_y", "grid_z")
 
 
 def plain_frame(rows: _Rows, path: Path, rank: Any) -> pd.DataFrame:
-    """The frame of ``rows`` built cell by cell."""
+    """The frame of ``rows`` built cell by cell (as read: no roofs)."""
     rs = sorted(rows.rows, key=itemgetter(0))
     n = len(rs)
     cols: dict[str, Any] = {c: [r[i] for r in rs] for i, c in enumerate(ROW_COLUMNS)}
@@ -52,7 +54,7 @@ def plain_frame(rows: _Rows, path: Path, rank: Any) -> pd.DataFrame:
     cols.update({"format": ["torch-trace"] * n, "replay_ok": [True] * n, "kernel_id": list(range(n)),
                  "rank": [rank] * n, "l2_bytes_source": [NO_CACHE] * n, "l1_bytes_source": [NO_CACHE] * n,
                  "source_file": [path_text(path)] * n})
-    return fill_spec_peaks(kernels_from_columns(cols, n))
+    return kernels_from_columns(cols, n)
 
 
 def _props(i: int, name: Any, major: Any, minor: Any, sms: Any) -> dict[str, Any]:
@@ -94,18 +96,23 @@ DEVICES = {0: _props(0, "NVIDIA A100-SXM4-80GB", 8, 0, 108), 1: _props(1, "Tesla
 STEPS = [(0.0, 20.0, "ProfilerStep#1"), (10.0, 12.0, "ProfilerStep#2"), (30.0, 50.0, "ProfilerStep#3")]
 
 
-@pytest.fixture(params=[0, 256], ids=["distinct-fill", "whole-fill"])
-def whole_fill_rows(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
-    """Both ways to fill the spec peaks: per distinct (device, tensor path), and on the whole frame."""
-    monkeypatch.setattr(torch_trace, "WHOLE_FILL_ROWS", request.param)
+@pytest.fixture(params=[0, 10**9], ids=["distinct-fill", "whole-fill"])
+def fill_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Both ways the roofs stage fills the spec peaks: per distinct row, and on the whole frame."""
+    monkeypatch.setattr(attach, "_SMALL_FRAME", request.param)
     return int(request.param)
 
 
-def test_odd_rows_equal_plain_construction(whole_fill_rows: int) -> None:
+def assert_equal_read_and_roofed(got: pd.DataFrame, want: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    pd.testing.assert_frame_equal(attach_roofs(got), fill_spec_peaks(want), check_exact=True)
+
+
+def test_odd_rows_equal_plain_construction(fill_path: int) -> None:
     rows = _odd_rows(DEVICES, STEPS)
     got = rows.frame(Path("odd.json"), 3)
     want = plain_frame(rows, Path("odd.json"), 3)
-    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert_equal_read_and_roofed(got, want)
     # what the plain construction decides, spelled out: a float or bool dimension is no dimension, an int
     # beyond int64 is missing alone; steps by start; the equal-valued distinct cost tuple gives equal cells
     assert got["grid_x"].isna().tolist() == [True, False, True, True, True, True, False, True, True]
@@ -115,23 +122,25 @@ def test_odd_rows_equal_plain_construction(whole_fill_rows: int) -> None:
     assert [None if pd.isna(v) else v for v in got["nvtx_range"]] == [
         "ProfilerStep#1", "ProfilerStep#1", None, None, None, "ProfilerStep#3", None, None, None]
     assert got["flop_fp32_source"].tolist()[6] == "7"  # a non-str in a string column, converted as any cell
-    assert got["peak_flop_per_s_tensor"].notna().any()
-    assert got["peak_flop_per_s_fp32_source"].str.startswith("unavailable").tolist()[3]  # the unknown GPU
+    assert got["peak_flop_per_s_tensor"].isna().all()  # a trace records no roofs: the stage attaches them
+    roofed = attach_roofs(got)
+    assert roofed["peak_flop_per_s_tensor"].notna().any()
+    assert roofed["peak_flop_per_s_fp32_source"].str.startswith("unavailable").tolist()[3]  # the unknown GPU
 
 
-def test_one_device_and_no_steps_equal_plain_construction(whole_fill_rows: int) -> None:
+def test_one_device_and_no_steps_equal_plain_construction(fill_path: int) -> None:
     rows = _odd_rows({0: DEVICES[0]}, [])
     rows.rows[:] = [r[:5] + (0,) + r[6:] for r in rows.rows]
     got = rows.frame(Path("one.json"), None)
-    pd.testing.assert_frame_equal(got, plain_frame(rows, Path("one.json"), None), check_exact=True)
+    assert_equal_read_and_roofed(got, plain_frame(rows, Path("one.json"), None))
     assert got["device_name"].unique().tolist() == ["NVIDIA A100-SXM4-80GB"]
 
 
-def test_damaged_device_properties_fall_back_to_the_whole_fill(whole_fill_rows: int) -> None:
+def test_damaged_device_properties_fall_back_to_the_whole_fill(fill_path: int) -> None:
     devices = {0: _props(0, ["not", "a", "name"], 8, 0, 108), 1: _props(1, "Tesla V100-SXM2-16GB", "7", 0, "80")}
     rows = _odd_rows(devices, STEPS)
     got = rows.frame(Path("damaged.json"), 0)
-    pd.testing.assert_frame_equal(got, plain_frame(rows, Path("damaged.json"), 0), check_exact=True)
+    assert_equal_read_and_roofed(got, plain_frame(rows, Path("damaged.json"), 0))
 
 
 @pytest.mark.parametrize("values", [
@@ -199,7 +208,7 @@ TRACES = ["traces/torch_a100_alexnet_train_small.pt.trace.json.gz",
 
 
 @pytest.mark.parametrize("rel", TRACES)
-def test_real_traces_equal_plain_construction(rel: str, monkeypatch: pytest.MonkeyPatch, whole_fill_rows: int) -> None:
+def test_real_traces_equal_plain_construction(rel: str, monkeypatch: pytest.MonkeyPatch, fill_path: int) -> None:
     path = shared(rel)
     seen = []
     real = _Rows.frame
@@ -213,5 +222,5 @@ def test_real_traces_equal_plain_construction(rel: str, monkeypatch: pytest.Monk
     torch_trace.read(path)
     assert len(seen) == 1
     got, want = seen[0]
-    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert_equal_read_and_roofed(got, want)
     assert len(got) > 0 and not math.isnan(float(got["duration_s"].sum()))

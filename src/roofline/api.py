@@ -44,18 +44,21 @@ def _options(peaks: Peaks | str | None, levels: Sequence[str], clock: str, laten
 
 
 def read(paths: PathsLike) -> pd.DataFrame:
-    """The canonical kernels frame of one or more profiles (folders are expanded).
+    """The canonical kernels frame of one or more profiles (folders are expanded): what each records, with
+    the spec table's roofs attached where it records none (the pipeline's roofs stage).
 
     Raises the first input's typed error; use :func:`read_each` to keep going past bad files.
     """
+    from roofline.hardware.attach import attach_roofs
     from roofline.ingest import concat
 
     inputs = pipeline.expand(_as_list(paths))
-    return concat([*map(pipeline.read_dataset, inputs.datasets), *map(pipeline.read_one, inputs.files)])
+    return attach_roofs(concat([*map(pipeline.read_dataset, inputs.datasets), *map(pipeline.read_one, inputs.files)]))
 
 
 def read_each(paths: PathsLike) -> tuple[pd.DataFrame, list[tuple[Path, Exception]]]:
     """Like :func:`read` but never stops at a bad file: returns (frame, [(path, error), ...])."""
+    from roofline.hardware.attach import attach_roofs
     from roofline.ingest import concat
 
     inputs = pipeline.expand(_as_list(paths))
@@ -65,7 +68,7 @@ def read_each(paths: PathsLike) -> tuple[pd.DataFrame, list[tuple[Path, Exceptio
             frames.append(pipeline.read_one(p))
         except Exception as exc:  # noqa: BLE001 - a batch never loses an input: record it
             errors.append((Path(p), exc))
-    return concat(frames), errors
+    return attach_roofs(concat(frames)), errors
 
 
 def run(paths: PathsLike, peaks: Peaks | str | None = None, levels: Sequence[str] = LEVELS, clock: str = "profiled",

@@ -2,6 +2,10 @@
 
     options → expand the inputs → read each → join (counters onto timelines) → device and roofs → analyse
 
+A reader gives what its profile records (device identity, SMs, clocks, recorded bandwidths, the peaks the
+profiler derives from its counters); the spec table's roofs are attached once, after the joins, by the
+roofs stage (:func:`roofline.hardware.attach.attach_roofs`), which also applies ``--device``/``--device-map``.
+
 Every stage is a function of frames and options; :func:`run` chains them and returns an :class:`Analysis`
 that carries the rows, the per-input failures and the messages, in the order they arose. Nothing here
 prints or exits: the CLI renders an ``Analysis``, the batch worker writes one input's, the API returns it.
@@ -15,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -218,14 +222,15 @@ def expand(paths: Iterable[str | Path], globs: bool = False, absolute: bool = Fa
 # ---- reading -------------------------------------------------------------------------------------------
 
 def read_one(path: Path) -> pd.DataFrame:
-    """One input's kernels frame, as its reader gives it; raises the input's typed error."""
+    """One input's kernels frame, as its reader gives it (what the profile records: no spec-table roofs yet);
+    raises the input's typed error."""
     from roofline.ingest.registry import reader_for
 
     return reader_for(path).read(path)  # type: ignore[misc]
 
 
 def read_dataset(path: Path) -> pd.DataFrame:
-    """A batch dataset stands for its kernels, as ingested."""
+    """A batch dataset stands for its kernels, as ingested (roofs attached: the stage leaves them as they are)."""
     from roofline.batch.dataset import open_dataset
     from roofline.schema import kernel_columns
 
@@ -297,11 +302,16 @@ class NoInputsError(RooflineError):
 # ---- joins, device and roofs ---------------------------------------------------------------------------
 
 def join_counters(timeline: pd.DataFrame, counters: pd.DataFrame, report: Report | None = None) -> pd.DataFrame:
-    """``--counters``: the reports' per-launch counters carried onto the timeline; a summary line."""
+    """``--counters``: the reports' per-launch counters carried onto the timeline; a summary line.
+
+    Both frames get their table roofs first (:func:`~roofline.hardware.attach.attach_roofs`; the stage after
+    the join then leaves them as they are): a report's L1/L2 roof is carried only where the timeline has
+    none, the spec table's included, and it may itself be the table's at the report's profiled clock."""
     from roofline.analysis.join import join_counters as join
     from roofline.analysis.join import unmatched_summary
+    from roofline.hardware.attach import attach_roofs
 
-    joined = join(timeline, counters)
+    joined = join(attach_roofs(timeline), attach_roofs(counters))
     s = unmatched_summary(joined)
     if s["launches"] and report is not None:
         names = ", ".join(f"{k['kernel_name'][:60]} ({k['time_s'] * 1e3:.3g} ms)" for k in s["unmatched_kernels"][:5])
@@ -311,19 +321,6 @@ def join_counters(timeline: pd.DataFrame, counters: pd.DataFrame, report: Report
                                   f"{100 * (s['unmatched_time_share'] or 0):.1f}% of kernel time has no counterpart"
                                   + (f": {names}" + (" ..." if len(s["unmatched_kernels"]) > 5 else "") if names else "")))
     return joined
-
-
-def attach_device(kernels: pd.DataFrame, device: str | None, device_map: Mapping[str, str]) -> pd.DataFrame:
-    """``--device`` names the GPU of rows whose profile records none; ``--device-map`` replaces a named
-    device's roofs; the spec table then fills what the profile did not give (labelled)."""
-    if not device and not device_map:
-        return kernels
-    from roofline.hardware.attach import fill_spec_peaks
-
-    if device:
-        kernels = kernels.copy()  # (the caller's frame stays as it was read)
-        kernels.loc[kernels["device_name"].isna(), "device_name"] = device
-    return fill_spec_peaks(kernels, device_map=dict(device_map))
 
 
 def missing_roof_messages(result: pd.DataFrame) -> list[Message]:
@@ -357,6 +354,7 @@ def run(paths: Iterable[str | Path], options: Options | None = None, report: Rep
         progress: Progress | None = None) -> Analysis:
     """Every stage over ``paths`` (files, folders, batch datasets). Bad inputs are failures of the result;
     bad options raise :class:`OptionError` / ``UnknownDeviceError`` before anything is read."""
+    from roofline.hardware.attach import attach_roofs
     from roofline.hardware.peaks import recorded_levels
 
     options = options or Options()
@@ -376,7 +374,7 @@ def run(paths: Iterable[str | Path], options: Options | None = None, report: Rep
         counters, bad = read_inputs(expand(options.counters), say)
         failures += bad
         kernels = join_counters(kernels, counters, say)
-    kernels = attach_device(kernels, options.device, resolved.device_map)
+    kernels = attach_roofs(kernels, options.device, resolved.device_map)
     try:
         frame = analyse(kernels, resolved)
     except ValueError as exc:  # levels or clock the analysis does not know
@@ -393,20 +391,23 @@ def run(paths: Iterable[str | Path], options: Options | None = None, report: Rep
 def analyse_file(path: Path, options: Options) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One input through every stage (the batch's unit of work): its kernels as attached and its roofline
     frame. Raises the input's typed error."""
+    from roofline.hardware.attach import attach_roofs
+
     resolved = resolve(options)
     with captures_given(options.captures):
         kernels = read_one(path)
-    kernels = attach_device(kernels, options.device, resolved.device_map)
+    kernels = attach_roofs(kernels, options.device, resolved.device_map)
     return kernels, analyse(kernels, resolved)
 
 
 def from_frame(kernels: pd.DataFrame, options: Options | None = None) -> Analysis:
     """A kernels frame already read (``roofline.read``) through the device, roofs and analysis stages."""
+    from roofline.hardware.attach import attach_roofs
     from roofline.hardware.peaks import recorded_levels
 
     options = options or Options()
     resolved = resolve(options)
-    kernels = attach_device(kernels, options.device, resolved.device_map)
+    kernels = attach_roofs(kernels, options.device, resolved.device_map)
     frame = analyse(kernels, resolved)
     return Analysis(frame=frame, kernels=kernels, inputs=1, levels=recorded_levels(frame, options.levels))
 
@@ -424,6 +425,6 @@ def option_values(options: Options) -> dict[str, Any]:
 
 
 __all__ = ["Analysis", "Failure", "Inputs", "Message", "NoInputsError", "OptionError", "Options", "Resolved",
-           "analyse", "analyse_file", "attach_device", "captures_given", "expand", "from_frame", "join_counters",
+           "analyse", "analyse_file", "captures_given", "expand", "from_frame", "join_counters",
            "missing_roof_messages", "parse_device_map", "parse_peaks", "portable_peaks", "read_inputs", "read_one",
            "resolve", "run"]

@@ -28,6 +28,9 @@ PROVENANCE_KEY = "roofline.provenance"
 PARQUET_META_KEY = b"roofline"
 
 UNAVAILABLE = "unavailable"
+#: how the source of a recorded roof that the spec table outranks ends ("... (<device> is not in the spec
+#: table)"): the roofs stage (``hardware/attach.py``) keeps it only where that holds and the table gave none
+NOT_IN_SPEC_TABLE = "is not in the spec table)"
 
 # Identity of one profiled launch.
 IDENTITY_COLUMNS: dict[str, str] = {

@@ -1,22 +1,190 @@
 """Roofs from the spec table attached to a kernels frame: the one place the table meets the profile.
 
-Readers say what a profile records (device identity, SMs, clocks, the counter-derived peaks ncu itself
-reports); :func:`fill_spec_peaks` fills what the counters did not give from the table, labelled as such.
-Compute peaks are per-SM rate × SMs × the profiled SM clock when that clock is known (else the
-published figure, at boost); DRAM is the published bandwidth; L1 is ncu's 128 B/cycle/SM at the same
-clock. L2 bandwidth is not published, so it is never filled.
+Readers say what a profile records (device identity, SMs, clocks, recorded bandwidths, the counter-derived
+peaks ncu itself reports); :func:`attach_roofs` is the stage that attaches the spec table's roofs to them,
+once, after the joins (``roofline/pipeline.py``; ``roofline.read`` applies it too). How the table meets a
+format's rows is that format's :data:`POLICIES` entry, found by the ``format`` column every reader writes.
+
+:func:`fill_spec_peaks` fills what the counters did not give from the table, labelled as such. Compute
+peaks are per-SM rate × SMs × the profiled SM clock when that clock is known (else the published figure,
+at boost); DRAM is the published bandwidth; L1 is ncu's 128 B/cycle/SM at the same clock. L2 bandwidth
+is not published, so it is never filled.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from roofline.hardware.specs import L1_BYTES_PER_CYCLE_PER_SM, GpuSpec, spec_tensor_figure
-from roofline.schema import UNAVAILABLE, source_column
+from roofline.schema import NOT_IN_SPEC_TABLE, UNAVAILABLE, source_column
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How the spec table meets one format's rows."""
+
+    #: compute and L1 roofs at the row's profiled SM clock where it records one (else the published figure)
+    at_profiled_clock: bool = True
+    #: the source of a roof that neither the profile nor the table gave or explained (else left empty)
+    unsaid: str | None = None
+    #: the format records roofs that the table outranks: their source ends ":data:`NOT_IN_SPEC_TABLE`", and
+    #: the stage keeps them only where that holds (the device has no table entry) and the table gave nothing
+    outranked: bool = False
+
+
+#: the formats whose rows the spec table fills (by the ``format`` column). The others record every roof
+#: they have (AMD: rocprof-compute's measured ``roofline.csv`` and the architecture model of the GPU the
+#: profile describes; XProf's trace JSON: none), and the table meets them only through --device/--device-map.
+POLICIES: dict[str, Policy] = {
+    "ncu-rep": Policy(),
+    "ncu-csv": Policy(),
+    "torch-trace": Policy(),
+    # a timeline's roof that the table neither gives nor explains: the export's device is not in it
+    "nsys-sqlite": Policy(unsaid=f"{UNAVAILABLE}: the device is not in the spec table (`roofline devices`); "
+                                 "pass --peaks"),
+    # the plane's clock_rate is the device's maximum clock; its memory_bandwidth (and xprof's peak from its
+    # compute-capability table) count only where the spec table has no entry (ROCm reports half of MI300X's)
+    "xplane": Policy(at_profiled_clock=False, outranked=True),
+}
+
+
+def attach_roofs(kernels: pd.DataFrame, device: str | None = None,
+                 device_map: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The roofs stage: the spec table's roofs where the profile recorded none, by each row's format
+    (:data:`POLICIES`), labelled as such; then ``--device`` names the GPU of rows whose profile records
+    none and ``--device-map`` replaces a named device's roofs by a table entry's.
+
+    Applying it to a frame it gave changes nothing (the caller's frame is never written). The pipeline
+    calls it after the joins (``--counters`` frames get theirs before: a report's L1/L2 roof is carried only
+    where the timeline has none, the table's included)."""
+    if not kernels.attrs:
+        return _roofs(kernels, device, device_map)
+    # pandas deep-copies a frame's attrs (the provenance) into every column and frame taken from it: ~0.3 ms
+    # each, ~50 ms per fill of a trace; the stage works on the bare frame and the result gets them once
+    bare = kernels.copy(deep=False)
+    bare.attrs = {}
+    out = _roofs(bare, device, device_map)
+    if out is bare:
+        return kernels
+    out.attrs = copy.deepcopy(kernels.attrs)
+    return out
+
+
+def _roofs(kernels: pd.DataFrame, device: str | None, device_map: Mapping[str, str] | None) -> pd.DataFrame:
+    out = _table_roofs(kernels)
+    if not device and not device_map:
+        return out
+    if device:
+        out = out.copy()  # (the caller's frame stays as it was)
+        out.loc[out["device_name"].isna(), "device_name"] = device
+    return fill_spec_peaks(out, device_map=dict(device_map or {}))
+
+
+def _table_roofs(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Each format's rows filled by its policy; rows of formats without one are left as read."""
+    if kernels.empty or "device_name" not in kernels or "format" not in kernels:
+        return kernels
+    groups = _format_rows(kernels["format"])
+    out = kernels
+    for fmt, rows in groups:
+        policy = POLICIES.get(fmt)
+        if policy is None:
+            continue
+        if rows is None:  # every row (the usual frame: one format)
+            out = _fill_policy(out, policy)
+            continue
+        filled = _fill_policy(out[rows].reset_index(drop=True), policy)
+        out = out.copy(deep=False) if out is kernels else out
+        for col in FILLED_COLUMNS:
+            if col in filled:
+                out[col] = _scatter(out[col], rows, filled[col])
+    return out
+
+
+def _format_rows(formats: pd.Series) -> list[tuple[Any, np.ndarray | None]]:
+    """(format, its rows as a mask) per distinct format; the mask is None when it is every row."""
+    if isinstance(formats.array, pd.arrays.ArrowStringArray):  # (the canonical column: one Arrow pass)
+        arrow = formats.array.__arrow_array__()
+        if arrow.null_count == 0 and len(uniq := pc.unique(arrow)) == 1:
+            return [(uniq[0].as_py(), None)]
+    codes, uniq = pd.factorize(formats, use_na_sentinel=True)
+    if len(uniq) == 1 and (codes == 0).all():
+        return [(uniq[0], None)]
+    return [(fmt, codes == i) for i, fmt in enumerate(uniq)]
+
+
+def _scatter(column: pd.Series, rows: np.ndarray, values: pd.Series) -> Any:
+    """``column`` with ``values`` at ``rows`` (a new array: the frame it came from is not written)."""
+    if column.dtype == "float64":
+        v = column.to_numpy(dtype="float64", na_value=np.nan, copy=True)
+        v[rows] = values.to_numpy(dtype="float64", na_value=np.nan)
+        return v
+    s = column.to_numpy(dtype=object, na_value=None, copy=True)
+    s[rows] = values.to_numpy(dtype=object, na_value=None)
+    return pd.array(s, dtype="string")
+
+
+def _fill_policy(frame: pd.DataFrame, policy: Policy) -> pd.DataFrame:
+    """:func:`fill_spec_peaks` as ``policy`` says, on rows of one format."""
+    aside = _outranked(frame) if policy.outranked else []
+    if aside:
+        frame = frame.copy()
+        for col, rows, _, _ in aside:
+            _put(frame, col, rows, np.nan, None)
+    out = fill_spec_peaks(frame, at_profiled_clock=policy.at_profiled_clock)
+    if aside:
+        from roofline.hardware.names import lookup
+
+        out = out.copy() if out is frame else out
+        names = out["device_name"].to_numpy(dtype=object, na_value=None)
+        absent = {d: lookup(d) is None for d in set(names.tolist())}
+        for col, rows, values, sources in aside:
+            keep = rows & np.array([absent[d] for d in names], dtype=bool) & out[col].isna().to_numpy()
+            if keep.any():
+                _put(out, col, keep, values[keep], sources[keep])
+    if policy.unsaid is not None:
+        for col in _PEAK_COLUMNS:
+            src = source_column(col)
+            if src in out and _missing(out[src]):
+                out = out.copy(deep=False) if out is frame else out
+                s = out[src].to_numpy(dtype=object, na_value=None, copy=True)
+                s[pd.isna(s)] = policy.unsaid
+                out[src] = pd.array(s, dtype="string")
+    return out
+
+
+def _outranked(frame: pd.DataFrame) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+    """(column, rows, values, sources) of the recorded roofs the table outranks (source ending
+    :data:`NOT_IN_SPEC_TABLE`)."""
+    found = []
+    for col in _PEAK_COLUMNS:
+        src = source_column(col)
+        if col not in frame or src not in frame:
+            continue
+        rows = frame[src].astype("string").str.endswith(NOT_IN_SPEC_TABLE).fillna(False).to_numpy(dtype=bool)
+        if rows.any():
+            found.append((col, rows, frame[col].to_numpy(dtype="float64", na_value=np.nan, copy=True),
+                          frame[src].to_numpy(dtype=object, na_value=None, copy=True)))
+    return found
+
+
+def _put(out: pd.DataFrame, col: str, rows: np.ndarray, values: Any, sources: Any) -> None:
+    """``col[rows] = values`` and its source ``sources``, whole columns rebuilt (the input is not written)."""
+    src = source_column(col)
+    v = out[col].to_numpy(dtype="float64", na_value=np.nan, copy=True)
+    v[rows] = values
+    s = out[src].to_numpy(dtype=object, na_value=None, copy=True)
+    s[rows] = sources
+    out[col] = v
+    out[src] = pd.array(s, dtype="string")
 
 
 def fill_spec_peaks(frame: pd.DataFrame, at_profiled_clock: bool = True,
@@ -104,20 +272,83 @@ def _distinct_fill(frame: pd.DataFrame, at_profiled_clock: bool,
     and sources it already has, and a 20k-row trace has a handful of distinct combinations: filling those
     and spreading them back took 16 ms against 45 ms for the row-wise fill (V100 trace). None when the rows
     are mostly distinct (or a value is unhashable): then the row-wise fill is as fast.
+
+    A column missing on every row (a profile's peaks before the fill) or holding one value (a trace's device)
+    splits no rows and is not factorised.
+    The distinct rows' fill is cached by their values (on a few rows pandas' fixed cost per column call is
+    ~4 ms of a read, the same for every profile of these devices), and only the columns it changed are spread.
     """
     from roofline.frames import distinct_rows
 
-    inputs = [c for c in FILL_INPUTS if c in frame]  # (the fill reads only these and writes FILLED_COLUMNS)
-    found = distinct_rows(frame, inputs)
+    cols = {c: frame[c] for c in FILL_INPUTS if c in frame}  # (the fill reads only these, writes FILLED_COLUMNS)
+    present = [c for c, v in cols.items() if not _all_missing(v)]
+    found = distinct_rows(frame, [c for c in present if not _constant(cols[c])])
     if found is None or len(found[1]) > len(frame) // 4:
         return None
     codes, firsts = found
-    small = fill_spec_peaks(frame[inputs].iloc[firsts].reset_index(drop=True), at_profiled_clock, device_map)
+    key = (at_profiled_clock, tuple(sorted((device_map or {}).items())),
+           tuple((c, str(v.dtype), c in present) for c, v in cols.items()),
+           tuple(tuple(_plain(x) for x in cols[c].array.take(firsts).tolist()) for c in present))
+    changed = _FILLED.get(key)
+    if changed is None:
+        small = pd.DataFrame({c: v.array.take(firsts) for c, v in cols.items()})
+        filled = fill_spec_peaks(small, at_profiled_clock, device_map)
+        changed = {c: filled[c].array for c in FILLED_COLUMNS  # (read, never written: shared by the cache)
+                   if c in filled and not (filled[c].dtype == small[c].dtype and filled[c].equals(small[c]))}
+        _FILLED[key] = changed
+        while len(_FILLED) > 64:
+            del _FILLED[next(iter(_FILLED))]
     out = frame.copy(deep=False)  # (the columns written are replaced, not written into: the input is untouched)
-    for col in FILLED_COLUMNS:
-        if col in small:
-            out[col] = small[col].array.take(codes)
+    for c, values in changed.items():
+        out[c] = _spread(values, codes, len(firsts) == 1)
     return out
+
+
+def _all_missing(column: pd.Series) -> bool:
+    return _missing(column) == len(column)
+
+
+def _constant(column: pd.Series) -> bool:
+    """One value on every row, none missing (checked without factorising)."""
+    arr = column.array
+    if isinstance(arr, pd.arrays.ArrowStringArray):
+        arrow = arr.__arrow_array__()
+        return arrow.null_count == 0 and len(pc.unique(arrow)) == 1
+    if len(arr) == 0 or arr.isna().any():
+        return False
+    values = arr.to_numpy()
+    return values.dtype.kind in "biuf" and bool((values == values[0]).all())
+
+
+def _missing(column: pd.Series) -> int:
+    """How many cells are missing (an Arrow string column knows without a pass)."""
+    arr = column.array
+    if isinstance(arr, pd.arrays.ArrowStringArray):
+        return int(arr.__arrow_array__().null_count)
+    return int(arr.isna().sum())
+
+
+def _plain(v: Any) -> Any:
+    """A cell as a cache key's part: every kind of missing is None (NaN is not equal to itself)."""
+    return None if v is None or v is pd.NA or (v.__class__ is float and v != v) else v
+
+
+def _spread(values: Any, codes: np.ndarray, one: bool) -> Any:
+    """``values.take(codes)``, with NumPy or Arrow where the column is theirs (``one``: every code is 0)."""
+    if values.dtype == "float64":
+        v = values.to_numpy(dtype="float64", na_value=np.nan)
+        return np.full(len(codes), v[0]) if one else v[codes]
+    if type(values) is pd.arrays.ArrowStringArray:
+        arrow = values.__arrow_array__().combine_chunks()
+        if one:
+            return pd.arrays.ArrowStringArray(pa.repeat(arrow[0], len(codes)))
+        return pd.arrays.ArrowStringArray(arrow.take(codes))
+    return values.take(codes)
+
+
+#: the columns :func:`fill_spec_peaks` changed on distinct rows, by those rows' values and dtypes (the spec
+#: table is read once per process): :func:`_distinct_fill`
+_FILLED: dict[Any, dict[str, Any]] = {}
 
 
 #: what a peak's source says when its device resolved to nothing (replaced, not quoted, once it does)

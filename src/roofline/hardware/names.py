@@ -290,6 +290,23 @@ def lookup(device_name: str | None) -> GpuSpec | None:
     return res.spec if res.by_name else None
 
 
+def by_capabilities(vendor: str, cc: str, cores: int, bandwidth: float, clock_hz: float) -> str | None:
+    """The one table GPU whose capabilities a profile that records no name gives (an XLA device plane:
+    compute capability, SM count, memory bandwidth B/s, maximum SM clock Hz), else None (a wrong name is
+    worse than none).
+
+    NVIDIA only: CUDA's memory bandwidth (memory clock × bus width) and maximum SM clock agree with the
+    datasheets, while ROCm reports half of MI300X's bandwidth. Compute capability and SM count must be
+    equal, the bandwidth within 5% and the clock within 1% (L40 and L40S differ by 1.2%), and only one
+    part may be left.
+    """
+    if vendor != "NVIDIA" or not bandwidth or not clock_hz:
+        return None
+    fits = [s.name for s in load_specs() if s.vendor == "NVIDIA" and s.compute_capability == cc and s.sm_count == cores
+            and abs(s.dram_bytes_per_s / bandwidth - 1) <= 0.05 and abs(s.boost_clock_hz / clock_hz - 1) <= 0.01]
+    return fits[0] if len(fits) == 1 else None
+
+
 def require(device_name: str) -> GpuSpec:
     """Like :func:`lookup`, but an unknown name is an error that lists the known ones."""
     spec = lookup(device_name)

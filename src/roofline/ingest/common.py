@@ -24,7 +24,6 @@ from roofline.errors import (
     UnreadableInputError,
     path_text,
 )
-from roofline.hardware.attach import fill_spec_peaks
 from roofline.metrics.derive import compute_capability, derive, nan_inputs
 from roofline.schema import (
     QUANTITY_COLUMNS,
@@ -119,7 +118,8 @@ def _int_or_none(v: Any) -> int | None:
 def build_kernels_frame(
     path: Path, fmt: str, launches: list[dict[str, Any]], meta: dict[str, Any]
 ) -> pd.DataFrame:
-    """Turn readers' launches (identity + raw metrics) into the canonical kernels frame."""
+    """Turn readers' launches (identity + raw metrics) into the canonical kernels frame: what the report
+    records, its counter-derived peaks included (the spec table's roofs are the roofs stage's)."""
     rows: list[dict[str, Any]] = []
     for launch in launches:
         raw = launch["raw"]
@@ -144,8 +144,7 @@ def build_kernels_frame(
         row.update(derive(raw, launch.get("opcode_counts"), cc))
         _flag(row, raw, launch.get("flags"))
         rows.append(row)
-    frame = fill_spec_peaks(kernels_from_records(rows))
-    return set_provenance(frame, [meta])
+    return set_provenance(kernels_from_records(rows), [meta])
 
 
 def _flag(row: dict[str, Any], raw: dict[str, Any], reader_flag: str | None = None) -> None:

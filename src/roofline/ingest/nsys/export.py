@@ -5,7 +5,7 @@ A row is a kernel launch, a memcpy or a memset, in start order. Kernel names liv
 a launch is tied to its ranges through the runtime API call that made it (same ``correlationId``
 in the same process), whose thread and start time decide which push/pop and start/end ranges
 enclose it. Device properties come from ``TARGET_INFO_GPU``: name, SMs, compute capability and
-max clock go into the device columns (the spec table derives compute peaks from them), the
+max clock go into the device columns (the roofs stage derives the spec table's peaks from them), the
 memory bandwidth is the DRAM roof, labelled with its source. A timeline has no FLOP or cache
 counters: those columns are unavailable and say how to add them (``--counters``, ``analysis/join.py``).
 
@@ -20,10 +20,8 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping
-from functools import lru_cache
+from collections.abc import Iterator
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -72,6 +70,7 @@ NO_FLOPS = (f"{UNAVAILABLE}: an Nsight Systems timeline has no FLOP counters; ad
             "with `roofline analyze TIMELINE --counters REPORT.ncu-rep`")
 NO_BYTES = (f"{UNAVAILABLE}: an Nsight Systems timeline has no memory counters; add them from Nsight Compute "
             "with `roofline analyze TIMELINE --counters REPORT.ncu-rep`")
+NO_L2_ROOF = f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters"
 COPY_NOTE = "memcpy/memset: no FLOPs"
 LINK = (f"{UNAVAILABLE}: {{kind}} copy over the host/peer link (PCIe/NVLink), not device memory; its bytes "
         "are in copy_bytes (no host-link roof in the schema)")
@@ -404,7 +403,7 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
     out["rank_source"] = _take(rank_texts, rank_code)
     for c, v in (("source_file", str(path)), ("format", "nsys-sqlite"), ("metric_set", "nsys timeline"),
                  ("duration_s_source", "nsys: CUPTI activity end - start"), ("l2_bytes_source", NO_BYTES),
-                 ("l1_bytes_source", NO_BYTES)):
+                 ("l1_bytes_source", NO_BYTES), ("peak_l2_bytes_per_s_source", NO_L2_ROOF)):
         out[c] = _const(v, n)
     for axis in "xyz":
         out[f"grid_{axis}"] = _masked(col[f"grid{axis.upper()}"])
@@ -413,17 +412,14 @@ def _frame(path: Path, con: sqlite3.Connection, tables: set[str], rows: np.ndarr
                         ("correlation_id", "correlationId"), ("registers_per_thread", "registersPerThread"),
                         ("graph_id", "graphId"), ("graph_node_id", "graphNodeId")):
         out[name] = _masked(col[field])
-    _peaks(out, *_devices(out, *gpus, col["deviceId"]))
+    _devices(out, *gpus, col["deviceId"])
     return _assemble(out, n)
 
 
-def _assemble(out: dict[str, Any], n: int, only: Any = None) -> pd.DataFrame:
-    """One DataFrame in the canonical column order (those ``only`` accepts); columns not given are all-missing
-    of their dtype."""
+def _assemble(out: dict[str, Any], n: int) -> pd.DataFrame:
+    """One DataFrame in the canonical column order; columns not given are all-missing of their dtype."""
     cols: dict[str, Any] = {}
     for c, dtype in kernel_dtypes().items():
-        if only is not None and not only(c):
-            continue
         if c in out:
             cols[c] = out[c]
         elif dtype == "float64":
@@ -530,11 +526,9 @@ def _gpus(con: sqlite3.Connection, tables: set[str]) -> tuple[str | None, dict[i
     return None, {}
 
 
-def _devices(out: dict[str, Any], table: str | None, gpus: dict[int, tuple[Any, ...]],
-             dev: np.ndarray) -> tuple[dict[str, list[Any]], np.ndarray, str]:
+def _devices(out: dict[str, Any], table: str | None, gpus: dict[int, tuple[Any, ...]], dev: np.ndarray) -> None:
     """Device columns from the device table (``table``, ``gpus``: :func:`_gpus`); its memoryBandwidth is the
-    DRAM roof (device property). Built per distinct device and spread by one take; returns those per-device
-    values (missing: None), each row's index into them, and why a peak may be missing."""
+    DRAM roof (device property). Built per distinct device and spread by one take."""
     uniq, inv = np.unique(dev, return_inverse=True)
     why = ("no TARGET_INFO_GPU (or TARGET_INFO_CUDA_GPU) row for this device in the export (trimmed export?); "
            "pass --peaks '<GPU>'" if not gpus else "no memoryBandwidth in the export's device table")
@@ -555,50 +549,6 @@ def _devices(out: dict[str, Any], table: str | None, gpus: dict[int, tuple[Any, 
     # CUDA's clockRate is the max clock; the clock during a launch is unknown
     for c in ("sm_boost_clock_hz", "peak_dram_bytes_per_s"):
         out[c] = np.array([np.nan if v is None else v for v in per[c]], dtype=np.float64)[inv]
-    return per, inv, why if not gpus else "the device is not in the spec table (`roofline devices`); pass --peaks"
-
-
-#: what the spec table's roofs depend on, besides the peak columns themselves
-_PEAK_INPUTS = {"device_name", "compute_capability", "sm_count", "sm_boost_clock_hz", "sm_clock_hz", "tensor_path"}
-
-
-def _peaks(out: dict[str, Any], per: dict[str, list[Any]], inv: np.ndarray, why: str) -> None:
-    """Compute and L1 roofs from the spec table by device name; every roof left empty says why.
-
-    Every input of the spec table (name, CC, SMs, clocks, DRAM roof) is per device in a timeline (``per``,
-    from :func:`_devices`; ``inv``: each row's device), so the table is applied to one row per device and its
-    columns spread to the launches by one take."""
-    key = tuple((c, tuple(v)) for c, v in per.items())  # plain values (missing: None): the spec lookup's key
-    l2 = source_column("peak_l2_bytes_per_s")
-    for c, vals in _spec_roofs(key).items():
-        if c.endswith("_source"):
-            missing = [v is None for v in vals]
-            fill = f"{UNAVAILABLE}: L2 bandwidth is not published and a timeline has no L2 counters" \
-                if c == l2 and all(missing) else f"{UNAVAILABLE}: {why}"
-            out[c] = _take([fill if m else v for v, m in zip(vals, missing)], inv)
-        else:
-            out[c] = np.array([np.nan if v is None else v for v in vals], dtype=np.float64)[inv]
-
-
-def _spec_input(c: str) -> bool:
-    return c.startswith("peak_") or c in _PEAK_INPUTS
-
-
-@lru_cache(maxsize=64)
-def _spec_roofs(key: tuple[tuple[str, tuple[Any, ...]], ...]) -> Mapping[str, tuple[Any, ...]]:
-    """The spec table's peak columns (missing: None) for one row per device of the inputs ``key`` gives.
-
-    A pure function of its inputs (the spec table is read once per process), cached: on a one- or two-row
-    frame pandas' fixed cost per column call is ~5 ms of a read, the same for every export of these devices."""
-    from roofline.hardware.attach import fill_spec_peaks
-
-    dtypes = kernel_dtypes()
-    n = len(key[0][1]) if key else 0
-    small = fill_spec_peaks(_assemble({c: pd.array(list(v), dtype=dtypes[c]) for c, v in key}, n, _spec_input))
-    # one conversion of the small frame to lists: per-column pandas calls cost more than the data here
-    # (read-only: every read of these devices shares the cached value)
-    return MappingProxyType({c: tuple(None if pd.isna(v) else v for v in vals)
-                             for c, vals in small.to_dict("list").items() if c.startswith("peak_")})
 
 
 def _nvtx(con: sqlite3.Connection, tables: set[str], rows: np.ndarray) -> pd.api.extensions.ExtensionArray | None:

@@ -3,13 +3,13 @@
 ``schema.kernels_from_columns`` converts a column of ``n`` Python values cell by cell (strings to
 Arrow, ints through an object array and a missing mask). Most of the reader's cells repeat: the rows
 of an op signature share one cost tuple (14 columns), a trace usually has one device, a few
-ProfilerSteps, and one set of spec peaks per (device, tensor path). Here the distinct values are
+ProfilerSteps. Here the distinct values are
 converted once and expanded with an index (``pyarrow.Array.take``, NumPy fancy indexing), and launch
 dimensions go to NumPy in one pass: the same values and dtypes as the cell-by-cell conversion, which
 stays the fallback for anything a damaged trace may hold. On the V100 trace (20,540 rows) the frame
 takes 55-64 ms instead of 77-82 ms (process time, medians of 21 alternating runs on a shared 2-core
 machine); what is left is mostly reading scattered Python objects once per column (launch dims
-~15 ms, names), the DataFrame's copies (~6 ms) and the spec fill's fixed pandas cost (~5 ms, one row).
+~15 ms, names) and the DataFrame's copies (~6 ms).
 """
 
 from __future__ import annotations
@@ -164,41 +164,3 @@ def step_column(steps: list[tuple[float, float, str]], ts: Sequence[Any], marks:
         held &= np.fromiter(map(is_, marks, repeat(step)), dtype=bool, count=len(marks))
     names = [s[2] for s in steps]
     return expand([*names, None], np.where(held, j, len(names)), "string")
-
-
-def spec_peak_columns(props: Sequence[tuple[Any, Any, Any]], dev_codes: np.ndarray, paths: Sequence[Any],
-                      path_codes: np.ndarray) -> dict[str, Any] | None:
-    """What ``fill_spec_peaks`` writes (the peaks and their sources) for rows whose device columns
-    (name, SM count, CC) are ``props[dev_codes]`` and tensor paths ``paths[path_codes]``, all else missing
-    (a trace has no clocks or counter peaks): filled once per distinct (device, path), then expanded. None
-    when a value is unhashable (a damaged trace): the caller fills the whole frame."""
-    from roofline.hardware.attach import FILL_INPUTS, FILLED_COLUMNS, fill_spec_peaks
-    from roofline.schema import kernels_from_columns
-
-    try:
-        if len(props) == 1:  # the usual trace: one device, so a row's combination is its cost's path
-            pair_codes = path_codes
-            pairs = [(props[0], p) for p in paths]
-        else:
-            pair_codes, firsts = first_codes((dev_codes * len(paths) + path_codes).tolist())
-            pairs = [(props[dev_codes[f]], paths[path_codes[f]]) for f in firsts]
-        codes, firsts = first_codes(pairs)  # by value: equal (device, path) pairs are filled once
-    except TypeError:
-        return None
-    codes = codes[pair_codes]
-    combos = [pairs[i] for i in firsts]
-    k = len(combos)
-    small = kernels_from_columns({"device_name": [c[0][0] for c in combos], "sm_count": [c[0][1] for c in combos],
-                                  "compute_capability": [c[0][2] for c in combos],
-                                  "tensor_path": [c[1] for c in combos]}, k, only=FILL_INPUTS)
-    filled = fill_spec_peaks(small)
-    dtypes = kernel_dtypes()
-    out: dict[str, Any] = {}
-    for col in FILLED_COLUMNS:
-        if dtypes[col] == "float64":
-            values = filled[col].to_numpy(dtype="float64", na_value=np.nan).tolist()
-        else:
-            values = filled[col].to_numpy(dtype=object, na_value=None).tolist()
-        out[col] = values[0] if k == 1 and (values[0] is None or values[0].__class__ in (str, float)) \
-            else expand(values, codes, dtypes[col])
-    return out

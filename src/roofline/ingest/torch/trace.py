@@ -40,7 +40,6 @@ from roofline.ingest.torch.columns import (
     expanded,
     first_codes,
     repeated,
-    spec_peak_columns,
     step_column,
 )
 from roofline.ingest.torch.costs import NO_OP_COLUMNS
@@ -88,9 +87,6 @@ COST_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "flop_fp64
                 "flop_fp16_source", "flop_tensor_source", "tensor_path", "dram_bytes", "dram_bytes_source",
                 "op_args", "precision_evidence", "host_link_bytes")
 MISSING = object()  # a signature not modelled yet (None is a cached "no model")
-#: up to this many rows, the spec peaks are filled on the whole frame (fill_spec_peaks' row-wise path costs no
-#: more than filling the distinct (device, tensor path) rows and expanding them: ~1.5 ms less on 60 rows)
-WHOLE_FILL_ROWS = 256
 STEP = object()  # a row whose nvtx_range is the ProfilerStep holding it (looked up for all rows at once)
 #: a row's other varying columns, in the order of the tuples ``_build`` makes (``_ts`` sorts them)
 ROW_COLUMNS = ("_ts", "kernel_name", "kernel_short_name", "mangled_name", "nvtx_range", "_device", "duration_s",
@@ -479,10 +475,9 @@ class _Rows:
                           "cuda_profiler_range dur", "measured: CUPTI range profiler", None, None, costs, None, None))
 
     def frame(self, path: Path, rank: Any) -> pd.DataFrame:
-        """The rows as a canonical frame, spec peaks filled. Repeated values (a signature's cost tuple, the
-        device, the steps, the spec peaks of a (device, tensor path)) are converted once and expanded."""
-        from roofline.hardware.attach import fill_spec_peaks
-
+        """The rows as a canonical frame (no roofs: a trace records none; the roofs stage attaches the spec
+        table's). Repeated values (a signature's cost tuple, the device, the steps) are converted once and
+        expanded."""
         rows = sorted(self.rows, key=itemgetter(0))
         n = len(rows)
         dtypes = kernel_dtypes()
@@ -514,13 +509,6 @@ class _Rows:
                      **{c: repeated(v, n, "string") for c, v in (("l2_bytes_source", NO_CACHE),
                                                                 ("l1_bytes_source", NO_CACHE),
                                                                 ("source_file", path_text(path)))}})
-        tensor_path = COST_COLUMNS.index("tensor_path")
-        peaks = None
-        if n > WHOLE_FILL_ROWS:
-            peaks = spec_peak_columns(props, dev_codes, [t[tensor_path] for t in distinct], cost_codes)
-        if peaks is None:  # (a small frame, or a damaged trace's unhashable value): the whole frame filled
-            return fill_spec_peaks(kernels_from_columns(cols, n))
-        cols.update(peaks)
         return kernels_from_columns(cols, n)
 
     def _device(self, dev: Any) -> tuple[Any, Any, Any]:

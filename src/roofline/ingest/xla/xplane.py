@@ -12,7 +12,8 @@ FLOPs and bytes: TPU ops carry XLA's cost analysis as stats of their event metad
 occurrence's worth: × occurrences). GPU xplanes carry none; ``xla_cost`` runs the ``xprof``
 converter (extra ``roofline[xla]``) for them, else they are unavailable and say so.
 Peaks: the device plane's own peaks where it has them (TPU: ``peak_teraflops_per_second``,
-``peak_hbm_bw_gigabytes_per_second``), else the spec table. Decisions: ``docs/xla.md``.
+``peak_hbm_bw_gigabytes_per_second``), else the spec table (the roofs stage, ``hardware/attach.py``), else
+the plane's recorded memory bandwidth and xprof's peak (the table outranks them). Decisions: ``docs/xla.md``.
 """
 
 from __future__ import annotations
@@ -27,14 +28,13 @@ from typing import Any
 import pandas as pd
 
 from roofline.errors import path_text
-from roofline.hardware.attach import fill_spec_peaks
-from roofline.hardware.names import lookup
-from roofline.hardware.specs import load_specs
+from roofline.hardware.names import by_capabilities
 from roofline.ingest.common import provenance_record
 from roofline.ingest.xla import cost as xc
 from roofline.ingest.xla import xplane_decode as xd
 from roofline.schema import (
     FLOP_COLUMNS,
+    NOT_IN_SPEC_TABLE,
     UNAVAILABLE,
     conform_kernels,
     set_provenance,
@@ -106,26 +106,12 @@ def device_name(stats: dict[str, Any], plane_name: str) -> str:
     cc = f"{stats.get('compute_cap_major', '?')}.{stats.get('compute_cap_minor', '?')}"
     cores = int(stats.get("core_count") or 0)
     gib = round(float(stats.get("memory_size") or 0) / 2**30)
-    named = _spec_by_caps(vendor, cc, cores, stats) or _GPU_BY_CAPS.get((vendor, cc, cores, gib))
+    # the one table GPU these capabilities fit (NVIDIA: CUDA's bandwidth and max clock match the datasheets)
+    bw, clock_hz = float(stats.get("memory_bandwidth") or 0), float(stats.get("clock_rate") or 0) * 1e3
+    named = by_capabilities(vendor, cc, cores, bw, clock_hz) or _GPU_BY_CAPS.get((vendor, cc, cores, gib))
     if named:
         return named
     return f"{vendor + ' ' if vendor else ''}{kind} cc{cc} {cores} {'CUs' if vendor == 'AMD' else 'SMs'} {gib} GiB"
-
-
-def _spec_by_caps(vendor: str, cc: str, cores: int, stats: dict[str, Any]) -> str | None:
-    """The one spec-table GPU that fits a CUDA plane's capabilities, else None (a wrong match is worse than none).
-
-    NVIDIA only: CUDA's memory bandwidth (memory clock × bus width) and maximum SM clock agree with the
-    datasheets, while ROCm reports half of MI300X's bandwidth. Compute capability and SM count must be
-    equal, the bandwidth within 5% and the clock within 1% (L40 and L40S differ by 1.2%), and only one
-    part may be left.
-    """
-    bw, clock_hz = float(stats.get("memory_bandwidth") or 0), float(stats.get("clock_rate") or 0) * 1e3
-    if vendor != "NVIDIA" or not bw or not clock_hz:
-        return None
-    fits = [s.name for s in load_specs() if s.vendor == "NVIDIA" and s.compute_capability == cc and s.sm_count == cores
-            and abs(s.dram_bytes_per_s / bw - 1) <= 0.05 and abs(s.boost_clock_hz / clock_hz - 1) <= 0.01]
-    return fits[0] if len(fits) == 1 else None
 
 
 def build_rows(planes: list[xd.PlaneOps], modules: dict[int, str], costs: xc.CostTable | None,
@@ -359,7 +345,9 @@ def _idle_row(dev: str, step: str | None, idle_ps: int, non_xla: int, non_xla_ps
 
 
 def _peaks(frame: pd.DataFrame, planes: list[xd.PlaneOps], costs: xc.CostTable | None) -> pd.DataFrame:
-    """The device plane's own peaks (XProf's), else the spec table, else the plane's capabilities."""
+    """The roofs the xplane records: the device plane's own peaks (XProf's); on GPU planes also its
+    memory_bandwidth and xprof's peak from its compute-capability table, which the spec table outranks (the
+    roofs stage keeps them only where the device has no table entry, as their source says)."""
     if frame.empty:
         return frame
     by_dev = {device_name(p.stats, p.name): p for p in planes}
@@ -380,23 +368,20 @@ def _peaks(frame: pd.DataFrame, planes: list[xd.PlaneOps], costs: xc.CostTable |
             for c in ("fp64", "fp32", "fp16"):
                 frame.loc[rows, f"peak_flop_per_s_{c}_source"] = (
                     f"{UNAVAILABLE}: a TPU device plane gives one compute peak (the matrix unit's), used for every op")
-    frame = fill_spec_peaks(frame, at_profiled_clock=False)
-    for dev, plane in by_dev.items():
-        if plane.style == "tpu" or lookup(dev) is not None:
             continue
         rows = ((frame["device_name"] == dev).fillna(False) & frame["peak_dram_bytes_per_s"].isna()).to_numpy()
-        bw = plane.stats.get("memory_bandwidth")
+        bw = s.get("memory_bandwidth")
         if bw and rows.any():
             frame.loc[rows, "peak_dram_bytes_per_s"] = float(bw)
             frame.loc[rows, "peak_dram_bytes_per_s_source"] = (
-                f"xprof: device plane memory_bandwidth {float(bw) / 1e9:g} GB/s (driver-reported; {dev} is not in the "
-                "spec table)")
+                f"xprof: device plane memory_bandwidth {float(bw) / 1e9:g} GB/s (driver-reported; {dev} "
+                + NOT_IN_SPEC_TABLE)
         if costs and costs.peak_flop_per_s:
             rows = ((frame["device_name"] == dev).fillna(False) & frame["peak_flop_per_s_tensor"].isna()).to_numpy()
             frame.loc[rows, "peak_flop_per_s_tensor"] = costs.peak_flop_per_s
             frame.loc[rows, "peak_flop_per_s_tensor_source"] = (
-                f"xprof: {costs.peak_flop_per_s / 1e12:g} TFLOP/s from its compute-capability table ({dev} is not in "
-                "the spec table)")
+                f"xprof: {costs.peak_flop_per_s / 1e12:g} TFLOP/s from its compute-capability table ({dev} "
+                + NOT_IN_SPEC_TABLE)
     return frame
 
 
