@@ -4,7 +4,7 @@ Checks that every input is accounted for exactly once and that both datasets are
 
     .venv/bin/python bench/batch_every_fixture.py [--copies 50] [--kill-at 0.5] [--workers 2]
 
-(tests/test_batch.py runs the same checks with 2 copies, within CI's time.)
+(tests/batch/test_batch.py runs the same checks with 2 copies, within CI's time.)
 """
 
 from __future__ import annotations

@@ -87,3 +87,30 @@ def read_or_typed_error(path: Path) -> None:
     except errors.RooflineError:
         return
     roofline.analyze(k)
+
+
+def cli(*args, env_extra=None):
+    """The real entry point (``roofline.cli.main``: parsing, exit codes, one-line errors) run in this
+    process with its own stdout/stderr, as a CompletedProcess. A Python start-up per call (pandas,
+    pyarrow, ...) cost more than most of these tests; `python -m roofline` and the batch's SIGKILL
+    test still run real subprocesses."""
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    from roofline.cli import main
+
+    argv = ["roofline", *map(str, args)]
+    rc = 0
+    saved = sys.argv
+    with CliRunner().isolation(env={"ROOFLINE_DEBUG": None, **(env_extra or {})}) as (out, err, _):
+        sys.argv = argv
+        try:
+            main()
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            sys.argv = saved
+        stdout, stderr = out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace")
+    return subprocess.CompletedProcess(argv, rc, stdout, stderr)

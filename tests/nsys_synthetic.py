@@ -110,3 +110,13 @@ def export_of_launches(path: Path, launches: list[tuple[str, str, str, tuple[int
     con.commit()
     con.close()
     return path
+
+
+def run_sql(path: Path, *statements: str) -> Path:
+    """Run statements on a (synthetic) export in place: damage it, trim it, add ranges."""
+    con = sqlite3.connect(path)
+    for st in statements:
+        con.execute(st)
+    con.commit()
+    con.close()
+    return path

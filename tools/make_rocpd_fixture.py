@@ -21,7 +21,7 @@ agent ``extdata`` = the agent struct as JSON, kernel symbol ``display_name`` = f
   (``../shared/fixtures/rocprof/rocprof-compute_vcopy_MI200/pmc_perf.csv`` and ``timestamps.csv``),
   so the rocpd reader's numbers are checkable against the pmc_perf.csv path;
 - dispatch 4: ``fma_lds`` with made-up counters whose FLOPs and bytes are worked out by hand in
-  tests/test_rocpd.py (SQ_INSTS_VALU_FMA_F32 over 4 instance rows, SQ_LDS_IDX_ACTIVE over 3);
+  tests/ingest/test_amd_rocpd.py (SQ_INSTS_VALU_FMA_F32 over 4 instance rows, SQ_LDS_IDX_ACTIVE over 3);
 - dispatch 5: ``empty`` with no counter record (its FLOPs and bytes must be unavailable, not 0);
 - one host-to-device memory copy.
 

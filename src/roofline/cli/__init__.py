@@ -29,7 +29,7 @@ class _Group(click.Group):
             "formats": ("roofline.cli.catalog", "formats"), "samples": ("roofline.cli.catalog", "samples_cmd"),
             "llm": ("roofline.cli.llm", "llm")}
     #: the first line of each command's help, for the group's `--help` without importing it
-    #: (tests/test_cli_startup.py checks that it matches the command's own help)
+    #: (tests/cli/test_startup.py checks that it matches the command's own help)
     LAZY_HELP = {
         "analyze": "Hierarchical roofline of profiles: per kernel and memory level the intensity, attainable and "
                    "achieved FLOP/s, the binding roof, the % of it reached and the time at the roof.",

@@ -185,7 +185,7 @@ def _last_cut(text: bytes) -> tuple[int, int] | None:
 def _address(buffer: Any) -> int:
     """Where a bytes-like object's data starts in memory. A decoded ``msgspec.Raw`` points into the bytes it
     came from (msgspec 0.18-0.22); were a version to copy it, every read would fall back to the whole decode,
-    which ``tests/test_torch_trace_read.py`` would show (it counts the pieces of a streamed read)."""
+    which ``tests/ingest/test_torch_streamed_read.py`` would show (it counts the pieces of a streamed read)."""
     import numpy as np
 
     return int(np.frombuffer(buffer, dtype=np.uint8).__array_interface__["data"][0])

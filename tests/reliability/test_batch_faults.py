@@ -19,7 +19,7 @@ from roofline.batch.dataset import DatasetLock, init_dataset, writer_gone
 from roofline.errors import path_text
 
 from conftest import OWN
-from test_errors_cli import _cli
+from conftest import cli as _cli
 
 TINY = OWN / "tiny_metrics.csv"
 

@@ -25,7 +25,7 @@ from roofline.batch import DatasetError, Options, open_dataset, run_batch
 from roofline.batch.dataset import MANIFEST
 
 from conftest import SHARED, shared
-from test_errors_cli import _cli
+from conftest import cli as _cli
 
 # one worker runs this module: its datasets are module fixtures built once (pytest-xdist --dist loadgroup)
 pytestmark = pytest.mark.xdist_group("batch")

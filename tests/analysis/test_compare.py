@@ -12,8 +12,8 @@ import roofline
 from roofline.analysis.compare import CompareError, compare, gate, group_changes, normalise_name, parse_rules, program_change
 
 from conftest import analysed, kernel_row, shared
-from test_errors_cli import _cli
-from test_report_html import _browser, _open
+from conftest import cli as _cli
+from browser import _browser, _open
 
 A10G = "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"
 

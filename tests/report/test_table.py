@@ -11,7 +11,7 @@ import pandas as pd
 from conftest import analysed, kernel_row
 from roofline import samples
 from roofline.report.table import display_names, format_table, split_note
-from test_errors_cli import _cli
+from conftest import cli as _cli
 
 
 def _many(n: int) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from roofline import samples
 from roofline.analysis.compare import compare, parse_rules, unevaluated
 
 from conftest import analysed, kernel_row
-from test_errors_cli import _cli
+from conftest import cli as _cli
 
 A10G = samples.path("a10g-sgemm")
 

@@ -16,7 +16,7 @@ from roofline.report import html, png
 from roofline.schema import conform_kernels
 
 from conftest import analysed, kernel_row, shared
-from test_errors_cli import _cli
+from conftest import cli as _cli
 
 
 def frame(*rows):

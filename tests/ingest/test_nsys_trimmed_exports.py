@@ -12,7 +12,7 @@ import pytest
 from conftest import shared
 from roofline.errors import CorruptReportError, NoKernelsError, RooflineError
 from roofline.ingest.nsys import export as nsys
-from test_ingest_nsys import _sql
+from nsys_synthetic import run_sql as _sql
 
 BEFORE = "nsys/nsys2026.2_h100x2_mfu-before.sqlite"
 CLOVER = "nsys/nsys2024.5_a100x2_cloverleaf-mpi-cuda.sqlite"

@@ -18,7 +18,7 @@ from roofline.cli import _Group, cli
 
 HEAVY = ("pandas", "numpy", "pyarrow", "matplotlib", "roofline.analysis", "roofline.ingest", "roofline.pipeline",
          "roofline.inference", *(module for module, _ in _Group.LAZY.values()))
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def _modules_after(*argv: str) -> list[str]:

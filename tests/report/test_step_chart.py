@@ -1,11 +1,11 @@
 """The step chart of the HTML report (issue 20): one roofline point per training step over the run,
-checked in real headless Chromium (the browser fixtures of tests/test_report_html.py)."""
+checked in real headless Chromium (the browser fixtures of tests/report/test_html.py)."""
 
 from __future__ import annotations
 
 import pytest
 from conftest import analysed, kernel_row, shared
-from test_report_html import _screenshot, browser, open_page  # noqa: F401 - pytest fixtures (one Chromium per module)
+from browser import _screenshot, browser, open_page  # noqa: F401 - pytest fixtures (one Chromium per module)
 
 import roofline
 from roofline.report import html

@@ -76,8 +76,8 @@ def test_fuzz_xplane(tmp_path):
 _NCU_CHILD = textwrap.dedent("""
     import random, sys
     from pathlib import Path
-    sys.path.insert(0, sys.argv[3])
-    from test_reliability_fuzz import mutate
+    sys.path[:0] = [sys.argv[3], str(Path(sys.argv[3]).parent)]  # this module and conftest
+    from test_fuzzed_inputs import mutate
     from conftest import read_or_typed_error
     data = Path(sys.argv[1]).read_bytes()
     rng = random.Random(int(sys.argv[2]))

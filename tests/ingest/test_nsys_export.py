@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import shared
+from nsys_synthetic import run_sql as _sql
 from nsys_synthetic import KERNELS, make_export
 from roofline.errors import CorruptReportError, FormatMismatchError, UnsupportedFormatError
 from roofline.hardware.attach import attach_roofs
@@ -19,16 +20,6 @@ from roofline.ingest.registry import reader_for, sniff
 CLOVER = "nsys/nsys2024.5_a100x2_cloverleaf-mpi-cuda.sqlite"
 STATS = "nsys/reference/nsys2024.5_a100x2_cloverleaf-mpi-cuda.nsys-stats-gpu-trace.csv"
 BEFORE = "nsys/nsys2026.2_h100x2_mfu-before.sqlite"
-
-
-def _sql(path: Path, *statements: str) -> Path:
-    """Run statements on a (synthetic) export in place: damage it, trim it, add ranges."""
-    con = sqlite3.connect(path)
-    for st in statements:
-        con.execute(st)
-    con.commit()
-    con.close()
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +178,7 @@ def test_nsys_rep_exported_with_nsys_on_path(tmp_path, monkeypatch):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     script = bindir / "nsys"
-    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(Path(__file__).parents[1])!r})\n"
                       "from pathlib import Path\nfrom nsys_synthetic import make_export\n"
                       "a = sys.argv\nmake_export(Path(a[a.index('--output') + 1]))\n")
     script.chmod(0o755)

@@ -21,7 +21,7 @@ import roofline
 from conftest import OWN, shared
 from roofline import errors
 from roofline.ingest.ncu.report import check_structure
-from test_errors_cli import _cli
+from conftest import cli as _cli
 
 TINY = OWN / "tiny_metrics.csv"
 

@@ -15,7 +15,7 @@ import pytest
 from roofline.ingest.torch.decode import Event, decode
 from roofline.ingest.torch.threads import Threads
 
-SAMPLE = Path(__file__).parent.parent / "src/roofline/samples/h100_bert-small.pt.trace.json.gz"
+SAMPLE = Path(__file__).resolve().parents[2] / "src/roofline/samples/h100_bert-small.pt.trace.json.gz"
 
 
 class Reference:

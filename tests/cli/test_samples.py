@@ -16,7 +16,7 @@ from roofline import samples
 from roofline.errors import RooflineError
 
 from conftest import REPO
-from test_errors_cli import _cli
+from conftest import cli as _cli
 
 HERE = Path(samples.__file__).parent  # the installed package's folder (src/ in a checkout)
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
@@ -14,6 +12,7 @@ import roofline
 from roofline import errors
 from roofline.schema import kernel_columns
 from conftest import OWN, shared
+from conftest import cli as _cli
 
 T4 = "ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep"
 A10G = "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"
@@ -38,30 +37,6 @@ def _bad_inputs(tmp_path):
         tmp_path / "random.bin": errors.UnknownFormatError,
         tmp_path / "trace.pt.trace.json.gz": errors.NoKernelsError,  # a trace with no GPU events
     }
-
-
-def _cli(*args, env_extra=None):
-    """The real entry point (``roofline.cli.main``: parsing, exit codes, one-line errors) run in this
-    process with its own stdout/stderr, as a CompletedProcess. A Python start-up per call (pandas,
-    pyarrow, ...) cost more than most of these tests; `python -m roofline` and the batch's SIGKILL
-    test still run real subprocesses."""
-    from click.testing import CliRunner
-
-    from roofline.cli import main
-
-    argv = ["roofline", *map(str, args)]
-    rc = 0
-    saved = sys.argv
-    with CliRunner().isolation(env={"ROOFLINE_DEBUG": None, **(env_extra or {})}) as (out, err, _):
-        sys.argv = argv
-        try:
-            main()
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        finally:
-            sys.argv = saved
-        stdout, stderr = out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace")
-    return subprocess.CompletedProcess(argv, rc, stdout, stderr)
 
 
 def test_each_bad_input_raises_its_typed_error_naming_the_file(tmp_path):

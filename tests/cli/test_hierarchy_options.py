@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from conftest import shared
-from test_errors_cli import _cli
+from conftest import cli as _cli
 
 T4 = "ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep"
 CUTLASS = "ncu/sm80_a100_cutlass-b2b-int8-gemm_full-nvtx.ncu-rep"
