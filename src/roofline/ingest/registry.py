@@ -30,6 +30,7 @@ from roofline.ingest.ncu import csv_export as ncu_csv
 from roofline.ingest.ncu import report as ncu_rep
 from roofline.ingest.nsys import export as nsys
 from roofline.ingest.torch import trace as torch_trace
+from roofline.ingest.torch.graphs import capture_index
 from roofline.ingest.xla import xplane, xprof_trace
 
 
@@ -152,16 +153,22 @@ def _gunzip_head(path: Path, n: int = 64 * 1024) -> bytes:
     return out
 
 
-def expand(paths: Iterable[str | Path]) -> list[Path]:
+def expand(paths: Iterable[str | Path], skipped: list[Path] | None = None) -> list[Path]:
     """Paths with folders replaced by the profile files inside them (sorted, recursive), each real
     file once: symlinked folders are followed, but a folder is never entered twice (a symlink loop
     neither multiplies a file nor hangs). A rocprof-compute workload folder (pmc_perf.csv +
-    sysinfo.csv) stands for itself."""
+    sysinfo.csv) stands for itself. A graph-capture folder's index (``execution_details.json``) found in a
+    folder is no profile: it is left out, and added to ``skipped`` (the caller says so)."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
             files = walk_files(p)
+            index = [f for f in files if capture_index(f) is not None]
+            if index:
+                files = [f for f in files if f not in index]
+                if skipped is not None:
+                    skipped.extend(index)
             # a rocprof-compute workload folder is one input; the CSVs inside it are not profiles of their own
             workloads = [d for d in sorted({p, *(f.parent for f in files)}) if rocprof_compute.is_workload(d)]
             out.extend(sorted(workloads + [f for f in files if f.name.lower().endswith(PROFILE_SUFFIXES)

@@ -63,8 +63,7 @@ from roofline.ingest.torch.summary import estimates, trace_meta, unmodelled
 from roofline.ingest.torch.threads import Threads as _Threads
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.ops import CALLEE_OPS, NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
-from roofline.metrics.ops.attention import OPS as PAGED_OPS
-from roofline.metrics.ops.attention import paged_cost
+from roofline.metrics.ops.attention import is_paged, paged_cost
 from roofline.schema import (
     COLUMN_POOL,
     UNAVAILABLE,
@@ -87,6 +86,11 @@ COST_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "flop_fp64
                 "flop_fp16_source", "flop_tensor_source", "tensor_path", "dram_bytes", "dram_bytes_source",
                 "op_args", "precision_evidence", "host_link_bytes")
 MISSING = object()  # a signature not modelled yet (None is a cached "no model")
+#: the attribution of an op whose kernels are a graph replay no capture trace was joined to
+GRAPH_IN_OP = "op: graph replay (no capture trace joined)"
+NO_CAPTURE = (f"{UNAVAILABLE}: {{op}} replays a CUDA/HIP graph: its kernels' ops and shapes are in the trace "
+              "recorded while the graph was captured (vLLM/SGLang write capture_traces/; torch.compile: profile the "
+              "capture too); pass it with --capture")
 STEP = object()  # a row whose nvtx_range is the ProfilerStep holding it (looked up for all rows at once)
 #: a row's other varying columns, in the order of the tuples ``_build`` makes (``_ts`` sorts them)
 ROW_COLUMNS = ("_ts", "kernel_name", "kernel_short_name", "mangled_name", "nvtx_range", "_device", "duration_s",
@@ -189,17 +193,21 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
     # annotations and launches outlive events.clear(): paged attention looks its iteration up in them
     kept = notes + list(runtimes.values())
     rows.events = kept
-    for op, evs in groups.items():
-        rows.add(ops[op], evs, "op")
+    in_graph = _graph_launched(groups, runtimes)  # graphs launched inside an op (a torch.compile region)
     graph_notes: list[str] = []
-    if any(label.startswith("orphan: graph replay") for _, label in orphans):
+    if in_graph or any(label.startswith("orphan: graph replay") for _, label in orphans):
         from roofline.ingest.torch.graphs import attribute
 
-        joined, orphans, graph_notes = attribute(path, orphans, kept)
+        joined, orphans, graph_notes, taken = attribute(path, orphans, kept, [(e, "op") for e in in_graph])
         for cop, evs, cap_threads in joined.values():
             rows.threads = cap_threads  # a captured op's callees are in its capture trace
             rows.add(cop, evs, "graph replay: captured op")
         rows.threads = threads
+        if taken:
+            groups = {op: kept_evs for op, evs in groups.items() if (kept_evs := [e for e in evs if id(e) not in taken])}
+    replayed = {id(e) for e in in_graph}
+    for op, evs in groups.items():
+        rows.add(ops[op], evs, GRAPH_IN_OP if replayed and any(id(e) in replayed for e in evs) else "op")
     for e, label in orphans:
         rows.add(None, [e], label)
     for r in ranges:
@@ -217,6 +225,15 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
     if graph_notes:
         meta["graph_replays"] = graph_notes
     return set_provenance(frame, [meta])
+
+
+def _graph_launched(groups: dict[int, list[Event]], runtimes: dict[Any, Event]) -> list[Event]:
+    """The GPU events of CUDA/HIP graphs launched inside an op (their launch has the op's External id: a
+    torch.compile region replaying its cudagraph): the op has no shapes of them, the capture trace has."""
+    launches = {c for c, rt in runtimes.items() if "GraphLaunch" in str(rt.name)}
+    if not launches:
+        return []
+    return [e for evs in groups.values() for e in evs if e.args is not None and e.args.correlation in launches]
 
 
 def _ranges(path: Path, raw: bytes) -> list[Any]:
@@ -331,7 +348,7 @@ class _Rows:
                 return cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete), out)
         elif name in CALLEE_OPS and (c.flops != c.flops or c.bytes != c.bytes):
             return self._moe(op, tuple(str(e.name) for e in evs if e.cat in KERNEL_CATS))
-        elif name in PAGED_OPS and c.flops != c.flops:  # lengths from the graph launch's iteration annotation
+        elif is_paged(name) and c.flops != c.flops:  # lengths from the graph launch's iteration annotation
             return paged_cost(name, shapes(dims), shapes(args.input_type), self._iteration(op))
         elif name in SPLIT_BACKWARD:
             found = self._from_caller(op, name)
@@ -442,10 +459,14 @@ class _Rows:
         # the reason depends on the label, the op's name or its signature only: one tuple per distinct one
         # (a trace recorded without shapes has thousands of rows of the same few reasons)
         memo = ("orphan", label) if op is None else ("no args", str(op.name)) if args is None else ("no model", key)
+        if label is GRAPH_IN_OP:
+            memo = (label, str(op.name))  # type: ignore[union-attr]
         found = self.costs.get(memo)
         if found is None:
             if op is None:
                 why = f"{UNAVAILABLE}: {label}; no CPU op shapes to model it"
+            elif label is GRAPH_IN_OP:
+                why = NO_CAPTURE.format(op=op.name)
             elif args is None or (args.input_dims is NULL and args.input_dims_lc is NULL) or \
                     not shapes(args.input_dims if args.input_dims is not NULL else args.input_dims_lc):
                 why = (f"{UNAVAILABLE}: no Input Dims for {op.name}; "

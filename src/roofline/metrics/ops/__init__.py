@@ -55,6 +55,8 @@ def cost(name: str, dims: Sequence[Any] | None, types: Sequence[str] | None,
     if f is None and name.startswith(("triton_poi_", "triton_red_", "triton_per_")) and isinstance(dims, list) \
             and isinstance(types, list):
         return inductor_buffers(name, dims, types)
+    if f is None and name.startswith("sglang_profiler::"):
+        return attention.sglang_paged(name, dims)  # (no schema: by position; priced once its lengths are known)
     if f is None or not dims or not isinstance(dims, (list, tuple)):
         return None
     if types is not None and not isinstance(types, (list, tuple)):
