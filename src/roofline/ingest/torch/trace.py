@@ -222,6 +222,8 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
     rows.threads = None
     frame = rows.frame(path, rank)
     meta["unmodelled_ops"] = unmodelled(frame)
+    if rows.unlisted[1]:
+        meta["device_note"] = rows.unlisted[1]
     if graph_notes:
         meta["graph_replays"] = graph_notes
     return set_provenance(frame, [meta])
@@ -282,6 +284,7 @@ class _Rows:
         self.sources: dict[Any, str] = {}  # duration sources by (events, category), and by category for one event
         self.events: list[Event] = []
         self.iterations: Any = None
+        self.unlisted: tuple[dict[str, Any], str | None] = ({}, None)  # (the props of unlisted device ids, why)
 
     def add(self, op: Event | None, evs: list[Event], label: str) -> None:
         if len(evs) == 1:
@@ -519,6 +522,7 @@ class _Rows:
             dev_codes, firsts = np.zeros(n, dtype=np.intp), [0]
         else:
             dev_codes, firsts = first_codes(devices)  # (by value, as the device's properties are looked up)
+        self.unlisted = _unlisted_devices([devices[i] for i in firsts], self.devices)
         props = [self._device(devices[i]) for i in firsts]
         for i, c in enumerate(("device_name", "sm_count", "compute_capability")):
             # one device (the usual trace): one value per column
@@ -533,10 +537,29 @@ class _Rows:
         return kernels_from_columns(cols, n)
 
     def _device(self, dev: Any) -> tuple[Any, Any, Any]:
-        prop = self.devices.get(dev) or self.only
+        prop = self.devices.get(dev) or self.only or self.unlisted[0]
         major, minor = prop.get("computeMajor"), prop.get("computeMinor")
         cc = f"{major}.{minor}" if major.__class__ is int and minor.__class__ is int else None  # damaged: unknown
         return prop.get("name"), prop.get("numSms"), cc
+
+
+def _unlisted_devices(used: list[Any], devices: dict[Any, Any]) -> tuple[dict[str, Any], str | None]:
+    """(the properties, the note) for kernels on device ids ``deviceProperties`` does not list, where more
+    than one device is listed: ROCm's Kineto numbers a kernel's device physically (``device: 6``) while
+    ``deviceProperties`` lists the devices HIP_VISIBLE_DEVICES made visible (ids 0–3), and the trace records
+    nothing that maps one to the other. When every listed device is the same model, the kernels ran on that
+    model whichever it was: its properties are used, and the note says so; else none ({}) and the note says why."""
+    missing = sorted({d for d in used if d not in devices}, key=str)
+    if not missing or len(devices) < 2:
+        return {}, None
+    ids = ", ".join(str(i) for i in devices)
+    models = {(p.get("name"), p.get("numSms"), p.get("computeMajor"), p.get("computeMinor")) for p in devices.values()}
+    head = (f"kernels on device {', '.join(map(str, missing))}, which deviceProperties does not list (ids {ids}; "
+            "ROCm numbers devices physically, HIP_VISIBLE_DEVICES renumbers them)")
+    if len(models) == 1:
+        prop = next(iter(devices.values()))
+        return prop, f"{head}: every listed device is the same model, {prop.get('name')}: its roofs are used"
+    return {}, f"{head}: the listed devices differ, so their device is unknown (pass --device)"
 
 
 def _text(raw: Any) -> str:
