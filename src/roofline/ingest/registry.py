@@ -48,7 +48,7 @@ FORMATS: dict[str, Format] = {
     for f in (
         Format("ncu-rep", "Nsight Compute report (.ncu-rep, legacy .nsight-cuprof-report)",
                ncu_rep.SUFFIXES, ncu_rep.read, ncu_rep.read_metrics),
-        Format("ncu-csv", "Nsight Compute CSV export (--csv with --metrics, --print-fp or --page details)",
+        Format("ncu-csv", "Nsight Compute CSV export (--csv with --metrics, --print-fp, --page details or --page raw)",
                (".csv",), ncu_csv.read, ncu_csv.read_metrics),
         Format("torch-trace", "PyTorch profiler (Kineto) Chrome trace JSON (.json, .json.gz)",
                (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz"), torch_trace.read),

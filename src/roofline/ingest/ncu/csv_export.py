@@ -1,4 +1,4 @@
-"""Nsight Compute CSV exports (``ncu --csv`` with ``--metrics``, ``--print-fp`` or ``--page details``).
+"""Nsight Compute CSV exports (``ncu --csv`` with ``--metrics``, ``--print-fp``, ``--page details`` or ``--page raw``).
 
 The long format has one row per (launch, metric). Program output and ``==PROF==`` lines may
 precede or follow the header; numbers carry thousands separators; ``--page details`` rows use
@@ -21,6 +21,8 @@ import pandas as pd
 
 from roofline.errors import CorruptReportError, NoKernelsError, UnsupportedFormatError, path_text
 from roofline.ingest.common import build_kernels_frame, head, provenance_record
+from roofline.ingest.ncu.csv_raw import SECTION as RAW_SECTION
+from roofline.ingest.ncu.csv_raw import is_wide, long_records
 from roofline.schema import conform_metrics, set_provenance
 
 FORMAT = "ncu-csv"
@@ -165,8 +167,10 @@ def _records(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     preamble, rows, numbers = _split(path)
     header, data = rows[0], rows[1:]
     if "Metric Name" not in header:
+        if is_wide(header):  # --page raw: one row per launch, turned into the long records
+            return preamble, long_records(path, header, data, numbers)
         raise UnsupportedFormatError(
-            path, "wide CSV (--page raw) is not supported yet; export with --csv --page details or --metrics"
+            path, "CSV with neither a Metric Name column nor the --page raw layout (launch columns, then metrics)"
         )
     # every row carries at least the columns up to the value (details rows leave the rule ones off)
     needed = header.index("Metric Value") + 1 if "Metric Value" in header else len(header) - 5
@@ -176,6 +180,10 @@ def _records(path: Path) -> tuple[list[str], list[dict[str, str]]]:
                 path, f"CSV row at line {line} has {len(r)} of the header's {len(header)} columns "
                       f"({needed} needed): cut short or damaged")
     return preamble, [dict(zip(header, r)) for r in data]
+
+
+#: the export a launch's records come from, by their section
+_METRIC_SETS = {"Command line profiler metrics": "custom", RAW_SECTION: "raw page"}
 
 
 def _kernel_id(kid: str, fallback: int) -> int:
@@ -220,7 +228,7 @@ def read_raw(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                 "cc": cc,
                 "grid_x": grid[0], "grid_y": grid[1], "grid_z": grid[2],
                 "block_x": block[0], "block_y": block[1], "block_z": block[2],
-                "metric_set": "custom" if rec.get("Section Name") == "Command line profiler metrics" else "details",
+                "metric_set": _METRIC_SETS.get(rec.get("Section Name", ""), "details"),
                 "raw": {},
             }
             launches[kid] = launch
