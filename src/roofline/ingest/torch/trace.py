@@ -62,7 +62,7 @@ from roofline.ingest.torch.stream import events as stream_events
 from roofline.ingest.torch.summary import estimates, trace_meta, unmodelled
 from roofline.ingest.torch.threads import Threads as _Threads
 from roofline.metrics.flops import flops_from_counts
-from roofline.metrics.ops import CALLEE_OPS, NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
+from roofline.metrics.ops import CALLEE_OPS, NOT_RECORDED, OpCost, collective_cost, conv_out_from_consumer, cost
 from roofline.metrics.ops.attention import is_paged, paged_cost
 from roofline.schema import (
     COLUMN_POOL,
@@ -355,7 +355,9 @@ class _Rows:
             return paged_cost(name, shapes(dims), shapes(args.input_type), self._iteration(op))
         elif name in SPLIT_BACKWARD:
             found = self._from_caller(op, name)
-            if found is not None and found.flops == found.flops and found.bytes == found.bytes:
+            # the caller's count where it is whole, or where it has the FLOPs this op's own args lack (a torch
+            # 1.8 trace records no Input type: its bytes stay unavailable, saying so)
+            if found is not None and found.flops == found.flops and (found.bytes == found.bytes or c.flops != c.flops):
                 return found
         return None
 
@@ -446,13 +448,12 @@ class _Rows:
                 if found is None:
                     found = self.costs[(key, kernels, copies)] = _modelled(c, len(evs), kernels, copies)
                 return found
-        nelems = margs.nelems if margs is not None and margs.nelems is not None else (args.nelems if args else None)
-        if nelems is not None:
-            dtype = margs.dtype if margs is not None and margs.dtype is not None else (args.dtype if args else None)
-            coll = collective_bytes(nelems, dtype)
+        a = margs if margs is not None and margs.nelems is not None else args
+        if a is not None and a.nelems is not None:
+            coll = collective_cost(a.nelems, a.out_nelems, a.dtype, a.collective)
             if coll is not None:
                 why = f"{UNAVAILABLE}: a collective moves data; its reduction FLOPs are not modelled"
-                return (NAN, NAN, NAN, NAN, why, why, why, why, None, coll, "NCCL message: In msg nelems × dtype size")
+                return (NAN, NAN, NAN, NAN, why, why, why, why, None, coll[0], coll[1])
         if (evs[0].cat in COPY_CATS) if len(evs) == 1 else all(e.cat in COPY_CATS for e in evs):
             copied = _copy_bytes(evs)  # (floats summed from 0.0, never -0.0; NaN keys only miss the memo)
             found = self.costs.get(("copy", copied))  # one tuple per distinct (device, host, unknown): copies repeat
@@ -553,7 +554,8 @@ def _unlisted_devices(used: list[Any], devices: dict[Any, Any]) -> tuple[dict[st
     if not missing or len(devices) < 2:
         return {}, None
     ids = ", ".join(str(i) for i in devices)
-    models = {(p.get("name"), p.get("numSms"), p.get("computeMajor"), p.get("computeMinor")) for p in devices.values()}
+    models = {repr((p.get("name"), p.get("numSms"), p.get("computeMajor"), p.get("computeMinor")))  # (damaged: lists)
+              for p in devices.values()}
     head = (f"kernels on device {', '.join(map(str, missing))}, which deviceProperties does not list (ids {ids}; "
             "ROCm numbers devices physically, HIP_VISIBLE_DEVICES renumbers them)")
     if len(models) == 1:

@@ -31,13 +31,14 @@ from typing import Any
 # (imported for their models: each family registers them into MODELS)
 from roofline.metrics.ops import attention, elementwise, gemm, moe, movement, norms  # noqa: F401
 from roofline.metrics.ops.args import DTYPE_BYTES, bind, schemas
-from roofline.metrics.ops.collectives import collective_bytes
+from roofline.metrics.ops.collectives import collective_bytes, collective_cost
 from roofline.metrics.ops.core import MODELS, NAN, OpCost, compute, unavailable
 from roofline.metrics.ops.gemm import NOT_RECORDED, conv_out_from_consumer
 from roofline.metrics.ops.moe import CALLEE_OPS, callee_cost
 from roofline.metrics.ops.movement import inductor_buffers, inductor_moves_only
 
 __all__ = ["CALLEE_OPS", "DTYPE_BYTES", "MODELS", "NOT_RECORDED", "OpCost", "callee_cost", "collective_bytes",
+           "collective_cost",
            "compute", "conv_out_from_consumer", "cost", "inductor_moves_only", "modelled_ops"]
 
 

@@ -27,8 +27,13 @@ D], …, recorded by position, no schema) is priced the same way from the iterat
 carries: its query gives H_Q and D, its key cache H_KV; there are no new k, v among its arguments (the cache was
 written before), so the cached tokens are Σsk (the new tokens' k, v included) at the cache's dtype.
 
-A layer with a sliding window attends to at most W tokens per query; the window is not recorded, so for
-such a layer these numbers are an upper bound (the row's bytes note says so).
+Sliding windows. Flash attention (``_flash_attention_forward``/``_backward``) and aiter's varlen/prefill ops
+record ``window_size_left``/``window_size_right``: query i (aligned bottom-right, as flash-attn does) attends
+to keys [i − left, i + right] (−1: unbounded; causal: right = 0), and the FLOPs count those pairs exactly
+(2·B·H·pairs·(Dqk + Dv)) where the window cuts any (GPT-OSS's 128-token layers: ~S/128 × fewer than full
+attention); bytes are unchanged (Q, K, V, O each move once). Memory-efficient attention's ``window_size`` has
+no documented alignment: a row with one says its FLOPs are an upper bound. Paged attention records no window
+(vLLM's and SGLang's): for a sliding-window layer its FLOPs and bytes are upper bounds, and both sources say so.
 """
 
 from __future__ import annotations
@@ -66,16 +71,53 @@ def _attention(call: Call, _: Any) -> OpCost | None:
     fwd = 2 * b * h * sq * sk * (dqk + dv)
     if causal:
         fwd //= 2
+    windowed = _windowed(call, sq, sk, causal)
+    if windowed is not None:
+        fwd = 2 * b * h * windowed[0] * (dqk + dv)
     z = zq or NAN
     io = (b * h * sq * dqk + b * h * sk * dqk + b * h * sk * dv + b * h * sq * dv) * z
+    each = f"2·B·H·pairs·(Dqk+Dv), {windowed[1]}" if windowed else \
+        f"2·B·H·Sq·Sk·(Dqk+Dv){' × ½ (causal)' if causal else ''}"
     if backward:
         flops, moved = 2 * fwd, 2 * io
-        formula = f"2 × forward (2·B·H·Sq·Sk·(Dqk+Dv){', causal ½' if causal else ''})"
+        formula = f"2 × forward ({each})"
     else:
         flops, moved = fwd, io
-        formula = f"2·B·H·Sq·Sk·(Dqk+Dv){' × ½ (causal)' if causal else ''}, B={b} H={h} Sq={sq} Sk={sk} D={dqk}"
+        formula = f"{each}, B={b} H={h} Sq={sq} Sk={sk} D={dqk}"
+    formula += _unknown_window(call)
     precision, path = precision_of(call, call.dtype("query"), True)
     return OpCost(float(flops), float(moved), precision, path, formula, matmul_like=True)
+
+
+def window_pairs(sq: int, sk: int, left: int, right: int) -> int:
+    """Query-key pairs a sliding window keeps: query i (0 ≤ i < sq), aligned to key i + sk − sq (flash-attn's
+    bottom-right alignment), attends to keys [i' − left, i' + right] ∩ [0, sk) (−1: unbounded)."""
+    import numpy as np
+
+    pos = np.arange(sq, dtype=np.int64) + (sk - sq)
+    lo = np.zeros(sq, dtype=np.int64) if left < 0 else np.maximum(pos - left, 0)
+    hi = np.full(sq, sk - 1, dtype=np.int64) if right < 0 else np.minimum(pos + right, sk - 1)
+    return int(np.maximum(hi - lo + 1, 0).sum())
+
+
+def _windowed(call: Call, sq: int, sk: int, causal: bool) -> tuple[int, str] | None:
+    """(pairs per batch and head, how) where the call records a sliding window that cuts any query-key pair;
+    None when it records none (or one as wide as the sequence: the full or causal count stands)."""
+    left, right = call.ints("window_size_left"), call.ints("window_size_right")
+    if left is None or right is None or (left[0] < 0 and right[0] < 0):
+        return None
+    r = 0 if causal else right[0]
+    pairs = window_pairs(sq, sk, left[0], r)
+    if pairs >= window_pairs(sq, sk, -1, 0 if causal else -1):
+        return None
+    return pairs, f"sliding window left={left[0]} right={r}{' (causal)' if causal else ''}: {pairs} query-key pairs"
+
+
+def _unknown_window(call: Call) -> str:
+    """A window the model cannot place (memory-efficient attention's ``window_size``): say the FLOPs are high."""
+    w = call.ints("window_size")
+    return "" if not w or w[0] <= 0 else (f"; an upper bound: window_size={w[0]} (the window's alignment is not "
+                                          "recorded, so the full count is given)")
 
 
 @model("aiter::mha_batch_prefill", "aiter::mha_varlen_fwd")
@@ -98,11 +140,15 @@ def _varlen_attention(call: Call, _: Any) -> OpCost | None:
     s = max_q[0]
     causal = bool(call.flag("is_causal"))
     flops = batch * 2 * hq * s * s * (dqk + dv) // (2 if causal else 1)
+    windowed = _windowed(call, s, s, causal)
+    each = f"Σ 2·H·Sq·Sk·(Dqk+Dv){' × ½ (causal)' if causal else ''}"
+    if windowed is not None:
+        flops, each = batch * 2 * hq * windowed[0] * (dqk + dv), f"Σ 2·H·pairs·(Dqk+Dv), {windowed[1]} per sequence"
     z = q[1] or NAN
     moved = (total * hq * dqk + total * hk * dqk + total * hk * dv + total * hq * dv) * z
     precision, path = precision_of(call, call.dtype("q") or call.dtype("query"), True)
     return OpCost(float(flops), float(moved), precision, path,
-                  f"Σ 2·H·Sq·Sk·(Dqk+Dv){' × ½ (causal)' if causal else ''}, {batch} sequences of {s} tokens "
+                  f"{each}, {batch} sequences of {s} tokens "
                   "(Σq = batch·max_q, max_k = max_q); q, k, v, o of those tokens", matmul_like=True)
 
 
@@ -185,9 +231,7 @@ def paged_cost(name: str, dims: Any, types: Any, annotation: str | None) -> OpCo
                       f"({annotation}) are not the op's {nq} query rows (a padded graph batch?)")
     flops = hq * (2 * st["c_sqsk"] * (dqk + dv) - st["c_sqsq"] * (dqk + dv)) + hq * 2 * st["g_sqsk"] * (dqk + dv)
     precision, path = compute(call.dtype("query") if zq else "", True)
-    formula = (f"H_Q·(2·Σsq·sk − Σsq²_prefill)·(Dqk+Dv), H_Q={hq} Dqk={dqk} Dv={dv}, from the iteration annotation: "
-               f"prefill Σsq={st['c_sq']} Σsk={st['c_sk']} Σsq²={st['c_sqsq']} Σsq·sk={st['c_sqsk']}, decode "
-               f"Σsq={st['g_sq']} Σsk={st['g_sk']} Σsq·sk={st['g_sqsk']}")
+    formula = _paged_formula(hq, dqk, dv, st)
     if not zq or not zk:
         return OpCost(float(flops), NAN, precision, path, formula, "paged attention: q/k dtypes not recorded",
                       matmul_like=True)
@@ -215,9 +259,7 @@ def _sglang_cost(dims: Any, types: Any, st: dict[str, int], annotation: str) -> 
                       f"({annotation}) are not the op's {nq} query rows (a padded graph batch?)")
     flops = hq * (2 * st["c_sqsk"] * (dqk + dv) - st["c_sqsq"] * (dqk + dv)) + hq * 2 * st["g_sqsk"] * (dqk + dv)
     precision, path = compute(tq, True)
-    formula = (f"H_Q·(2·Σsq·sk − Σsq²_prefill)·(Dqk+Dv), H_Q={hq} Dqk={dqk} Dv={dv}, from the iteration annotation: "
-               f"prefill Σsq={st['c_sq']} Σsk={st['c_sk']} Σsq²={st['c_sqsq']} Σsq·sk={st['c_sqsk']}, decode "
-               f"Σsq={st['g_sq']} Σsk={st['g_sk']} Σsq·sk={st['g_sqsk']}")
+    formula = _paged_formula(hq, dqk, dv, st)
     args = f"query {nq}x{hq}x{dqk} ({tq}), key/value cache {'x'.join(map(str, kc))} ({tk}) (by position)"
     zq, zk = DTYPE_BYTES.get(tq.lower()), DTYPE_BYTES.get(tk.lower())
     if not zq or not zk:
@@ -228,3 +270,10 @@ def _sglang_cost(dims: Any, types: Any, st: dict[str, int], annotation: str) -> 
     note = (f"q, o of {sq} tokens and the cached k, v of Σsk = {keys} tokens ({hkv} KV heads); exact for full "
             "attention, an upper bound for a sliding-window layer (the window is not recorded)")
     return OpCost(float(flops), float(moved), precision, path, formula, args=args, matmul_like=True, bytes_note=note)
+
+
+def _paged_formula(hq: int, dqk: int, dv: int, st: dict[str, int]) -> str:
+    return (f"H_Q·(2·Σsq·sk − Σsq²_prefill)·(Dqk+Dv), H_Q={hq} Dqk={dqk} Dv={dv}, from the iteration annotation: "
+            f"prefill Σsq={st['c_sq']} Σsk={st['c_sk']} Σsq²={st['c_sqsq']} Σsq·sk={st['c_sqsk']}, decode "
+            f"Σsq={st['g_sq']} Σsk={st['g_sk']} Σsq·sk={st['g_sqsk']}; exact for full attention, an upper bound for "
+            "a sliding-window layer (the window is not recorded)")
