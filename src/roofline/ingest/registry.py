@@ -10,6 +10,7 @@ import fnmatch
 import glob
 import gzip
 import os
+import re
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -68,8 +69,15 @@ FORMATS: dict[str, Format] = {
                "agent_info.csv), or a counter_collection.csv", (), rocprofv3_csv.read),
         Format("rocpd", "rocprofv3 --output-format rocpd SQLite (.db: rocpd_*_<uuid> tables; dispatches, agents, "
                "counters)", rocpd.SUFFIXES, rocpd.read),
+        # GPU kernels and copies are inside, as events with string times and no category: not a CPU-only trace
+        # (that exits 0), a profile with GPU work this reader cannot use (exit 1); rocprofv3 writes what it reads
+        Format("rocprof-v1-trace", "legacy rocprof (v1) --hip-trace/--hsa-trace Chrome JSON (GPU kernels and copies "
+               "as string-timed events without categories; profile with rocprofv3 --output-format json, csv or "
+               "rocpd)", (), None),
     )
 }
+#: the opening rocprof (v1)'s tblextr.py writes (``open_json``): an empty first event, then its process labels
+_ROCPROF_V1 = re.compile(rb'\A\s*\{\s*"traceEvents"\s*:\s*\[\s*\{\s*\}')
 
 PROFILE_SUFFIXES = tuple(s for f in FORMATS.values() for s in f.suffixes)
 
@@ -138,6 +146,8 @@ def sniff(path: str | Path) -> str:
 def _json_kind(data: bytes) -> str:
     if rocprofv3.looks_like(data):
         return "rocprofv3"
+    if _ROCPROF_V1.match(data) and b'"process_name"' in data:
+        return "rocprof-v1-trace"
     return "xprof-trace" if xprof_trace.looks_like(data) else "torch-trace"
 
 

@@ -51,6 +51,7 @@ _LABELS: dict[tuple[str, str], str] = {
     ("SM Frequency", "hz"): "sm__cycles_elapsed.avg.per_second",
     ("DRAM Frequency", "hz"): "dram__cycles_elapsed.avg.per_second",
     ("Memory Throughput", "byte/s"): "dram__bytes.sum.per_second",
+    ("DRAM Throughput", "%"): "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
     ("# SMs", "SM"): "device__attribute_multiprocessor_count",
 }
 
