@@ -85,7 +85,7 @@ def test_a_legacy_rocprof_hip_trace_is_recognised_not_called_cpu_only(tmp_path):
     from roofline.errors import UnsupportedFormatError
     from roofline.ingest.registry import sniff
 
-    assert sniff(p) == "rocprof-v1-trace"
+    assert sniff(p) == "rocprof-v1"
     with pytest.raises(UnsupportedFormatError, match=r"rocprof \(v1\).*rocprofv3"):
         roofline.read(p)
     from test_errors_cli import _cli

@@ -71,7 +71,9 @@ FORMATS: dict[str, Format] = {
                "counters)", rocpd.SUFFIXES, rocpd.read),
         # GPU kernels and copies are inside, as events with string times and no category: not a CPU-only trace
         # (that exits 0), a profile with GPU work this reader cannot use (exit 1); rocprofv3 writes what it reads
-        Format("rocprof-v1-trace", "legacy rocprof (v1) --hip-trace/--hsa-trace Chrome JSON (GPU kernels and copies "
+        Format("capture-index", "a graph-capture folder's index (execution_details.json: capture traces and their "
+               "batch sizes; not a profile: give its folder to --capture)", (), None),
+        Format("rocprof-v1", "legacy rocprof (v1) --hip-trace/--hsa-trace Chrome JSON (GPU kernels and copies "
                "as string-timed events without categories; profile with rocprofv3 --output-format json, csv or "
                "rocpd)", (), None),
     )
@@ -123,6 +125,8 @@ def sniff(path: str | Path) -> str:
         inner = _gunzip_head(path)  # a damaged stream sniffs as a trace; its reader names the damage
         if inner.lstrip()[:1] in (b"{", b"["):
             found = _json_kind(inner)
+    elif capture_index(path) is not None:
+        found = "capture-index"
     elif data.lstrip()[:1] in (b"{", b"["):
         found = _json_kind(data)
     elif path.name.lower().endswith(".ncu-repz"):
@@ -147,7 +151,7 @@ def _json_kind(data: bytes) -> str:
     if rocprofv3.looks_like(data):
         return "rocprofv3"
     if _ROCPROF_V1.match(data) and b'"process_name"' in data:
-        return "rocprof-v1-trace"
+        return "rocprof-v1"
     return "xprof-trace" if xprof_trace.looks_like(data) else "torch-trace"
 
 
@@ -248,6 +252,8 @@ def unique_real(paths: Iterable[Path]) -> list[Path]:
 
 def reader_for(path: str | Path) -> Format:
     fmt = FORMATS[sniff(path)]
+    if fmt.name == "capture-index":
+        raise UnsupportedFormatError(path, f"is {fmt.description}")
     if fmt.read is None:
         raise UnsupportedFormatError(
             path, f"is a {fmt.description}; roofline recognises it but has no reader for it yet"
