@@ -29,7 +29,6 @@ import contextvars
 import json
 import re
 from collections import defaultdict
-from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,15 @@ INDEX = "execution_details.json"
 _BS_FILE = re.compile(r"^bs_(\d+)_.*\.json(\.gz)?$")
 #: a replay's batch size: vLLM's iteration annotation execute_<N>_…, SGLang's step[DECODE bs=<N>]
 _BATCH = re.compile(r"^execute_(\d+)_|\bbs=(\d+)\b")
+
+
+def graph_launched(groups: dict[int, list[Event]], runtimes: dict[Any, Event]) -> list[Event]:
+    """The GPU events of CUDA/HIP graphs launched inside an op (their launch has the op's External id: a
+    torch.compile region replaying its cudagraph): the op has no shapes of them, the capture trace has."""
+    launches = {c for c, rt in runtimes.items() if "GraphLaunch" in str(rt.name)}
+    if not launches:
+        return []
+    return [e for evs in groups.values() for e in evs if e.args is not None and e.args.correlation in launches]
 
 
 def capture_index(path: Path) -> dict[str, int | None] | None:
@@ -295,6 +303,8 @@ def _align(names: list[str], cap_names: list[str]) -> list[int | None] | None:
     few = max(2.0, (1 - MIN_MATCH) * m)
     if abs(n - m) > few:
         return None
+    from difflib import SequenceMatcher
+
     blocks = SequenceMatcher(None, names, cap_names, autojunk=False).get_matching_blocks()
     matched = sum(b.size for b in blocks)
     if matched < MIN_MATCH * n or m - matched > few:

@@ -56,6 +56,8 @@ from roofline.ingest.torch.decode import (
     range_events,
     shapes,
 )
+from roofline.ingest.torch.devices import unlisted_devices
+from roofline.ingest.torch.graphs import graph_launched
 from roofline.ingest.torch.scan import COPY_CATS, KERNEL_CATS, NUMBER, Scan
 from roofline.ingest.torch.stream import Uncut
 from roofline.ingest.torch.stream import events as stream_events
@@ -193,7 +195,7 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
     # annotations and launches outlive events.clear(): paged attention looks its iteration up in them
     kept = notes + list(runtimes.values())
     rows.events = kept
-    in_graph = _graph_launched(groups, runtimes)  # graphs launched inside an op (a torch.compile region)
+    in_graph = graph_launched(groups, runtimes)  # graphs launched inside an op (a torch.compile region)
     graph_notes: list[str] = []
     if in_graph or any(label.startswith("orphan: graph replay") for _, label in orphans):
         from roofline.ingest.torch.graphs import attribute
@@ -227,15 +229,6 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
     if graph_notes:
         meta["graph_replays"] = graph_notes
     return set_provenance(frame, [meta])
-
-
-def _graph_launched(groups: dict[int, list[Event]], runtimes: dict[Any, Event]) -> list[Event]:
-    """The GPU events of CUDA/HIP graphs launched inside an op (their launch has the op's External id: a
-    torch.compile region replaying its cudagraph): the op has no shapes of them, the capture trace has."""
-    launches = {c for c, rt in runtimes.items() if "GraphLaunch" in str(rt.name)}
-    if not launches:
-        return []
-    return [e for evs in groups.values() for e in evs if e.args is not None and e.args.correlation in launches]
 
 
 def _ranges(path: Path, raw: bytes) -> list[Any]:
@@ -523,7 +516,7 @@ class _Rows:
             dev_codes, firsts = np.zeros(n, dtype=np.intp), [0]
         else:
             dev_codes, firsts = first_codes(devices)  # (by value, as the device's properties are looked up)
-        self.unlisted = _unlisted_devices([devices[i] for i in firsts], self.devices)
+        self.unlisted = unlisted_devices([devices[i] for i in firsts], self.devices)
         props = [self._device(devices[i]) for i in firsts]
         for i, c in enumerate(("device_name", "sm_count", "compute_capability")):
             # one device (the usual trace): one value per column
@@ -542,26 +535,6 @@ class _Rows:
         major, minor = prop.get("computeMajor"), prop.get("computeMinor")
         cc = f"{major}.{minor}" if major.__class__ is int and minor.__class__ is int else None  # damaged: unknown
         return prop.get("name"), prop.get("numSms"), cc
-
-
-def _unlisted_devices(used: list[Any], devices: dict[Any, Any]) -> tuple[dict[str, Any], str | None]:
-    """(the properties, the note) for kernels on device ids ``deviceProperties`` does not list, where more
-    than one device is listed: ROCm's Kineto numbers a kernel's device physically (``device: 6``) while
-    ``deviceProperties`` lists the devices HIP_VISIBLE_DEVICES made visible (ids 0–3), and the trace records
-    nothing that maps one to the other. When every listed device is the same model, the kernels ran on that
-    model whichever it was: its properties are used, and the note says so; else none ({}) and the note says why."""
-    missing = sorted({d for d in used if d not in devices}, key=str)
-    if not missing or len(devices) < 2:
-        return {}, None
-    ids = ", ".join(str(i) for i in devices)
-    models = {repr((p.get("name"), p.get("numSms"), p.get("computeMajor"), p.get("computeMinor")))  # (damaged: lists)
-              for p in devices.values()}
-    head = (f"kernels on device {', '.join(map(str, missing))}, which deviceProperties does not list (ids {ids}; "
-            "ROCm numbers devices physically, HIP_VISIBLE_DEVICES renumbers them)")
-    if len(models) == 1:
-        prop = next(iter(devices.values()))
-        return prop, f"{head}: every listed device is the same model, {prop.get('name')}: its roofs are used"
-    return {}, f"{head}: the listed devices differ, so their device is unknown (pass --device)"
 
 
 def _text(raw: Any) -> str:
