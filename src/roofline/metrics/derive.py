@@ -75,7 +75,6 @@ RELEVANT_EXACT: frozenset[str] = frozenset(
         "launch__block_dim_y",
         "launch__block_dim_z",
         "profiler__replayer_passes",
-        memory.DRAM_THROUGHPUT,
     ]
 )
 
