@@ -86,6 +86,7 @@ class Inputs:
     datasets: list[Path] = field(default_factory=list)
     empty_folders: list[Path] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)  # files in the folders that are not profiles (capture indexes)
 
     @property
     def count(self) -> int:
@@ -197,7 +198,7 @@ def expand(paths: Iterable[str | Path], globs: bool = False, absolute: bool = Fa
         found: set[Path] = set()
         for pattern in map(str, given):
             if Path(pattern).is_dir():
-                hits = [Path(p) for p in expand_folders([pattern])]
+                hits = [Path(p) for p in expand_folders([pattern], out.skipped)]
             elif globs and glob.has_magic(pattern):
                 hits = glob_files(pattern)
             else:
@@ -212,7 +213,7 @@ def expand(paths: Iterable[str | Path], globs: bool = False, absolute: bool = Fa
         out.files = sorted(unique_real(sorted(found, key=lambda p: (len(p.parts), str(p)))))
         return out
     out.datasets = [p for p in given if is_dataset(p)]
-    out.files = expand_folders([p for p in given if p not in out.datasets])
+    out.files = expand_folders([p for p in given if p not in out.datasets], out.skipped)
     for p in given:  # a folder given by name that holds no profile (e.g. a folder named x.ncu-rep) is said
         if p not in out.datasets and p.is_dir() and not expand_folders([p]) and (out.files or len(given) > 1):
             out.empty_folders.append(p)
@@ -270,6 +271,9 @@ def read_inputs(inputs: Inputs, report: Report | None = None,
     for p in inputs.empty_folders:
         failures.append(Failure(str(p), f"{path_text(p)}: a folder with no profile files in it"))
         say(Message("error", failures[-1].message))
+    for p in inputs.skipped:
+        say(Message("info", f"{path_text(p)}: the capture folder's index (capture traces and their batch sizes, "
+                            "read with the replay's --capture), not a profile: skipped"))
     no_gpu: list[dict[str, str]] = []
     with (progress or _no_bar)(inputs.files) as bar:
         for path in bar:

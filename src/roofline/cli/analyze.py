@@ -58,8 +58,9 @@ from roofline.cli.common import (
 @click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
               help="Also write the interactive HTML report (and the PNG chart beside it).")
 @click.option("--capture", "captures", multiple=True, type=click.Path(exists=True, path_type=Path),
-              help="PyTorch trace recorded while CUDA/HIP graphs were captured: replayed graph kernels get the "
-              "captured ops' shapes (default: capture_traces/ beside the replay).")
+              help="PyTorch trace recorded while CUDA/HIP graphs were captured, or a folder of them (its "
+              "execution_details.json gives their batch sizes): replayed graph kernels, torch.compile's included, get "
+              "the captured ops' shapes (default: capture_traces/ beside the replay).")
 @click.option("--device-map", "device_map", multiple=True, metavar="NAME=KNOWN",
               help="Take the roofs of a device the profile names NAME from the table entry KNOWN (repeatable).")
 @click.option("--strict", is_flag=True, help="Exit 1 when some device has no roofs (default: a warning).")

@@ -117,6 +117,8 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
         for prov in result.attrs.get("roofline.provenance", []) if by is None else []:  # traces: what is not priced
             for table, lost in (prov.get("missing_tables") or {}).items() if isinstance(prov, dict) else ():
                 click.echo(f"{prov.get('source_file', '')}: no {table} table in the export; lost: {lost}")
+            if isinstance(prov, dict) and prov.get("device_note"):
+                click.echo(f"{prov.get('source_file', '')}: {prov['device_note']}")
             missing = prov.get("unmodelled_ops") if isinstance(prov, dict) else None
             if missing:
                 click.echo(f"{prov.get('source_file', '')}: GPU time without FLOPs or bytes: " + ", ".join(

@@ -20,6 +20,8 @@ from pathlib import PurePath
 import pandas as pd
 
 DEFAULT_TOP = 20
+#: an intensity cell whose level moved 0 bytes (FLOP / 0 B is unbounded, not a number to print)
+NO_BYTES = "0 B"
 
 _HEAD = [
     ("kernel_id", "id", None),
@@ -65,8 +67,8 @@ def summary_columns(levels: tuple[str, ...] = ("dram", "l2", "l1"), by: str | No
 def _si(v: float, unit: str) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "n/a"
-    if math.isinf(v):
-        return "inf"
+    if math.isinf(v):  # an intensity over 0 bytes (no traffic at that level); a rate over no time: unavailable
+        return NO_BYTES if unit == "" else "n/a"
     if unit == "%":
         return f"{v:.1f}"
     if unit == "":
@@ -265,6 +267,8 @@ def _legend(shown: pd.DataFrame, latency_threshold: float, hashed: bool) -> str:
         items.append("n/a unavailable (why: the notes)")
     if any(c.startswith("I ") for c in shown.columns):
         items.append("I = FLOP per byte at that memory level")
+        if any((shown[c] == NO_BYTES).any() for c in shown.columns if c.startswith("I ")):
+            items.append(f"I {NO_BYTES}: no bytes moved at that level (intensity unbounded: it binds nothing)")
     if "% roof" in shown:
         items.append("% roof = achieved / the binding roof at this intensity")
     if "!" in shown and (shown["!"] == "!").any():

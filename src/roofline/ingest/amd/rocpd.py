@@ -148,6 +148,25 @@ def _counter_table(con: sqlite3.Connection, pmc_event: str, pmc_info: str,
     return wide.T.groupby(level=0).sum(min_count=1).T if wide.columns.duplicated().any() else wide
 
 
+def _full_names(con: sqlite3.Connection, tables: set[str], s: str, kd: str, names: dict[int, str]) -> dict[int, str]:
+    """Kernel id -> the full name of kernels whose symbol's display name is cut to a bare identifier
+    (rocprofiler-sdk formats ``ck_tile::kentry<…>(…)`` as ``kentry``): the dispatch's region name in the string
+    table, the full demangled name, where it holds the display name."""
+    cut = {k for k, n in names.items() if re.fullmatch(r"[\w$.]+", n)}
+    if not cut or f"rocpd_string{s}" not in tables:
+        return {}
+    try:
+        rows = con.execute(f'SELECT DISTINCT K.kernel_id, S.string FROM "{kd}" K JOIN "rocpd_string{s}" S '
+                           "ON S.id = K.region_name_id").fetchall()
+    except sqlite3.DatabaseError:  # (an older schema without region names)
+        return {}
+    out: dict[int, str] = {}
+    for k, full in rows:
+        if k is not None and int(k) in cut and isinstance(full, str) and names[int(k)] in full and full != names[int(k)]:
+            out.setdefault(int(k), full)
+    return out
+
+
 def _process(con: sqlite3.Connection, path: Path, tables: set[str], s: str,
              definitions: str) -> tuple[pd.DataFrame, int, str | None, dict[str, str]]:
     kd = _require(path, tables, f"rocpd_kernel_dispatch{s}")
@@ -155,6 +174,7 @@ def _process(con: sqlite3.Connection, path: Path, tables: set[str], s: str,
     sym = _require(path, tables, f"rocpd_info_kernel_symbol{s}")
     names = {int(k): str(d or m or f"kernel_id {k}")
              for k, d, m in con.execute(f'SELECT id, display_name, kernel_name FROM "{sym}"')}
+    names.update(_full_names(con, tables, s, kd, names))
     disp, event_dispatch = [], {}
     for r in con.execute('SELECT start, "end", agent_id, queue_id, kernel_id, dispatch_id, workgroup_size_x, '
                          f'workgroup_size_y, workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, event_id FROM "{kd}"'):

@@ -309,6 +309,9 @@ def _gpu_cost(row: dict[str, Any], pid: int | None, op: str, n: int, costs: xc.C
         if not split["hbm_bytes"] > 0:  # 0 or NaN: XLA gave no bytes either
             split["hbm_bytes"] = gemm.bytes * n
             bsrc = f"model: operands + result from the HLO shapes × {n} (XLA's cost analysis gives 0 bytes)"
+    opaque = xc.unknown_custom_call(cost.long_name) if total == 0 and gemm is None else None
+    if opaque is not None:  # unknown is not zero
+        total, src = _NAN, f"{UNAVAILABLE}: {opaque}"
     _finish_cost(row, row["hlo_category"] or "", total, src, accessed, split, bsrc,
                  xc.flop_column(cost.category, op, cost.long_name, False))
 
