@@ -34,7 +34,7 @@ from roofline.errors import (
     NoKernelsError,
     UnsupportedFormatError,
 )
-from roofline.ingest.common import gc_paused, head, open_sqlite, provenance_record
+from roofline.ingest.common import gc_paused, head, open_sqlite, provenance_record, sqlite_error, sqlite_tables
 from roofline.ingest.nsys import nvtx as nsys_nvtx
 from roofline.ingest.nsys import ranks as nsys_ranks
 from roofline.schema import UNAVAILABLE, kernel_dtypes, set_provenance, source_column
@@ -92,8 +92,8 @@ def read(path: str | Path) -> pd.DataFrame:
     try:
         with gc_paused():
             return _read(path, con, tables)
-    except sqlite3.DatabaseError as exc:  # damaged pages, a table that is not what its name says
-        raise CorruptReportError(path, f"SQLite error while reading the nsys export ({exc})") from None
+    except sqlite3.DatabaseError as exc:  # damaged pages, a table that is not what its name says, a budget
+        raise sqlite_error(path, con, exc, "SQLite error while reading the nsys export") from None
     finally:
         con.close()
 
@@ -130,7 +130,8 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, set[str]]:
     try:
         tables = _tables(con)
     except sqlite3.DatabaseError as exc:
-        raise CorruptReportError(path, f"not a readable SQLite database ({exc})") from None
+        con.close()
+        raise sqlite_error(path, con, exc, "not a readable SQLite database") from None
     if not any(t in tables for t in META_TABLES) and KERNEL_TABLE not in tables:
         con.close()
         raise FormatMismatchError(
@@ -140,7 +141,7 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, set[str]]:
 
 
 def _tables(con: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    return sqlite_tables(con)  # tables only: a view is the file author's query (a cross join ran for ever)
 
 
 def _columns(con: sqlite3.Connection, table: str) -> set[str]:
@@ -167,7 +168,11 @@ def _read(path: Path, con: sqlite3.Connection, tables: set[str]) -> pd.DataFrame
         raise NoKernelsError(path, "the nsys export has no kernel, memcpy or memset rows (CUDA trace off, or a "
                                    "trimmed export)" + (f"; no {', '.join(absent)} table" if absent else ""))
     rows = rows[np.argsort(rows[:, F["start"]], kind="stable")]
-    nvtx = _nvtx(con, tables, rows) if "NVTX_EVENTS" in tables else None
+    try:
+        nvtx = _nvtx(con, tables, rows) if "NVTX_EVENTS" in tables else None
+    except (TypeError, ValueError, OverflowError) as exc:  # SQLite columns hold any type: text where ids belong
+        raise CorruptReportError(path, f"NVTX_EVENTS: a thread, domain, type, start or end that is not an integer "
+                                       f"({str(exc)[:200]})") from None
     gpus = _gpus(con, tables)  # (table, properties by device id): read once, for the columns and provenance
     frame = _frame(path, con, tables, rows, nvtx, gpus)
     rec = provenance_record(path, "nsys-sqlite", tool="nsys", tool_version=info.get("EXPORT_PRODUCT_VERSION"),
