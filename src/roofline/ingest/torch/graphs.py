@@ -135,25 +135,28 @@ class Iterations:
 
 
 def attribute(replay: Path, orphans: list[tuple[Event, str]], events: list[Event] | None = None
-              ) -> tuple[dict[int, tuple[Event, list[Event], Any]], list[tuple[Event, str]], list[str]]:
-    """(captured op id -> (op, its replayed kernels, its CaptureContext), the orphans left, notes)."""
-    graph = [(e, label) for e, label in orphans if label.startswith("orphan: graph replay")]
+              ) -> tuple[dict[Any, tuple[Event, list[Event], Any]], list[tuple[Event, str]], list[str]]:
+    """((capture trace, captured op's External id, graph launch) -> (op, its replayed kernels, its
+    CaptureContext), the orphans left, notes). Keyed by values, never by ``id()``: ``id(op) ^ hash(corr)``
+    collided, merging two ops' kernels at random (the vLLM trace gave 311-327 rows from one file)."""
+    graph = [(i, e) for i, (e, label) in enumerate(orphans) if label.startswith("orphan: graph replay")]
     paths = capture_paths(replay) if graph else []
     if not paths:
         return {}, orphans, []
     captured = [Captured(p) for p in paths]
-    by_launch: dict[Any, list[Event]] = defaultdict(list)
-    for e, _ in graph:
-        by_launch[e.args.correlation if e.args is not None else None].append(e)
-    joined: dict[int, tuple[Event, list[Event], Any]] = {}
+    by_launch: dict[Any, list[tuple[int, Event]]] = defaultdict(list)
+    for i, e in graph:
+        by_launch[e.args.correlation if e.args is not None else None].append((i, e))
+    joined: dict[Any, tuple[Event, list[Event], Any]] = {}
     try:
         steps = iterations(events or [], set(by_launch) - {None})
     except TypeError:  # an unhashable correlation (damaged trace): no iteration known
         steps = {}
     done: set[int] = set()
     notes = []
-    for corr, kernels in by_launch.items():
-        kernels.sort(key=lambda e: float(e.ts))
+    for corr, launched in by_launch.items():
+        launched.sort(key=lambda ie: float(ie[1].ts))
+        kernels = [e for _, e in launched]
         names = [str(k.name) for k in kernels]
         match = _match(names, captured)
         if match is None:
@@ -161,13 +164,14 @@ def attribute(replay: Path, orphans: list[tuple[Event, str]], events: list[Event
             continue
         cap, ops = match
         notes.append(f"graph launch {corr}: {len(kernels)} kernels joined to {cap.path.name}")
-        for k, op in zip(kernels, ops):
+        for (i, k), op in zip(launched, ops):
             if op is None:
                 continue
-            done.add(id(k))
-            slot = joined.setdefault(id(op) ^ hash(corr), (op, [], CaptureContext(cap.threads, steps.get(corr))))
+            done.add(i)
+            key = (str(cap.path), op.args.external_id if op.args is not None else None, corr)  # type: ignore[union-attr]
+            slot = joined.setdefault(key, (op, [], CaptureContext(cap.threads, steps.get(corr))))
             slot[1].append(k)
-    left = [(e, label) for e, label in orphans if id(e) not in done]
+    left = [(e, label) for i, (e, label) in enumerate(orphans) if i not in done]
     return joined, left, notes
 
 
