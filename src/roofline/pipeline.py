@@ -225,8 +225,15 @@ def read_one(path: Path) -> pd.DataFrame:
     """One input's kernels frame, as its reader gives it (what the profile records: no spec-table roofs yet);
     raises the input's typed error."""
     from roofline.ingest.registry import reader_for
+    from roofline.ingest.validate import DAMAGE_TYPES, checked, damage_error
 
-    return reader_for(path).read(path)  # type: ignore[misc]
+    try:
+        frame = reader_for(path).read(path)  # type: ignore[misc]
+    except DAMAGE_TYPES as exc:  # a field of a type or size no reader site expected: the file, said
+        if debug_enabled():
+            raise
+        raise damage_error(path, exc) from None
+    return checked(frame)  # implausible numbers: unavailable, noted
 
 
 def read_dataset(path: Path) -> pd.DataFrame:
@@ -263,6 +270,7 @@ def read_inputs(inputs: Inputs, report: Report | None = None,
     A CPU-only profile is not a failure: it is reported and its provenance says why it has no rows. With
     ``ROOFLINE_DEBUG`` set, a bug in a reader (an untyped exception) is raised instead of recorded."""
     from roofline.ingest import concat
+    from roofline.ingest.validate import warnings_of
 
     say = report or (lambda m: None)
     frames: list[pd.DataFrame] = [read_dataset(p) for p in inputs.datasets]
@@ -275,6 +283,8 @@ def read_inputs(inputs: Inputs, report: Report | None = None,
         for path in bar:
             try:
                 frames.append(read_one(path))
+                for line in warnings_of(frames[-1]):
+                    say(Message("warning", line))
             except NoGpuWorkError as exc:  # a valid CPU-only profile: nothing to draw, not a failure (issue 17)
                 say(Message("info", f"{exc} (no GPU kernels: not an error)"))
                 no_gpu.append({"source_file": exc.path, "no_gpu_work": exc.problem})

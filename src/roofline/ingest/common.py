@@ -294,18 +294,24 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def json_bytes(path: Path) -> bytes | bytearray:
-    """A JSON file's bytes, gunzipped (bounded, see :func:`gunzip_capped`) when gzip; typed errors name the file."""
+def check_size(path: Path) -> None:
+    """An input read whole (JSON, CSV, protobuf) over the absolute cap (``ROOFLINE_MAX_DECOMPRESSED_BYTES``,
+    4 GiB by default) is refused before it is read: parsed, it would take several times its size."""
     from roofline.errors import InputTooLargeError
 
-    with path.open("rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return gunzip_capped(path)
     size = path.stat().st_size
     cap = _env_number(MAX_DECOMPRESSED_ENV, DEFAULT_MAX_DECOMPRESSED)
     if size > cap:
         raise InputTooLargeError(path, f"{size:,} bytes, over the {cap:,}-byte limit ({MAX_DECOMPRESSED_ENV})")
+
+
+def json_bytes(path: Path) -> bytes | bytearray:
+    """A JSON file's bytes, gunzipped (bounded, see :func:`gunzip_capped`) when gzip; typed errors name the file."""
+    with path.open("rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return gunzip_capped(path)
+    check_size(path)
     return path.read_bytes()
 
 
@@ -345,7 +351,8 @@ class SqliteBudget:
         self.steps = max(SQLITE_MIN_STEPS, SQLITE_STEPS_PER_BYTE * size)
         self.steps_left = self.steps // _SQLITE_CHECK_EVERY
         env = os.environ.get(SQLITE_SECONDS_ENV)
-        self.seconds = _env_float(SQLITE_SECONDS_ENV, env) if env else SQLITE_MIN_SECONDS + SQLITE_SECONDS_PER_MB * size / 1e6
+        self.seconds = (_env_float(SQLITE_SECONDS_ENV, env) if env
+                        else SQLITE_MIN_SECONDS + SQLITE_SECONDS_PER_MB * size / 1e6)
         self.deadline = time.monotonic() + self.seconds
         self.exceeded: str | None = None
         self._clock = time.monotonic

@@ -37,6 +37,7 @@ from roofline.errors import (
 from roofline.ingest.common import gc_paused, head, open_sqlite, provenance_record, sqlite_error, sqlite_tables
 from roofline.ingest.nsys import nvtx as nsys_nvtx
 from roofline.ingest.nsys import ranks as nsys_ranks
+from roofline.ingest.validate import as_float, as_int
 from roofline.schema import UNAVAILABLE, kernel_dtypes, set_provenance, source_column
 
 MAGIC = b"SQLite format 3\x00"
@@ -173,7 +174,7 @@ def _read(path: Path, con: sqlite3.Connection, tables: set[str]) -> pd.DataFrame
     except (TypeError, ValueError, OverflowError) as exc:  # SQLite columns hold any type: text where ids belong
         raise CorruptReportError(path, f"NVTX_EVENTS: a thread, domain, type, start or end that is not an integer "
                                        f"({str(exc)[:200]})") from None
-    gpus = _gpus(con, tables)  # (table, properties by device id): read once, for the columns and provenance
+    gpus = _gpus(path, con, tables)  # (table, properties by device id): read once, for the columns and provenance
     frame = _frame(path, con, tables, rows, nvtx, gpus)
     rec = provenance_record(path, "nsys-sqlite", tool="nsys", tool_version=info.get("EXPORT_PRODUCT_VERSION"),
                             export_schema=info.get("EXPORT_SCHEMA_VERSION"), reader=f"sqlite3 {sqlite3.sqlite_version}",
@@ -509,8 +510,10 @@ GPU_TABLES = (("TARGET_INFO_GPU", ("id", "name", "smCount", "computeMajor", "com
                                         "computeCapabilityMinor", "coreClockRate", "memoryBandwidth")))
 
 
-def _gpus(con: sqlite3.Connection, tables: set[str]) -> tuple[str | None, dict[int, tuple[Any, ...]]]:
-    """(table, device properties by device id: (name, SMs, compute capability, clock Hz, memory bandwidth B/s))."""
+def _gpus(path: Path, con: sqlite3.Connection, tables: set[str]) -> tuple[str | None, dict[int, tuple[Any, ...]]]:
+    """(table, device properties by device id: (name, SMs, compute capability, clock Hz, memory bandwidth B/s)).
+    A value of another type than the column's (SQLite columns hold any) is a typed error naming it; a number
+    that cannot be true of a GPU is made unavailable later, with a warning (``ingest/validate.py``)."""
     for table, want in GPU_TABLES:
         if table not in tables:
             continue
@@ -522,10 +525,13 @@ def _gpus(con: sqlite3.Connection, tables: set[str]) -> tuple[str | None, dict[i
         for i, name, sms, major, minor, clock, bw in con.execute(f'SELECT {sel} FROM "{table}"'):
             if i is None:
                 continue
+            i = as_int(path, f"{table}.{want[0]}", i)
+            sms = None if sms is None else as_int(path, f"{table}.{want[2]}", sms)
+            bw = None if bw is None else as_float(path, f"{table}.memoryBandwidth", bw, finite=False)
             cc = f"{major}.{minor}" if major is not None and minor is not None else None
             if not (isinstance(clock, (int, float)) and 1e8 <= clock <= 1e10):
                 clock = None  # a clock not in Hz (or damaged) is no clock, never a rescaled guess
-            out.setdefault(int(i), (name, sms, cc, clock, bw))  # several VMs may list a device: the first wins
+            out.setdefault(i, (name, sms, cc, clock, bw))  # several VMs may list a device: the first wins
         if out:
             return table, out
     return None, {}

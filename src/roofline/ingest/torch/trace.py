@@ -61,6 +61,7 @@ from roofline.ingest.torch.stream import Uncut
 from roofline.ingest.torch.stream import events as stream_events
 from roofline.ingest.torch.summary import estimates, trace_meta, unmodelled
 from roofline.ingest.torch.threads import Threads as _Threads
+from roofline.ingest.validate import note
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.ops import CALLEE_OPS, NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
 from roofline.metrics.ops.attention import OPS as PAGED_OPS
@@ -131,7 +132,7 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
         if raw.__class__ is list:
             events.clear()  # (read() holds the one list of a whole decode: the events not kept are freed now)
     ops, by_ext, runtimes, gpu, steps, notes = scan.ops, scan.by_ext, scan.runtimes, scan.gpu, scan.steps, scan.notes
-    skipped, has_ranges, n_events = scan.skipped, scan.has_ranges, scan.n_events
+    skipped, has_ranges, n_events, skipped_gpu = scan.skipped, scan.has_ranges, scan.n_events, scan.skipped_gpu
     del scan, events
     if raw.__class__ is list:
         held, raw = raw, ((raw[0] if raw else json_bytes(path)) if has_ranges else b"")  # type: ignore[index]
@@ -208,6 +209,9 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
 
     meta = provenance_record(path, "torch-trace", reader=f"msgspec {msgspec.__version__}")
     meta.update(trace_meta(top, n_events, gpu + ranges, orphans, groups, skipped))
+    if skipped_gpu:  # never silent: their time is missing from every total (a warning line, see ingest/validate.py)
+        note(meta, f"{skipped_gpu} GPU kernel/copy events have a ts or dur that is not a number: left out, their "
+                   "time is missing")
     # the events are not needed past here: freed before the frame's memory peak
     del ops, gpu, runtimes, groups, orphans, kept, threads, notes, ranges, by_ext
     rows.events = []
