@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import roofline
-from conftest import shared
+from conftest import OWN, shared
 from roofline import errors
 from roofline.ingest.ncu.report import check_structure
 from test_errors_cli import _cli
@@ -22,6 +22,7 @@ from test_errors_cli import _cli
 #: (shared report, offset, new byte): ncu_report aborts with "Check failed: count >= 0 (-372 vs. 0)"
 ABORTING = ("ncu/sm120_rtx5060ti_transpose_custom-metrics.ncu-rep", 40766, 0x01)
 GOOD = "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"
+OWN_CSV = OWN / "tiny_metrics.csv"
 
 
 def aborting_report(folder: Path, name: str = "bad.ncu-rep") -> Path:
@@ -91,3 +92,40 @@ def test_on_a_dask_worker_with_four_threads_no_good_report_is_lost(tmp_path):
         summary = run_batch([tmp_path / "in"], tmp_path / "ds", scheduler=cluster.scheduler_address)
     assert (summary.ok, summary.failed) == (7, 1)
     assert _errors(tmp_path / "ds") == [("bad.ncu-rep", "reader-crashed")]
+
+
+def test_on_dask_a_task_whose_worker_died_is_retried_alone_before_it_is_blamed(tmp_path):
+    """The worker dies with every task it holds; each is re-run alone (in a process on the driver, where
+    the injected crash does not happen): no input is lost, none is blamed for another's crash."""
+    import dask
+    from distributed import Client, LocalCluster, WorkerPlugin
+
+    from roofline.batch import run_batch
+
+    class DieOn(WorkerPlugin):  # fault injection on a real cluster: the worker's process_chunk kills its process
+        name = "roofline-die-on"  # when a chunk holds an input named die*, as a native crash would
+
+        def setup(self, worker) -> None:  # type: ignore[no-untyped-def]
+            import os
+
+            from roofline.batch import worker as w
+
+            real = w.process_chunk
+
+            def dying(tasks):  # type: ignore[no-untyped-def]
+                if any(Path(t[0]).name.startswith("die") for t in tasks):
+                    os._exit(1)
+                return real(tasks)
+
+            w.process_chunk = dying
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("a", "b", "c", "die"):
+        shutil.copyfile(OWN_CSV, folder / f"{name}.csv")
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            LocalCluster(n_workers=1, threads_per_worker=4, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+            client.register_plugin(DieOn())
+        summary = run_batch([folder], tmp_path / "ds", scheduler=cluster.scheduler_address)
+    assert (summary.ok, summary.failed) == (4, 0)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from roofline.errors import NoGpuWorkError, RooflineError, path_text
+from roofline.errors import CorruptReportError, NoGpuWorkError, RooflineError, SchemaError, path_text
 from roofline.hardware.peaks import LEVELS
 
 if TYPE_CHECKING:  # pandas and the analysis stack are imported by the stages that use them
@@ -229,6 +229,8 @@ def read_one(path: Path) -> pd.DataFrame:
 
     try:
         frame = reader_for(path).read(path)  # type: ignore[misc]
+    except SchemaError as exc:  # a reader's values that do not fit the schema (text in a count): the file, said
+        raise CorruptReportError(path, f"damaged: its values do not fit the schema ({exc})") from None
     except DAMAGE_TYPES as exc:  # a field of a type or size no reader site expected: the file, said
         if debug_enabled():
             raise
