@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from roofline.errors import NoGpuWorkError, RooflineError, path_text
+from roofline.errors import CorruptReportError, NoGpuWorkError, RooflineError, SchemaError, path_text
 from roofline.hardware.peaks import LEVELS
 
 if TYPE_CHECKING:  # pandas and the analysis stack are imported by the stages that use them
@@ -226,8 +226,17 @@ def read_one(path: Path) -> pd.DataFrame:
     """One input's kernels frame, as its reader gives it (what the profile records: no spec-table roofs yet);
     raises the input's typed error."""
     from roofline.ingest.registry import reader_for
+    from roofline.ingest.validate import DAMAGE_TYPES, checked, damage_error
 
-    return reader_for(path).read(path)  # type: ignore[misc]
+    try:
+        frame = reader_for(path).read(path)  # type: ignore[misc]
+    except SchemaError as exc:  # a reader's values that do not fit the schema (text in a count): the file, said
+        raise CorruptReportError(path, f"damaged: its values do not fit the schema ({exc})") from None
+    except DAMAGE_TYPES as exc:  # a field of a type or size no reader site expected: the file, said
+        if debug_enabled():
+            raise
+        raise damage_error(path, exc) from None
+    return checked(frame)  # implausible numbers: unavailable, noted
 
 
 def read_dataset(path: Path) -> pd.DataFrame:
@@ -264,6 +273,7 @@ def read_inputs(inputs: Inputs, report: Report | None = None,
     A CPU-only profile is not a failure: it is reported and its provenance says why it has no rows. With
     ``ROOFLINE_DEBUG`` set, a bug in a reader (an untyped exception) is raised instead of recorded."""
     from roofline.ingest import concat
+    from roofline.ingest.validate import warnings_of
 
     say = report or (lambda m: None)
     frames: list[pd.DataFrame] = [read_dataset(p) for p in inputs.datasets]
@@ -279,6 +289,8 @@ def read_inputs(inputs: Inputs, report: Report | None = None,
         for path in bar:
             try:
                 frames.append(read_one(path))
+                for line in warnings_of(frames[-1]):
+                    say(Message("warning", line))
             except NoGpuWorkError as exc:  # a valid CPU-only profile: nothing to draw, not a failure (issue 17)
                 say(Message("info", f"{exc} (no GPU kernels: not an error)"))
                 no_gpu.append({"source_file": exc.path, "no_gpu_work": exc.problem})

@@ -153,8 +153,7 @@ def _on_pool(tasks: Iterator[Task], workers: int) -> Iterator[dict[str, Any]]:
     # opened (measured: docs/benchmarks.md), so workers are recycled to keep memory flat.
     # forkserver: workers start from a clean interpreter (no inherited threads or open reports),
     # with roofline already imported so a recycled worker starts in milliseconds.
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["roofline.batch.worker", "roofline.ingest.registry", "roofline.analysis"])
+    ctx = _context()
     pool = _pool(workers, ctx)
     pending: dict[Future[dict[str, Any]], Task] = {}
     try:
@@ -180,6 +179,12 @@ def _on_pool(tasks: Iterator[Task], workers: int) -> Iterator[dict[str, Any]]:
                 pending[pool.submit(process_file, *t)] = t
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _context() -> Any:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["roofline.batch.worker", "roofline.ingest.registry", "roofline.analysis"])
+    return ctx
 
 
 def _isolated(task: Task, ctx: Any) -> dict[str, Any]:
@@ -244,10 +249,10 @@ def _on_dask(tasks: Iterator[Task], scheduler: str, total: int) -> Iterator[dict
             chunk = owner.pop(fut.key)
             try:
                 results, seconds = fut.result()
-            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: every input still gets a row
+            except Exception:  # noqa: BLE001 - e.g. KilledWorker: every input still gets a row
                 fut.release()
-                if len(chunk) == 1:
-                    yield record_crash(chunk[0], exc)
+                if len(chunk) == 1:  # retried alone, in a process of its own here, before it is blamed:
+                    yield _isolated(chunk[0], _context())  # a worker that died took its other tasks with it
                 else:  # find the culprit alone; inputs of the chunk that were done come back 'skipped'
                     for task in chunk:
                         submit([task])

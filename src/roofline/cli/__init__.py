@@ -80,7 +80,15 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Entry point: no traceback reaches the user unless ROOFLINE_DEBUG is set."""
+    """Entry point: no traceback reaches the user unless ROOFLINE_DEBUG is set; what it prints has control
+    characters escaped (names come from untrusted profiles: ``roofline.cli.safe``)."""
+    from roofline.cli.safe import safe_streams
+
+    with safe_streams():
+        _main()
+
+
+def _main() -> None:
     try:
         rc = cli.main(standalone_mode=False)
         if isinstance(rc, int) and rc:

@@ -35,13 +35,14 @@ def batch(inputs: tuple[str, ...], out: Path, workers: int | None, scheduler: st
     to `roofline report` / `roofline compare`. Exit 1 when some inputs failed.
     """
     from roofline.batch import Options, run_batch
+    from roofline.cli.safe import raw
     from roofline.pipeline import portable_peaks, resolve
 
     # workers may run in another folder: a peaks file travels as an absolute path
     opts = Options(peaks=portable_peaks(peaks_opt), device=device, retry_errors=retry_errors)
     with usage_errors():
         resolve(opts)  # a bad name or file fails before any input is read
-    bar = click.progressbar(length=1, label="batch", file=sys.stderr, hidden=not sys.stderr.isatty(),
+    bar = click.progressbar(length=1, label="batch", file=raw(sys.stderr), hidden=not sys.stderr.isatty(),
                             show_pos=True, show_eta=False, item_show_func=lambda s: s)  # our text has the ETA
 
     def progress(res: dict, summary) -> None:  # type: ignore[no-untyped-def]

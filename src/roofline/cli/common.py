@@ -64,8 +64,10 @@ def say(message: Message) -> None:
 
 @contextmanager
 def _progress(files: list[Path]) -> Iterator[Iterable[Path]]:
+    from roofline.cli.safe import raw
+
     show = len(files) > 1 and sys.stderr.isatty()
-    with click.progressbar(files, label="ingesting", file=sys.stderr, show_pos=True, hidden=not show) as bar:
+    with click.progressbar(files, label="ingesting", file=raw(sys.stderr), show_pos=True, hidden=not show) as bar:
         yield bar
 
 

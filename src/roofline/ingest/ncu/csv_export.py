@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from roofline.errors import CorruptReportError, NoKernelsError, UnsupportedFormatError, path_text
-from roofline.ingest.common import build_kernels_frame, head, provenance_record
+from roofline.ingest.common import build_kernels_frame, check_size, head, provenance_record
 from roofline.ingest.ncu.csv_raw import SECTION as RAW_SECTION
 from roofline.ingest.ncu.csv_raw import is_wide, long_records
 from roofline.schema import conform_metrics, set_provenance
@@ -132,9 +132,17 @@ def short_name(demangled: str) -> str:
     return s.split("::")[-1].strip() or demangled
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def _split(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
     """(lines before the header, CSV rows from the header on, each row's line number)."""
-    lines = decode_text(path.read_bytes()).splitlines()
+    check_size(path)  # memory is ~10x the file: past the cap, refused before it is read
+    # CSV lines end at \n, \r\n or \r only: str.splitlines() also splits at U+2028, \x0c or \x85, which a
+    # quoted kernel name may hold (a valid export was rejected)
+    lines = _LINE_END.split(decode_text(path.read_bytes()))
+    if lines and not lines[-1]:
+        lines.pop()
     try:
         start = next(i for i, line in enumerate(lines) if line.startswith(HEADER_MARK))
     except StopIteration:

@@ -47,13 +47,14 @@ _BS_FILE = re.compile(r"^bs_(\d+)_.*\.json(\.gz)?$")
 _BATCH = re.compile(r"^execute_(\d+)_|\bbs=(\d+)\b")
 
 
-def graph_launched(groups: dict[int, list[Event]], runtimes: dict[Any, Event]) -> list[Event]:
-    """The GPU events of CUDA/HIP graphs launched inside an op (their launch has the op's External id: a
+def graph_launched(groups: dict[int, list[Event]], runtimes: dict[Any, Event]) -> list[tuple[int, int, Event]]:
+    """(op, position in its group, event) of the GPU events of CUDA/HIP graphs launched inside an op (their launch has the op's External id: a
     torch.compile region replaying its cudagraph): the op has no shapes of them, the capture trace has."""
     launches = {c for c, rt in runtimes.items() if "GraphLaunch" in str(rt.name)}
     if not launches:
         return []
-    return [e for evs in groups.values() for e in evs if e.args is not None and e.args.correlation in launches]
+    return [(op, i, e) for op, evs in groups.items() for i, e in enumerate(evs)
+            if e.args is not None and e.args.correlation in launches]
 
 
 def capture_index(path: Path) -> dict[str, int | None] | None:
@@ -210,19 +211,24 @@ class Iterations:
 
 def attribute(replay: Path, orphans: list[tuple[Event, str]], events: list[Event] | None = None,
               owned: list[tuple[Event, str]] | None = None
-              ) -> tuple[dict[int, tuple[Event, list[Event], Any]], list[tuple[Event, str]], list[str], set[int]]:
-    """(captured op id -> (op, its replayed kernels, its CaptureContext), the orphans left, notes, the ids of
-    the ``owned`` kernels joined). ``owned``: replayed kernels of graphs launched inside an op (a compiled
-    region), offered to the join too; those not joined stay with their op."""
-    graph = [(e, label) for e, label in orphans if label.startswith("orphan: graph replay")] + list(owned or ())
+              ) -> tuple[dict[Any, tuple[Event, list[Event], Any]], list[tuple[Event, str]], list[str], set[int]]:
+    """((capture trace, captured op's External id, graph launch) -> (op, its replayed kernels, its
+    CaptureContext), the orphans left, notes, the positions in ``owned`` of the kernels joined). ``owned``:
+    replayed kernels of graphs launched inside an op (a compiled region), offered to the join too; those not
+    joined stay with their op. Keyed by values and positions, never by ``id()``: ``id(op) ^ hash(corr)``
+    collided, merging two ops' kernels at random (the vLLM trace gave 311-327 rows from one file)."""
+    owned = list(owned or ())
+    n = len(orphans)
+    graph = [(i, e) for i, (e, label) in enumerate(orphans) if label.startswith("orphan: graph replay")]
+    graph += [(n + j, e) for j, (e, _) in enumerate(owned)]
     paths = capture_paths(replay) if graph else []
     if not paths:
         return {}, orphans, [], set()
     captured = [Captured(p) for p in paths]
-    by_launch: dict[Any, list[Event]] = defaultdict(list)
-    for e, _ in graph:
-        by_launch[e.args.correlation if e.args is not None else None].append(e)
-    joined: dict[int, tuple[Event, list[Event], Any]] = {}
+    by_launch: dict[Any, list[tuple[int, Event]]] = defaultdict(list)
+    for i, e in graph:
+        by_launch[e.args.correlation if e.args is not None else None].append((i, e))
+    joined: dict[Any, tuple[Event, list[Event], Any]] = {}
     try:
         steps = iterations(events or [], set(by_launch) - {None})
         sizes = batch_sizes(events or [], set(by_launch) - {None})
@@ -231,8 +237,9 @@ def attribute(replay: Path, orphans: list[tuple[Event, str]], events: list[Event
     done: set[int] = set()
     notes = []
     aligned_memo: dict[Any, Any] = {}
-    for corr, kernels in by_launch.items():
-        kernels.sort(key=lambda e: float(e.ts))
+    for corr, launched in by_launch.items():
+        launched.sort(key=lambda ie: float(ie[1].ts))
+        kernels = [e for _, e in launched]
         names = [str(k.name) for k in kernels]
         match = _match(names, captured, sizes.get(corr), aligned_memo)
         if match is None:
@@ -241,15 +248,16 @@ def attribute(replay: Path, orphans: list[tuple[Event, str]], events: list[Event
         cap, cap_names, ops, aligned = match
         notes.append(f"graph launch {corr}: {len(kernels)} kernels joined to {cap.path.name}"
                      + _unmatched(names, cap_names, aligned))
-        for k, j in zip(kernels, aligned):
+        for (i, k), j in zip(launched, aligned):
             op = ops[j] if j is not None else None
             if op is None:
                 continue
-            done.add(id(k))
-            slot = joined.setdefault(id(op) ^ hash(corr), (op, [], CaptureContext(cap.threads, steps.get(corr))))
+            done.add(i)
+            key = (str(cap.path), op.args.external_id if op.args is not None else None, corr)  # type: ignore[union-attr]
+            slot = joined.setdefault(key, (op, [], CaptureContext(cap.threads, steps.get(corr))))
             slot[1].append(k)
-    left = [(e, label) for e, label in orphans if id(e) not in done]
-    return joined, left, notes, done & {id(e) for e, _ in owned or ()}
+    left = [(e, label) for i, (e, label) in enumerate(orphans) if i not in done]
+    return joined, left, notes, {i - n for i in done if i >= n}
 
 
 def _unmatched(names: list[str], cap_names: list[str], aligned: list[int | None]) -> str:
@@ -274,14 +282,14 @@ def _match(names: list[str], captured: list[Captured], batch: int | None, memo: 
     the smallest batch size ≥ the replay's ``batch`` tried first: (capture, its names, its ops, alignment)."""
     if not names:
         return None
-    windows = [(cap, g) for cap in captured for g in cap.graphs]
+    windows = [(ci, gi, cap, g) for ci, cap in enumerate(captured) for gi, g in enumerate(cap.graphs)]
     sizes = sorted({cap.batch_size for cap in captured if cap.batch_size is not None and batch is not None
                     and cap.batch_size >= batch})
     if sizes:  # (stable: the chosen batch size's windows first, the others in their order)
-        windows.sort(key=lambda w: w[0].batch_size != sizes[0])
+        windows.sort(key=lambda w: w[2].batch_size != sizes[0])
     key = tuple(names)
-    for cap, (cap_names, ops) in windows:
-        k = (id(cap_names), key)
+    for ci, gi, cap, (cap_names, ops) in windows:
+        k = (ci, gi, key)
         if k not in memo:
             memo[k] = _align(names, cap_names)
         if memo[k] is not None:

@@ -63,6 +63,7 @@ from roofline.ingest.torch.stream import Uncut
 from roofline.ingest.torch.stream import events as stream_events
 from roofline.ingest.torch.summary import estimates, trace_meta, unmodelled
 from roofline.ingest.torch.threads import Threads as _Threads
+from roofline.ingest.validate import note
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.ops import CALLEE_OPS, NOT_RECORDED, OpCost, collective_cost, conv_out_from_consumer, cost
 from roofline.metrics.ops.attention import is_paged, paged_cost
@@ -137,7 +138,7 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
         if raw.__class__ is list:
             events.clear()  # (read() holds the one list of a whole decode: the events not kept are freed now)
     ops, by_ext, runtimes, gpu, steps, notes = scan.ops, scan.by_ext, scan.runtimes, scan.gpu, scan.steps, scan.notes
-    skipped, has_ranges, n_events = scan.skipped, scan.has_ranges, scan.n_events
+    skipped, has_ranges, n_events, skipped_gpu = scan.skipped, scan.has_ranges, scan.n_events, scan.skipped_gpu
     del scan, events
     if raw.__class__ is list:
         held, raw = raw, ((raw[0] if raw else json_bytes(path)) if has_ranges else b"")  # type: ignore[index]
@@ -197,19 +198,22 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
     rows.events = kept
     in_graph = graph_launched(groups, runtimes)  # graphs launched inside an op (a torch.compile region)
     graph_notes: list[str] = []
+    taken: set[int] = set()
     if in_graph or any(label.startswith("orphan: graph replay") for _, label in orphans):
         from roofline.ingest.torch.graphs import attribute
 
-        joined, orphans, graph_notes, taken = attribute(path, orphans, kept, [(e, "op") for e in in_graph])
+        joined, orphans, graph_notes, taken = attribute(path, orphans, kept, [(e, "op") for _, _, e in in_graph])
         for cop, evs, cap_threads in joined.values():
             rows.threads = cap_threads  # a captured op's callees are in its capture trace
             rows.add(cop, evs, "graph replay: captured op")
         rows.threads = threads
-        if taken:
-            groups = {op: kept_evs for op, evs in groups.items() if (kept_evs := [e for e in evs if id(e) not in taken])}
-    replayed = {id(e) for e in in_graph}
+        if taken:  # (by position in the op's group: no id()-keyed state)
+            gone = {in_graph[j][:2] for j in taken}
+            groups = {op: kept_evs for op, evs in groups.items()
+                      if (kept_evs := [e for i, e in enumerate(evs) if (op, i) not in gone])}
+    replayed = {in_graph[j][0] for j in range(len(in_graph)) if j not in taken}  # ops still holding replayed kernels
     for op, evs in groups.items():
-        rows.add(ops[op], evs, GRAPH_IN_OP if replayed and any(id(e) in replayed for e in evs) else "op")
+        rows.add(ops[op], evs, GRAPH_IN_OP if op in replayed else "op")
     for e, label in orphans:
         rows.add(None, [e], label)
     for r in ranges:
@@ -218,6 +222,9 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
 
     meta = provenance_record(path, "torch-trace", reader=f"msgspec {msgspec.__version__}")
     meta.update(trace_meta(top, n_events, gpu + ranges, orphans, groups, skipped))
+    if skipped_gpu:  # never silent: their time is missing from every total (a warning line, see ingest/validate.py)
+        note(meta, f"{skipped_gpu} GPU kernel/copy events have a ts or dur that is not a number: left out, their "
+                   "time is missing")
     # the events are not needed past here: freed before the frame's memory peak
     del ops, gpu, runtimes, groups, orphans, kept, threads, notes, ranges, by_ext
     rows.events = []
