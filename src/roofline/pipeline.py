@@ -291,7 +291,9 @@ def read_inputs(inputs: Inputs, report: Report | None = None,
         raise NoInputsError("no profile files found in " + ", ".join(map(path_text, inputs.given)))
     out = concat(frames)
     if no_gpu:  # the empty (or partial) result says which inputs had no GPU work
-        out.attrs["roofline.provenance"] = [*out.attrs.get("roofline.provenance", []), *no_gpu]
+        from roofline.schema import get_provenance, set_provenance
+
+        set_provenance(out, [*get_provenance(out), *no_gpu])
     return out, failures
 
 
