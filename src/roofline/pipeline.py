@@ -230,11 +230,12 @@ def read_one(path: Path) -> pd.DataFrame:
 
 
 def read_dataset(path: Path) -> pd.DataFrame:
-    """A batch dataset stands for its kernels, as ingested (roofs attached: the stage leaves them as they are)."""
+    """A batch dataset stands for its kernels, as ingested (roofs attached: the stage leaves them as they are).
+    Only the canonical columns are read (the selection is pushed into the Parquet scan)."""
     from roofline.batch.dataset import open_dataset
     from roofline.schema import kernel_columns
 
-    return open_dataset(path, "kernels")[list(kernel_columns())]
+    return open_dataset(path, "kernels", columns=kernel_columns())[list(kernel_columns())]
 
 
 @contextlib.contextmanager
