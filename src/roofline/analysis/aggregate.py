@@ -46,13 +46,8 @@ def aggregate(
 def partial(frame: pd.DataFrame, by: str = "program", levels: Sequence[str] = LEVELS) -> pd.DataFrame:
     """The sums and counts a group's row is made of, one row per (group, device): partials of several frames
     (record batches of a dataset larger than memory) :func:`combine` into those of their union."""
-    key = GROUPINGS[by]
     work = frame.copy()
-    work["_group"] = work[key].astype("string").fillna("(none)") if key in work else "(none)"
-    if by == "step" and key in work:
-        work["_group"] = work[key].astype("string").str.extract(STEP_RANGE, flags=re.IGNORECASE)[0] \
-            .fillna(NO_STEP)
-    work["_device"] = work["device_name"].astype("string").fillna(UNKNOWN_DEVICE)
+    work["_group"], work["_device"] = group_keys(work, by)
     dur = pd.to_numeric(work["duration_s"], errors="coerce")
     timed = (dur > 0).fillna(False).to_numpy()
     # kernels without a positive time cannot contribute to a rate: leave all their quantities out
@@ -91,6 +86,15 @@ def partial(frame: pd.DataFrame, by: str = "program", levels: Sequence[str] = LE
     if by == "rank" and "rank_source" in work:
         out["_rank_sources"] = g["rank_source"].agg(_distinct)
     return out
+
+
+def group_keys(frame: pd.DataFrame, by: str) -> tuple[pd.Series | str, pd.Series]:
+    """Each row's group and device as :func:`aggregate` groups them."""
+    key = GROUPINGS[by]
+    group: pd.Series | str = frame[key].astype("string").fillna("(none)") if key in frame else "(none)"
+    if by == "step" and key in frame:
+        group = frame[key].astype("string").str.extract(STEP_RANGE, flags=re.IGNORECASE)[0].fillna(NO_STEP)
+    return group, frame["device_name"].astype("string").fillna(UNKNOWN_DEVICE)
 
 
 def combine(partials: Sequence[pd.DataFrame]) -> pd.DataFrame:

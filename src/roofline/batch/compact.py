@@ -2,7 +2,8 @@
 
 ``roofline dataset compact DIR`` and the end of every batch (when what it added is worth it) call
 :func:`compact`. It writes ``<table>/compact.parquet`` for every table (the live rows only, sorted by run,
-input and row, so two batches of the same inputs give byte-identical files however their work was split),
+input and row, so two batches of the same inputs give byte-identical files however their work was split;
+the kernels and roofline files in one order, so they are read side by side),
 then removes the parts it replaced. Every step leaves a readable dataset with the same live rows:
 
 1. the row tables' compact files replace the old ones (a live ``runs`` row still points at data that is
@@ -23,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
@@ -124,8 +124,8 @@ def compact(root: Path) -> Compacted:
     before = [p for t in dset.TABLES for p in _all_parts(root, t, version)]
     for p in before:
         check_part(p)
-    live = dset.live_inputs(root, version=version)
-    out = Compacted(inputs=live.num_rows, files_before=len(before), upgraded=version == "1")
+    live = dset.live_state(root, version=version)
+    out = Compacted(inputs=live.inputs.num_rows, files_before=len(before), upgraded=version == "1")
     groups = _run_groups(root, live, version)
     for table in ("kernels", "roofline", "runs", "errors"):  # row tables first (see the module's docstring)
         out.kernels += _write_compact(root, table, version, live, groups) if table == "kernels" else 0
@@ -148,19 +148,18 @@ def compact(root: Path) -> Compacted:
     return out
 
 
-def _run_groups(root: Path, live: pa.Table, version: str) -> list[list[str]]:
+def _run_groups(root: Path, live: dset.Live, version: str) -> list[list[str]]:
     """The run labels in sorted order, grouped up to :data:`GROUP_ROWS` kernel rows (from the runs rows)."""
-    if live.num_rows == 0:
+    if live.inputs.num_rows == 0:
         return []
-    ok = live.filter(pc.equal(live.column("status"), "ok"))
-    counts = dset.open_dataset(root, "runs", engine="pyarrow", columns=["kernels"]) if ok.num_rows else None
+    counts = dset.live_table(root, "runs", live, columns=["kernels"]) if live.ok.num_rows else None
     rows: dict[str, int] = {}
     if counts is not None:
         for run, n in zip(counts.column("run").to_pylist(), counts.column("kernels").to_pylist()):
             rows[run] = rows.get(run, 0) + int(n or 0)
     groups: list[list[str]] = [[]]
     size = 0
-    for run in sorted(set(live.column("run").to_pylist())):
+    for run in sorted(set(live.inputs.column("run").to_pylist())):
         if groups[-1] and size + rows.get(run, 0) > GROUP_ROWS:
             groups.append([])
             size = 0
@@ -169,7 +168,7 @@ def _run_groups(root: Path, live: pa.Table, version: str) -> list[list[str]]:
     return groups
 
 
-def _write_compact(root: Path, table: str, version: str, live: pa.Table, groups: list[list[str]]) -> int:
+def _write_compact(root: Path, table: str, version: str, live: dset.Live, groups: list[list[str]]) -> int:
     """Write one table's compact file from its live rows, group of runs by group; returns its rows."""
     schema = dset.table_schemas()[table]
     target = dset.part_path(root, table, dset.COMPACT)
@@ -182,12 +181,14 @@ def _write_compact(root: Path, table: str, version: str, live: pa.Table, groups:
         nonlocal rows
         with pq.ParquetWriter(fh, schema) as writer:
             for runs in groups:
-                t = dset._live_table(root, table, version, live, runs, None, None) if table in dset.INPUT_TABLES \
-                    else dset._kernel_rows(root, table, version, live, None, ds.field("run").isin(runs))
+                t = dset.live_table(root, table, live, runs) if table in dset.INPUT_TABLES \
+                    else dset.row_table(root, table, live, None, ds.field("run").isin(runs))
                 if t.num_rows == 0:
                     continue
                 t = _as_compact(t, schema, table)
-                keys = ["run", "source_file", "file_id"] + (["row"] if table not in dset.INPUT_TABLES else [])
+                # row tables by (run, file_id, row): the roofline table has no source_file, and both must hold
+                # their rows in one order (read side by side, see dataset._side_by_side)
+                keys = ["run", "source_file", "file_id"] if table in dset.INPUT_TABLES else ["run", "file_id", "row"]
                 t = t.sort_by([(k, "ascending") for k in keys if k in t.column_names])
                 writer.write_table(t, row_group_size=ROW_GROUP)
                 rows += t.num_rows

@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -243,11 +244,53 @@ def _read(root: Path, table: str, version: str, columns: Sequence[str] | None = 
 # ---- which rows are live ---------------------------------------------------------------------------------
 
 _STATE_COLUMNS = ["file_id", "run", "part", "gen", "content_sha256"]
+_SEP = "\x1f"  # between file_id and part in a row's key (neither holds it)
 
 
-def live_inputs(root: Path, runs: Sequence[str] | None = None, version: str | None = None) -> pa.Table:
-    """One row per input: its live ``runs``/``errors`` row's key (file_id, run, part, gen), its content hash,
-    ``status`` ("ok"/"failed") and ``error_kind`` (null when ok). What resume and every reader start from."""
+def _keys(t: pa.Table) -> pa.Array | pa.ChunkedArray:
+    return pc.binary_join_element_wise(t.column("file_id"), t.column("part"), _SEP)
+
+
+@dataclass
+class Live:
+    """Which rows of a dataset count. ``inputs``: one row per input, its live ``runs``/``errors`` row's key
+    (file_id, run, part, gen), content hash, ``status`` ("ok"/"failed") and ``error_kind``. ``stale``: the keys
+    (file_id, part) of every other row of those two tables, and ``failed``: of the live failed ones. A kernels
+    or roofline row counts when its part holds live ``runs`` rows (``ok_parts``, pushed into the scan) and its
+    key is neither stale nor failed (few, checked on each batch in order)."""
+
+    version: str
+    inputs: pa.Table
+    stale: pa.Array
+    failed: pa.Array
+
+    @property
+    def ok(self) -> pa.Table:
+        return self.inputs.filter(pc.equal(self.inputs.column("status"), "ok"))
+
+    def scan_filter(self) -> Any:
+        """What the scan of a row table may skip: parts (layout 1: inputs) with no live ``runs`` row."""
+        if self.version == "1":
+            return ds.field("file_id").isin(self.ok.column("file_id"))
+        return ds.field("part").isin(pc.unique(self.ok.column("part")))
+
+    def rows(self, t: pa.Table) -> pa.Table:
+        """The rows of a kernels/roofline batch that count (order kept), the scan filter already applied."""
+        if self.version == "1" or t.num_rows == 0:
+            return t
+        drop = pa.concat_arrays([self.stale, self.failed])
+        return t if len(drop) == 0 else t.filter(pc.invert(pc.is_in(_keys(t), value_set=drop)))
+
+    def input_rows(self, t: pa.Table) -> pa.Table:
+        """The rows of a runs/errors table that are live (order kept)."""
+        if self.version == "1" or t.num_rows == 0 or len(self.stale) == 0:
+            return t
+        return t.filter(pc.invert(pc.is_in(_keys(t), value_set=self.stale)))
+
+
+def live_state(root: Path, runs: Sequence[str] | None = None, version: str | None = None) -> Live:
+    """The :class:`Live` rows of a dataset (of these run labels): read from the ``runs`` and ``errors`` tables'
+    key columns, the newest row of each input winning."""
     version = version or layout_version(root)
     only = ds.field("run").isin(list(runs)) if runs is not None else None
     cols = _STATE_COLUMNS if version != "1" else ["file_id", "run", "content_sha256"]
@@ -263,15 +306,25 @@ def live_inputs(root: Path, runs: Sequence[str] | None = None, version: str | No
     bad = bad.append_column("status", pa.array(["failed"] * bad.num_rows, pa.string()))
     names = [*_STATE_COLUMNS, "status", "error_kind"]
     both = pa.concat_tables([ok.select(names), bad.select(names)])
+    empty = pa.array([], pa.string())
     if both.num_rows == 0:
-        return both
+        return Live(version, both, empty, empty)
     # the newest row per input: sorted by (file_id, gen desc, part desc), the first of each file_id
     both = both.take(pc.sort_indices(both, [("file_id", "ascending"), ("gen", "descending"),
                                             ("part", "descending")]))
     fid = both.column("file_id").combine_chunks()
     first = pc.not_equal(fid[1:], fid[:-1]) if len(fid) > 1 else pa.array([], pa.bool_())
     keep = pa.concat_arrays([pa.array([True]), first.cast(pa.bool_())])
-    return both.filter(keep)
+    live = both.filter(keep)
+    stale = _keys(both.filter(pc.invert(keep))).combine_chunks() if version != "1" else empty
+    failed = live.filter(pc.equal(live.column("status"), "failed"))
+    return Live(version, live, stale, _keys(failed).combine_chunks() if version != "1" else empty)
+
+
+def live_inputs(root: Path, runs: Sequence[str] | None = None, version: str | None = None) -> pa.Table:
+    """One row per input: its live ``runs``/``errors`` row's key (file_id, run, part, gen), its content hash,
+    ``status`` ("ok"/"failed") and ``error_kind`` (null when ok). What resume and every reader start from."""
+    return live_state(root, runs, version).inputs
 
 
 def next_generation(root: Path) -> int:
@@ -281,11 +334,6 @@ def next_generation(root: Path) -> int:
     gens = [_read(root, t, "2", ["gen"]).column("gen") for t in INPUT_TABLES]
     top = max((pc.max(g).as_py() or 0 for g in gens if len(g)), default=0)
     return int(top) + 1
-
-
-def _live_rows(table: pa.Table, live: pa.Table) -> pa.Table:
-    """Rows of ``table`` that belong to a live input's live part."""
-    return table.join(live.select(["file_id", "part"]), keys=["file_id", "part"], join_type="left semi")
 
 
 def _pandas(table: pa.Table, dtypes: dict[str, str]) -> pd.DataFrame:
@@ -316,8 +364,8 @@ def open_dataset(path: str | Path, table: str = "roofline", engine: str = "panda
     version = layout_version(root)
     if table not in TABLES:
         raise DatasetError(f"{path_text(root)}: no table {table!r}; tables are {', '.join(TABLES)}")
-    live = live_inputs(root, runs, version)
-    out = _live_table(root, table, version, live, runs, columns, filter)
+    live = live_state(root, runs, version)
+    out = live_table(root, table, live, runs, columns, filter)
     if table in INPUT_TABLES:
         out = out.sort_by([("source_file", "ascending")]) if "source_file" in out.column_names else out
     else:
@@ -333,7 +381,7 @@ def open_dataset(path: str | Path, table: str = "roofline", engine: str = "panda
         return frame
     front = [c for c in kernel_dtypes() if c in frame.columns]
     frame = frame[front + [c for c in frame.columns if c not in front]].reset_index(drop=True)
-    return set_provenance(frame, provenance(root, live, version))
+    return set_provenance(frame, provenance(root, live))
 
 
 def _with_keys(columns: Sequence[str] | None, table: str, version: str) -> list[str] | None:
@@ -347,80 +395,85 @@ def _with_keys(columns: Sequence[str] | None, table: str, version: str) -> list[
     return keys + [c for c in columns if c not in keys]
 
 
-def _live_table(root: Path, table: str, version: str, live: pa.Table, runs: Sequence[str] | None,
-                columns: Sequence[str] | None, filter_: Any) -> pa.Table:
+def _and(*exprs: Any) -> Any:
+    given = [e for e in exprs if e is not None]
+    out = given[0] if given else None
+    for e in given[1:]:
+        out = out & e
+    return out
+
+
+def live_table(root: Path, table: str, live: Live, runs: Sequence[str] | None = None,
+               columns: Sequence[str] | None = None, filter_: Any = None) -> pa.Table:
     """The live rows of one table (the roofline table joined to its kernels), columns and filter pushed down."""
+    version = live.version
     by_run = ds.field("run").isin(list(runs)) if runs is not None else None
-    where = by_run if filter_ is None else (filter_ if by_run is None else by_run & filter_)
     if table in INPUT_TABLES:
-        wanted = live.filter(pc.equal(live.column("status"), "ok" if table == "runs" else "failed"))
-        got = _read(root, table, version, _with_keys(columns, table, version), where)
-        return _live_v(got, wanted, version)
+        got = _read(root, table, version, _with_keys(columns, table, version), _and(by_run, filter_))
+        return live.input_rows(got)
     if table == "kernels":
-        return _kernel_rows(root, "kernels", version, live, _with_keys(columns, "kernels", version), where)
+        return row_table(root, "kernels", live, _with_keys(columns, "kernels", version), _and(by_run, filter_))
     roof_cols = table_schemas(version)["roofline"].names
     kcols = None if columns is None else [c for c in columns if c not in roof_cols]
     rcols = None if columns is None else [c for c in columns if c in roof_cols]
-    kernels = _kernel_rows(root, "kernels", version, live, _with_keys(kcols, "kernels", version), by_run)
+    kernels = row_table(root, "kernels", live, _with_keys(kcols, "kernels", version), by_run)
     kernels = kernels.drop_columns([c for c in _PEAK_COLUMNS if c in kernels.column_names])
-    roof = _kernel_rows(root, "roofline", version, live, _with_keys(rcols, "roofline", version), by_run)
+    roof = row_table(root, "roofline", live, _with_keys(rcols, "roofline", version), by_run)
     keys = ["file_id", "row"] + (["part"] if version != "1" else [])
     roof = roof.drop_columns([c for c in roof.column_names if c in kernels.column_names and c not in keys])
-    joined = kernels.join(roof, keys=keys, join_type="inner")
+    joined = _side_by_side(kernels, roof, keys)
     # a filter may name roofline columns (bound, pct_of_roof): applied to the joined rows
     return joined if filter_ is None else joined.filter(filter_)
 
 
-def _kernel_rows(root: Path, table: str, version: str, live: pa.Table, columns: list[str] | None,
-                 where: Any) -> pa.Table:
-    ok = live.filter(pc.equal(live.column("status"), "ok"))
-    if version == "1":
-        done = ds.field("file_id").isin(ok.column("file_id"))
-        return _read(root, table, version, columns, done if where is None else done & where)
-    # the part filter prunes whole files (a part's column statistics hold its one name)
-    mine = ds.field("part").isin(pc.unique(ok.column("part")))
-    return _live_v(_read(root, table, version, columns, mine if where is None else mine & where), ok, version)
+def _side_by_side(kernels: pa.Table, roof: pa.Table, keys: list[str]) -> pa.Table:
+    """The roofline columns beside their kernel rows. A part's two tables hold the same rows in the same order
+    (written from one chunk; compacted both in one sort order) and are filtered alike: placed side by side
+    when their keys agree row by row (checked), joined on the keys otherwise."""
+    if kernels.num_rows == roof.num_rows and all(kernels.column(k).equals(roof.column(k)) for k in keys):
+        out = kernels
+        for name in roof.column_names:
+            if name not in keys:
+                out = out.append_column(roof.schema.field(name), roof.column(name))
+        return out
+    return kernels.join(roof, keys=keys, join_type="inner")
 
 
-def _live_v(table: pa.Table, live: pa.Table, version: str) -> pa.Table:
-    if version == "1":
-        return table.join(live.select(["file_id"]), keys=["file_id"], join_type="left semi")
-    return _live_rows(table, live)
+def row_table(root: Path, table: str, live: Live, columns: list[str] | None, where: Any) -> pa.Table:
+    """The live rows of the kernels or roofline table (the part filter prunes whole files: a part's column
+    statistics hold its one name)."""
+    return live.rows(_read(root, table, live.version, columns, _and(live.scan_filter(), where)))
 
 
-def provenance(root: Path, live: pa.Table, version: str) -> list[dict[str, Any]]:
+def provenance(root: Path, live: Live) -> list[dict[str, Any]]:
     """The provenance records of the live inputs, in source_file order (from their ``runs`` rows)."""
-    ok = live.filter(pc.equal(live.column("status"), "ok"))
-    runs_t = _live_v(_read(root, "runs", version, _with_keys(["source_file", "provenance_json"], "runs", version),
-                           ds.field("file_id").isin(ok.column("file_id"))), ok, version)
+    ok = live.ok
+    runs_t = live.input_rows(_read(root, "runs", live.version,
+                                   _with_keys(["source_file", "provenance_json"], "runs", live.version),
+                                   ds.field("file_id").isin(ok.column("file_id"))))
     texts = runs_t.sort_by("source_file").column("provenance_json").to_pylist()
     return [rec for t in texts if t for rec in json.loads(t)]
 
 
 def iter_live(path: str | Path, table: str = "kernels", columns: Sequence[str] | None = None,
               filter: Any = None, runs: Sequence[str] | None = None,
-              batch_rows: int = 1 << 17) -> Iterator[pa.Table]:
+              batch_rows: int = 1 << 17, live: Live | None = None) -> Iterator[pa.Table]:
     """The live rows of a row table (``kernels`` or ``roofline``) in record batches of at most ``batch_rows``,
-    columns and filter pushed into the scan: memory is one batch, whatever the dataset's size (the key
-    columns are included, as in :func:`open_dataset`; no sorting)."""
+    in file order, columns and filter pushed into the scan: memory is one batch, whatever the dataset's size
+    (the key columns are included, as in :func:`open_dataset`; no sorting)."""
     root = Path(path)
-    version = layout_version(root)
     if table not in ("kernels", "roofline"):
         raise DatasetError(f"iter_live reads kernels or roofline, not {table!r}")
-    live = live_inputs(root, runs, version)
-    ok = live.filter(pc.equal(live.column("status"), "ok"))
+    live = live or live_state(root, runs)
     by_run = ds.field("run").isin(list(runs)) if runs is not None else None
-    where = by_run if filter is None else (filter if by_run is None else by_run & filter)
-    if version == "1":
-        keep = ds.field("file_id").isin(ok.column("file_id"))
-    else:
-        keep = ds.field("part").isin(pc.unique(ok.column("part")))
-    scanner = _scan(root, table, version).scanner(columns=_with_keys(columns, table, version),
-                                                  filter=keep if where is None else keep & where,
-                                                  batch_size=batch_rows)
+    scanner = _scan(root, table, live.version).scanner(columns=_with_keys(columns, table, live.version),
+                                                       filter=_and(live.scan_filter(), by_run, filter),
+                                                       batch_size=batch_rows)
     try:
         for batch in scanner.to_batches():
             if batch.num_rows:
-                yield _live_v(pa.Table.from_batches([batch]), ok, version)
+                rows = live.rows(pa.Table.from_batches([batch]))
+                if rows.num_rows:
+                    yield rows
     except (pa.ArrowInvalid, OSError) as exc:
         raise DatasetError(f"{path_text(root)}: a damaged {table} part: {exc}") from None
