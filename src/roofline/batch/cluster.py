@@ -123,8 +123,6 @@ def on_dask(items: Iterator[Item], scheduler: str, total: int, root: str, gen: i
             settings: DaskSettings) -> Iterator[dict[str, Any]]:
     from distributed import wait
 
-    from roofline.batch.pool import record_failure
-
     client = connect(scheduler, settings.connect_s)
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeat, args=(root, stop), daemon=True, name="roofline-heartbeat")
@@ -159,11 +157,9 @@ def on_dask(items: Iterator[Item], scheduler: str, total: int, root: str, gen: i
                     results, seconds = fut.result()
                 except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: every input still gets a row
                     fut.release()
-                    if len(chunk.items) == 1:
-                        yield record_failure(chunk, chunk.items[0], "worker-died", type(exc).__name__,
-                                             f"{path_text(chunk.items[0].path)}: the worker processing it died "
-                                             f"({type(exc).__name__}: {path_text(str(exc))})")
-                    else:  # find the culprit alone; inputs of the chunk that were done come back 'skipped'
+                    if len(chunk.items) == 1:  # alone on the cluster and still failing: once more here, in a
+                        yield from _here(chunk, exc)  # process of its own, before it is blamed
+                    else:  # find the culprit alone (a worker that died took its other tasks with it)
                         for item in chunk.items:
                             submit(Chunk(root, gen, opts, (item,), token))
                     continue
@@ -174,6 +170,22 @@ def on_dask(items: Iterator[Item], scheduler: str, total: int, root: str, gen: i
     finally:
         stop.set()
         client.close()
+
+
+def _here(chunk: Chunk, exc: BaseException) -> Iterator[dict[str, Any]]:
+    """A one-input chunk that failed on the cluster (its worker died: ``KilledWorker``), run again in a local
+    process of its own (:class:`~roofline.batch.pool.LocalPool`, as a crash already seen): its rows if it
+    passes there, else its error row (``worker-died``). A worker the cluster lost for another reason (memory,
+    a restart, a neighbour's crash) does not cost the input its rows."""
+    from roofline.batch.pool import Feed, Job, LocalPool
+
+    local = Chunk(chunk.root, chunk.gen, chunk.opts, chunk.items)  # (no token: the driver is alive, here)
+    feed = Feed(lambda: None, lambda n, s: None)
+    feed.again.append(Job(local, blame=True))
+    for res in LocalPool(1).run(feed):
+        if res["status"] == "failed" and res.get("error", "").endswith("twice"):
+            res["error"] += f" (on the cluster: {type(exc).__name__})"
+        yield res
 
 
 def _check_progress(client: Any, scheduler: str, quiet_since: float, stall_s: float, in_flight: int) -> None:
