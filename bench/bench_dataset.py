@@ -2,7 +2,8 @@
 it, for this tree and a base tree in the same run (A/B), each command in a fresh process.
 
 The mix: every shared fixture under 1 MB that is a file (ncu reports and CSVs, Kineto/XProf traces,
-xplanes), copied round-robin to ``--inputs`` files in 10 run folders. Per tree:
+xplanes; ``--mix ncu``: the ncu reports and CSVs only), copied round-robin to ``--inputs`` files in 10 run
+folders. Per tree:
 
 1. ``roofline batch MIX -o DS -j WORKERS``: files/s from the batch's own log (``_batches/*.json``);
 2. ``open_dataset(DS)`` (the roofline table) in a fresh process, the call alone;
@@ -12,8 +13,8 @@ xplanes), copied round-robin to ``--inputs`` files in 10 run folders. Per tree:
 of copies of the mix's dataset (new file ids and paths, rows as they are), then ``report``/``analyze`` of it and
 ``analyze --by program`` (the summary, streamed) with its peak resident memory.
 
-    PYTHONPATH=src .venv/bin/python bench/bench_dataset.py [--inputs 500] [--workers 2] [--base /tmp/base/src]
-        [--scale 5000] [--keep DIR]
+    PYTHONPATH=src .venv/bin/python bench/bench_dataset.py [--inputs 500] [--mix all|ncu] [--workers 2]
+        [--base /tmp/base/src] [--scale 5000] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -41,11 +42,13 @@ print(f"{dt:.4f} {len(f)}")
 """
 
 
-def mix(folder: Path, n: int) -> list[Path]:
+def mix(folder: Path, n: int, kind: str = "all") -> list[Path]:
+    """``all``: every shared fixture file under 1 MB (ncu reports and CSVs, traces, xplanes); ``ncu``: the ncu
+    reports and CSV exports among them (tens of ms each)."""
     skip = {"reference", "capture_traces", "rocprof"}  # other tools' outputs, companions, folder inputs
     sources = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.stat().st_size < 1 << 20
                      and not any(part in skip or part.startswith("reference") for part in p.parts)
-                     and p.name != "MANIFEST.md")
+                     and p.name != "MANIFEST.md" and (kind == "all" or "ncu" in p.parts))
     out = []
     for i in range(n):
         src = sources[i % len(sources)]
@@ -122,6 +125,7 @@ def synthetic(ds: Path, out: Path, copies: int) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--inputs", type=int, default=500)
+    ap.add_argument("--mix", choices=["all", "ncu"], default="all", help="which fixtures are copied (see mix())")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--base", type=Path, default=None, help="src folder of the base tree (git archive BASE src)")
     ap.add_argument("--scale", type=int, default=0, help="also a synthetic dataset of this many inputs (this tree)")
@@ -132,7 +136,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     inputs = work / "in"
     if not inputs.exists():
-        mix(inputs, a.inputs)
+        mix(inputs, a.inputs, a.mix)
     kinds = sorted({p.name.split("_", 1)[1] for p in inputs.rglob("*") if p.is_file()})
     print(f"{a.inputs} inputs: copies of {len(kinds)} fixtures, {sum(p.stat().st_size for p in inputs.rglob('*') if p.is_file()) / 1e6:.0f} MB")
     trees = [("this", REPO / "src")] + ([("base", a.base)] if a.base else [])

@@ -33,8 +33,9 @@ from roofline.errors import path_text
 
 #: rows per row group of a compact file (fixed: the bytes of a compacted dataset depend on its rows only)
 ROW_GROUP = 1 << 17
-#: runs are compacted together up to this many kernel rows (memory: one group of runs at a time)
-GROUP_ROWS = 1 << 21
+#: runs are compacted together up to this many kernel rows (memory: one group of runs at a time; a kernel row
+#: of a trace holds ~3 KB of strings once read)
+GROUP_ROWS = 1 << 17
 #: a batch compacts at its end when its parts hold at least this share of the compacted bytes (or there
 #: is no compact file yet): adding a few inputs to a large dataset does not rewrite all of it
 AUTO_SHARE = 1 / 16
