@@ -24,12 +24,14 @@ table names come from ``sqlite_master`` and are matched against a fixed pattern 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sqlite3
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError
@@ -133,13 +135,38 @@ def _agents(con: sqlite3.Connection, table: str) -> dict[int, v3.Agent]:
     return out
 
 
-def _counter_table(con: sqlite3.Connection, pmc_event: str, pmc_info: str,
+def _counter_rows(path: Path, con: sqlite3.Connection, pmc_event: str) -> pd.DataFrame:
+    """The counter events as three columns, straight from ``fetchall`` into one float64 array (no
+    ``pandas.read_sql`` conversion: at 50k dispatches, 1.4M rows, that conversion was 1.2 s of 3.9 s);
+    a NULL value is NaN; a text or blob where a number belongs is a typed error naming the table."""
+    raw = con.execute(f'SELECT event_id, pmc_id, value FROM "{pmc_event}"').fetchall()
+    cols = ("event_id", "pmc_id", "value")
+    try:  # (one pass over the tuples in C: 0.24 s for 1.4M rows, np.array of the tuples 0.58 s)
+        arr = np.fromiter(itertools.chain.from_iterable(raw), dtype=np.float64, count=3 * len(raw)).reshape(-1, 3)
+    except (TypeError, ValueError):  # NULLs (None), or damage: column by column, NULL as NaN
+        obj = np.array(raw, dtype=object).reshape(-1, 3)
+        out = {}
+        for j, col in enumerate(cols):
+            try:
+                out[col] = np.array([np.nan if v is None else float(v) for v in obj[:, j]], dtype=np.float64)
+            except (TypeError, ValueError):
+                bad = next(v for v in obj[:, j] if v is not None and not isinstance(v, (int, float)))
+                raise CorruptReportError(path, f"{pmc_event}.{col}: {bad!r} is not a number") from None
+        arr = np.column_stack([out[c] for c in cols]) if len(obj) else np.empty((0, 3))
+    if not np.isfinite(arr[:, :2]).all():
+        raise CorruptReportError(path, f"{pmc_event}: an event_id or pmc_id that is not a finite number")
+    return pd.DataFrame({"event_id": arr[:, 0].astype(np.int64), "pmc_id": arr[:, 1].astype(np.int64),
+                         "value": arr[:, 2]})
+
+
+def _counter_table(path: Path, con: sqlite3.Connection, pmc_event: str, pmc_info: str,
                    event_dispatch: dict[int, int]) -> pd.DataFrame | None:
     """Dispatch id × counter name: Σ over the instance rows (what the ``counters_collection`` view does),
     grouped in pandas rather than by the view's join, which SQLite runs row by row without an index."""
     names = {int(i): str(n) for i, n in con.execute(f'SELECT id, name FROM "{pmc_info}"')}
-    rows = pd.read_sql_query(f'SELECT event_id, pmc_id, value FROM "{pmc_event}"', con)
-    rows = rows[rows["event_id"].isin(list(event_dispatch))]  # counters of a dispatch this table has
+    rows = _counter_rows(path, con, pmc_event)
+    keep = np.isin(rows["event_id"].to_numpy(), np.fromiter(event_dispatch, dtype=np.int64, count=len(event_dispatch)))
+    rows = rows[keep]  # counters of a dispatch this table has
     if rows.empty:
         return None
     wide = rows.groupby(["event_id", "pmc_id"])["value"].sum(min_count=1).unstack()
@@ -166,7 +193,7 @@ def _process(con: sqlite3.Connection, path: Path, tables: set[str], s: str,
     per_dispatch = None
     pmc_event, pmc_info = f"rocpd_pmc_event{s}", f"rocpd_info_pmc{s}"
     if pmc_event in tables and pmc_info in tables:
-        per_dispatch = _counter_table(con, pmc_event, pmc_info, event_dispatch)
+        per_dispatch = _counter_table(path, con, pmc_event, pmc_info, event_dispatch)
     rows = v3.dispatch_rows(path, FORMAT, disp, names, agents, per_dispatch, definitions, kd,
                             f"{pmc_event} (rocpd)")
     copies = (con.execute(f'SELECT count(*) FROM "rocpd_memory_copy{s}"').fetchone()[0]
