@@ -240,11 +240,12 @@ def read_one(path: Path) -> pd.DataFrame:
 
 
 def read_dataset(path: Path) -> pd.DataFrame:
-    """A batch dataset stands for its kernels, as ingested (roofs attached: the stage leaves them as they are)."""
+    """A batch dataset stands for its kernels, as ingested (roofs attached: the stage leaves them as they are).
+    Only the canonical columns are read (the selection is pushed into the Parquet scan)."""
     from roofline.batch.dataset import open_dataset
     from roofline.schema import kernel_columns
 
-    return open_dataset(path, "kernels")[list(kernel_columns())]
+    return open_dataset(path, "kernels", columns=kernel_columns())[list(kernel_columns())]
 
 
 @contextlib.contextmanager
@@ -307,7 +308,9 @@ def read_inputs(inputs: Inputs, report: Report | None = None,
         raise NoInputsError("no profile files found in " + ", ".join(map(path_text, inputs.given)))
     out = concat(frames)
     if no_gpu:  # the empty (or partial) result says which inputs had no GPU work
-        out.attrs["roofline.provenance"] = [*out.attrs.get("roofline.provenance", []), *no_gpu]
+        from roofline.schema import get_provenance, set_provenance
+
+        set_provenance(out, [*get_provenance(out), *no_gpu])
     return out, failures
 
 
@@ -404,6 +407,41 @@ def run(paths: Iterable[str | Path], options: Options | None = None, report: Rep
                     levels=recorded_levels(frame, options.levels), missing_roofs=len(missing))
 
 
+def summarise(paths: Iterable[str | Path], options: Options | None = None, *, by: str | None, top: int | None,
+              name: str | None = None, nvtx: str | None = None, bound: str | None = None,
+              precision: str | None = None, report: Report | None = None) -> tuple[Analysis, int] | None:
+    """The summary of batch datasets without loading every row: with ``by``, one row per group; else the ``top``
+    longest rows; filtered as ``analysis.select`` does. Streams each dataset's kernels through the roofs stage
+    and the analysis one record batch at a time (:mod:`roofline.batch.scan`), so memory does not grow with
+    the dataset. Returns the analysis and the number of rows before ``top``, or None when ``paths`` are not all
+    datasets (or options join other inputs in): the caller then runs :func:`run`."""
+    from roofline.hardware.attach import attach_roofs
+
+    options = options or Options()
+    inputs = expand(paths)
+    if inputs.files or inputs.empty_folders or not inputs.datasets or options.counters or options.captures:
+        return None
+    resolved = resolve(options)
+    from roofline.batch.scan import summarise as stream
+
+    def rows(kernels: pd.DataFrame) -> pd.DataFrame:
+        try:
+            return analyse(attach_roofs(kernels, options.device, resolved.device_map), resolved)
+        except ValueError as exc:  # levels or clock the analysis does not know
+            raise OptionError(str(exc)) from None
+
+    done = stream(inputs.datasets, rows, missing_roof_messages, tuple(options.levels), by=by, top=top, name=name,
+                  nvtx=nvtx, bound=bound, precision=precision, latency_threshold_pct=options.latency_threshold_pct)
+    for m in done.messages:
+        if report is not None:
+            report(m)
+    failures = [Failure("", m.text) for m in done.messages] if options.strict else []
+    from roofline.schema import empty_kernels_frame
+
+    return Analysis(frame=done.frame, kernels=empty_kernels_frame(), failures=failures, messages=done.messages,
+                    inputs=inputs.count, levels=done.levels, missing_roofs=len(done.messages)), done.total
+
+
 def analyse_file(path: Path, options: Options) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One input through every stage (the batch's unit of work): its kernels as attached and its roofline
     frame. Raises the input's typed error."""
@@ -443,4 +481,4 @@ def option_values(options: Options) -> dict[str, Any]:
 __all__ = ["Analysis", "Failure", "Inputs", "Message", "NoInputsError", "OptionError", "Options", "Resolved",
            "analyse", "analyse_file", "captures_given", "expand", "from_frame", "join_counters",
            "missing_roof_messages", "parse_device_map", "parse_peaks", "portable_peaks", "read_inputs", "read_one",
-           "resolve", "run"]
+           "resolve", "run", "summarise"]

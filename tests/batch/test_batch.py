@@ -213,4 +213,4 @@ def test_dataset_versions_are_checked(local, tmp_path):
     (tmp_path / "full" / "x.txt").write_text("x")
     res = _cli("batch", shared("ncu"), "-o", tmp_path / "full")
     assert res.returncode == 1 and "is not a roofline dataset" in res.stderr and "Traceback" not in res.stderr
-    assert open_dataset(local, "runs", engine="pyarrow").schema.metadata[b"roofline.dataset_version"] == b"1"
+    assert open_dataset(local, "runs", engine="pyarrow").schema.metadata[b"roofline.dataset_version"] == b"2"

@@ -108,16 +108,16 @@ def test_on_dask_a_task_whose_worker_died_is_retried_alone_before_it_is_blamed(t
         def setup(self, worker) -> None:  # type: ignore[no-untyped-def]
             import os
 
-            from roofline.batch import worker as w
+            from roofline.batch import cluster as c
 
-            real = w.process_chunk
+            real = c.process_chunk
 
-            def dying(tasks):  # type: ignore[no-untyped-def]
-                if any(Path(t[0]).name.startswith("die") for t in tasks):
+            def dying(chunk):  # type: ignore[no-untyped-def]
+                if any(Path(item.path).name.startswith("die") for item in chunk.items):
                     os._exit(1)
-                return real(tasks)
+                return real(chunk)
 
-            w.process_chunk = dying
+            c.process_chunk = dying
 
     folder = tmp_path / "in"
     folder.mkdir()

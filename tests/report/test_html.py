@@ -269,3 +269,29 @@ def test_diff_page_shows_units(tmp_path, open_page):
     changes = page.locator(f"#diff-table tbody tr td:nth-child({heads.index('Δ time (%)') + 1})").all_text_contents()
     assert sorted(changes) == sorted(["0.0 %", "-50.0 %", "-20.0 %", "+20.0 %"])
     assert problems == []
+
+
+def test_roof_sets_share_one_legend_entry_per_roof_kind_and_toggle_together(tmp_path, open_page):
+    # 30 kernels of one GPU, each measured against its own DRAM bandwidth (a roof set each): the legend lists
+    # each kind of roof once (DRAM, L2, L1, fp32), not 30 times, and a click on DRAM hides all 30 DRAM roofs
+    rows = [kernel_row(kernel_id=i, kernel_name=f"k{i}", kernel_short_name=f"k{i}", duration_s=1e-3 * (i + 1),
+                       peak_dram_bytes_per_s=1e12 * (1.2 ** i)) for i in range(30)]
+    path = html.write(analysed(rows), tmp_path / "sets.html")
+    page, problems = open_page(path)
+    roofs = page.evaluate("document.getElementById('kernel-chart').data.filter(t => (t.meta || '').startsWith('roof:'))"
+                          ".map(t => [t.meta, t.legendgroup, t.showlegend !== false, t.name, t.hovertemplate])")
+    assert len([r for r in roofs if r[1] == "roof:dram"]) == 30
+    shown = [r for r in roofs if r[2]]
+    assert sorted(r[1] for r in shown) == ["roof:dram", "roof:fp32", "roof:l1", "roof:l2"]
+    dram = next(r for r in shown if r[1] == "roof:dram")
+    assert dram[3].endswith("… 30 roof sets") and "[roof set" not in dram[3]
+    assert all("[roof set" in r[4] for r in roofs if r[1] == "roof:dram")  # each line's hover names its own set
+    page.locator("#kernel-chart .legend .traces", has_text="30 roof sets").first.locator(".legendtoggle").click(force=True)
+    # (plotly tells a click from a double click after its delay: wait for the toggle, do not sleep)
+    page.wait_for_function("document.getElementById('kernel-chart').data"
+                           ".filter(t => t.legendgroup === 'roof:dram').every(t => t.visible === 'legendonly')",
+                           timeout=10_000)
+    others = page.evaluate("document.getElementById('kernel-chart').data.filter(t => t.legendgroup === 'roof:l2')"
+                           ".map(t => t.visible)")
+    assert "legendonly" not in others  # the other kinds stay drawn
+    assert problems == []

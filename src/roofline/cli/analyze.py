@@ -12,6 +12,7 @@ from roofline.cli.common import (
     levels_option,
     precision_option,
     print_result,
+    summarised,
     write_frame,
     write_html,
 )
@@ -79,9 +80,21 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
     from roofline.analysis.select import select
     from roofline.pipeline import Options
 
-    run = analysed(paths, Options(peaks=peaks_opt, device=device, device_map=device_map, counters=counters,
-                                  captures=captures, levels=levels, clock=clock,
-                                  latency_threshold_pct=latency_threshold, strict=strict))
+    options = Options(peaks=peaks_opt, device=device, device_map=device_map, counters=counters, captures=captures,
+                      levels=levels, clock=clock, latency_threshold_pct=latency_threshold, strict=strict)
+    from roofline.report.table import DEFAULT_TOP
+
+    if html_path is None and out is None and (by or (fmt == "table" and not all_rows)):
+        # batch datasets: the summary streams from the Parquet scan (roofline.batch.scan), not every row at once
+        streamed = summarised(paths, options, by=by, top=top or (None if by else DEFAULT_TOP), name=name_rx,
+                              nvtx=nvtx, bound=bound, precision=precision)
+        if streamed is not None:
+            run, n_rows = streamed
+            print_result(run.frame, fmt, run.levels, by, limit=None if (top or all_rows) else DEFAULT_TOP,
+                         total=n_rows, latency_threshold=latency_threshold)
+            exit_if_failed(run)
+            return
+    run = analysed(paths, options)
     levels = run.levels
     try:
         # name and NVTX filters pick kernels, before any grouping; bound, precision and top pick rows
@@ -98,8 +111,6 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         write_html(kernels_view, html_path, levels, clock)
     if out is not None:
         write_frame(result, out)
-    from roofline.report.table import DEFAULT_TOP
-
     print_result(result, fmt, levels, by, limit=None if (top or all_rows) else DEFAULT_TOP, total=n_rows,
                  latency_threshold=latency_threshold)
     exit_if_failed(run)

@@ -92,6 +92,18 @@ def analysed(paths: Iterable[Path], options: Options) -> Analysis:
         return run(paths, options, report=say, progress=_progress)
 
 
+def summarised(paths: Iterable[Path], options: Options, **how: object) -> tuple[Analysis, int] | None:
+    """:func:`roofline.pipeline.summarise` (batch datasets, streamed) with its messages on stderr; None when the
+    paths are not all datasets."""
+    from roofline.pipeline import summarise
+
+    with usage_errors():
+        try:
+            return summarise(paths, options, report=say, **how)  # type: ignore[arg-type]
+        except ValueError as exc:  # a bad --name/--bound pattern, as the whole-frame path says it
+            raise click.UsageError(str(exc)) from None
+
+
 def exit_if_failed(analysis: Analysis) -> None:
     """After the output is written: the count of failed inputs, exit 1 (the good ones were analysed)."""
     if analysis.failed:

@@ -20,8 +20,8 @@ import matplotlib
 matplotlib.use("Agg")  # no display on clusters; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 

@@ -24,6 +24,7 @@ table names come from ``sqlite_master`` and are matched against a fixed pattern 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sqlite3
@@ -147,21 +148,38 @@ def _agents(path: Path, con: sqlite3.Connection, table: str) -> dict[int, v3.Age
     return out
 
 
+def _counter_rows(path: Path, con: sqlite3.Connection, pmc_event: str) -> pd.DataFrame:
+    """The counter events as three columns, straight from ``fetchall`` into one float64 array (no
+    ``pandas.read_sql`` conversion: at 50k dispatches, 1.4M rows, that conversion was 1.2 s of 3.9 s);
+    a NULL value is NaN; a text or blob where a number belongs is a typed error naming the table."""
+    raw = con.execute(f'SELECT event_id, pmc_id, value FROM "{pmc_event}"').fetchall()
+    cols = ("event_id", "pmc_id", "value")
+    try:  # (one pass over the tuples in C: 0.24 s for 1.4M rows, np.array of the tuples 0.58 s)
+        arr = np.fromiter(itertools.chain.from_iterable(raw), dtype=np.float64, count=3 * len(raw)).reshape(-1, 3)
+    except (TypeError, ValueError):  # NULLs (None), or damage: column by column, NULL as NaN
+        obj = np.array(raw, dtype=object).reshape(-1, 3)
+        out = {}
+        for j, col in enumerate(cols):
+            try:
+                out[col] = np.array([np.nan if v is None else float(v) for v in obj[:, j]], dtype=np.float64)
+            except (TypeError, ValueError):
+                bad = next(v for v in obj[:, j] if v is not None and not isinstance(v, (int, float)))
+                raise CorruptReportError(path, f"{pmc_event}.{col}: {bad!r} is not a number") from None
+        arr = np.column_stack([out[c] for c in cols]) if len(obj) else np.empty((0, 3))
+    if not np.isfinite(arr[:, :2]).all():
+        raise CorruptReportError(path, f"{pmc_event}: an event_id or pmc_id that is not a finite number")
+    return pd.DataFrame({"event_id": arr[:, 0].astype(np.int64), "pmc_id": arr[:, 1].astype(np.int64),
+                         "value": arr[:, 2]})
+
+
 def _counter_table(path: Path, con: sqlite3.Connection, pmc_event: str, pmc_info: str,
                    event_dispatch: dict[int, int]) -> pd.DataFrame | None:
     """Dispatch id × counter name: Σ over the instance rows (what the ``counters_collection`` view does),
     grouped in pandas rather than by the view's join, which SQLite runs row by row without an index."""
     names = {as_int(path, f"{pmc_info}.id", i): str(n) for i, n in con.execute(f'SELECT id, name FROM "{pmc_info}"')}
-    rows = pd.read_sql_query(f'SELECT event_id, pmc_id, value FROM "{pmc_event}"', con)
-    for col in ("event_id", "pmc_id", "value"):  # SQLite columns hold any type: text or blobs are damage
-        if rows[col].dtype == object:
-            bad = rows[col][pd.to_numeric(rows[col], errors="coerce").isna() & rows[col].notna()]
-            if len(bad):
-                raise CorruptReportError(path, f"{pmc_event}.{col}: {bad.iloc[0]!r} is not a number")
-            rows[col] = pd.to_numeric(rows[col])
-    if not np.isfinite(rows[["event_id", "pmc_id"]].to_numpy(dtype=float, na_value=0.0)).all():
-        raise CorruptReportError(path, f"{pmc_event}: an event_id or pmc_id that is not finite")
-    rows = rows[rows["event_id"].isin(list(event_dispatch))]  # counters of a dispatch this table has
+    rows = _counter_rows(path, con, pmc_event)
+    keep = np.isin(rows["event_id"].to_numpy(), np.fromiter(event_dispatch, dtype=np.int64, count=len(event_dispatch)))
+    rows = rows[keep]  # counters of a dispatch this table has
     if rows.empty:
         return None
     wide = rows.groupby(["event_id", "pmc_id"])["value"].sum(min_count=1).unstack()

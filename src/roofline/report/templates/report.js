@@ -244,21 +244,35 @@
       return RANGE;
     }
     function topCompute() { var t = 0; deviceRoofs().forEach(function (r) { if (r.kind === 'compute' && r.value > t) t = r.value; }); return t; }
+    function roofKind(key) { var h = key.indexOf('#'); return h < 0 ? key : key.slice(0, h); }  // 'dram#3' -> 'dram'
     function roofTraces() {
+      // one legend entry per roof kind: a device whose kernels ran under many roof sets (125 sets of ~10 roofs
+      // made plotly lay out 1,248 entries) shows each kind once, and a click on it toggles every set's roof of it
       var R = ranges(), x0 = Math.pow(10, R.x[0]), x1 = Math.pow(10, R.x[1]), top = topCompute() || Math.pow(10, R.y[1]);
-      var traces = [], minRidge = x1;
+      var traces = [], minRidge = x1, first = {}, sets = {};
+      function roofTrace(r, x, y, line) {
+        var kind = roofKind(r.key), t = {type: 'scatter', mode: 'lines', x: x, y: y, name: esc(r.label), line: line,
+          hovertemplate: esc(r.label) + '<extra></extra>', meta: 'roof:' + r.key, legendgroup: 'roof:' + kind,
+          showlegend: !first[kind]};
+        if (!first[kind]) first[kind] = t;
+        sets[kind] = (sets[kind] || 0) + 1;
+        return t;
+      }
       deviceRoofs().forEach(function (r) {
         if (r.kind !== 'bandwidth') return;
         var xe = top / r.value; if (xe < minRidge) minRidge = xe;
-        traces.push({type: 'scatter', mode: 'lines', x: [x0, xe], y: [r.value * x0, top], name: esc(r.label),
-          line: {color: '#444', dash: DASH[r.key] || 'solid', width: 1.5}, hoverinfo: 'name', meta: 'roof:' + r.key});
+        traces.push(roofTrace(r, [x0, xe], [r.value * x0, top],
+          {color: '#444', dash: DASH[roofKind(r.key)] || 'solid', width: 1.5}));
       });
       deviceRoofs().forEach(function (r) {
         if (r.kind !== 'compute') return;
         var xs = Math.min(minRidge, x1);
         deviceRoofs().forEach(function (b) { if (b.kind === 'bandwidth') xs = Math.min(xs, r.value / b.value); });
-        traces.push({type: 'scatter', mode: 'lines', x: [xs, x1], y: [r.value, r.value], name: esc(r.label),
-          line: {color: ROOF_COLOURS[r.key] || '#333', width: 2}, hoverinfo: 'name', meta: 'roof:' + r.key});
+        traces.push(roofTrace(r, [xs, x1], [r.value, r.value], {color: ROOF_COLOURS[roofKind(r.key)] || '#333', width: 2}));
+      });
+      Object.keys(first).forEach(function (kind) {  // the entry names the kind, each line's hover its own roof
+        if (sets[kind] > 1) first[kind].name = first[kind].name.replace(/ \[roof set [^\]]*\]$/, '')
+          + ' … ' + sets[kind] + ' roof sets';
       });
       return traces;
     }
@@ -271,7 +285,9 @@
           title: {text: 'arithmetic intensity (FLOP/byte)'}},
         yaxis: {type: 'log', range: R.y, dtick: 1, exponentformat: 'SI', minor: {showgrid: true, gridcolor: '#f3f3f3'},
           title: {text: 'performance (FLOP/s)'}},
-        legend: {font: {size: 10}, itemclick: false, itemdoubleclick: false, groupclick: false}};
+        // a click on a roof's entry toggles that kind in every roof set (its legend group); marker keys are
+        // explanations only (their group holds no points)
+        legend: {font: {size: 10}, itemclick: 'toggle', itemdoubleclick: false, groupclick: 'togglegroup'}};
     }
     function chartRows() {
       // K is longest first, so the lowest indices are the longest kernels of the current filter
