@@ -38,7 +38,8 @@ def test_notes_carry_the_reasons_and_the_legend_the_markers():
     text = format_table(frame)
     assert "notes:" in text and "L2 level absent: no L2 bytes (unavailable: no counter; collect with ncu --set full)" in text
     assert "above the compute roof: likely a wrong peak" in text
-    assert "! above a roof (cause in the notes)" in text and "n/a unavailable" in text
+    # an absent level is a dash, explained in the legend (its reason is in the notes), not an unknown number
+    assert "! above a roof (cause in the notes)" in text and "- no bytes at that level (the notes say why)" in text
     table = text.split("notes:")[0]
     assert " ! " in table or table.rstrip().endswith("!") or "!  " in table
 
@@ -77,23 +78,25 @@ def test_template_instantiations_are_told_apart():
     rows = analysed([kernel_row(kernel_id=i, kernel_short_name="gemm", kernel_name=n)
                      for i, n in enumerate(frame["kernel_name"][:2])])
     assert "gemm<64,8>" in format_table(rows) and "gemm<128,8>" in format_table(rows)
-    # --by kernel: one row per full name, printed in full
+    # --by kernel: one row per full name, abbreviated (casts, return type and parameters dropped), or in full
     from roofline.analysis.aggregate import aggregate
 
     text = format_table(aggregate(rows, by="kernel"), by="kernel")
+    assert "gemm<64, 8>" in text and "gemm<128, 8>" in text and "(float *)" not in text
+    text = format_table(aggregate(rows, by="kernel"), by="kernel", full_names=True)
     assert "void gemm<(int)64, (int)8>(float *)" in text and "void gemm<(int)128, (int)8>(float *)" in text
 
 
 def test_cli_table_default_top_all_and_streamed_records():
-    trace = samples.path("h100-bert-small")  # 61 rows
+    trace = samples.path("h100-bert-small")  # 61 rows, 60 with a roofline point
     p = _cli("analyze", trace)
     assert p.returncode == 0, p.stderr
-    assert "20 of 61 rows, longest first; --top N or --all for more" in p.stdout and "legend:" in p.stdout
+    assert "20 of 60 rows, longest first; --top N or --all for more" in p.stdout and "legend:" in p.stdout
     assert "notes:" in p.stdout and "a PyTorch trace has no cache counters" in p.stdout
-    everything = _cli("analyze", trace, "--all")
-    assert "of 61 rows" not in everything.stdout and len(everything.stdout.splitlines()) > 61
-    full = _cli("analyze", trace, "--by", "kernel", "--top", "2")
-    assert "2 of 10 rows" in full.stdout
+    everything = _cli("analyze", trace, "--all")  # every row, the one without a point too
+    assert "of 61 rows" not in everything.stdout and "aten::_local_scalar_dense" in everything.stdout.split("legend:")[0]
+    full = _cli("analyze", trace, "--by", "kernel", "--top", "2")  # 10 names, 15 with their shapes
+    assert "2 of 15 rows" in full.stdout
     nd = _cli("analyze", trace, "--format", "ndjson")
     lines = nd.stdout.splitlines()
     assert nd.returncode == 0 and len(lines) == 61 and all(json.loads(ln)["format"] == "torch-trace" for ln in lines)

@@ -47,6 +47,10 @@ def aggregate(
         work["_group"] = work[key].astype("string").str.extract(STEP_RANGE, flags=re.IGNORECASE)[0] \
             .fillna(NO_STEP)
     work["_device"] = work["device_name"].astype("string").fillna(UNKNOWN_DEVICE)
+    keys = ["_group", "_device"]
+    if by == "kernel":  # TraceLens-style: a name with other shapes or another launch is another row
+        work["_config"] = kernel_config(work)
+        keys.append("_config")
     dur = pd.to_numeric(work["duration_s"], errors="coerce")
     timed = (dur > 0).fillna(False).to_numpy()
     # kernels without a positive time cannot contribute to a rate: leave all their quantities out
@@ -71,9 +75,9 @@ def aggregate(
         work[f"_bww_{lv}"] = bw * work["_dur"]
         work[f"_bwd_{lv}"] = work["_dur"].where(bw.notna())  # time of the kernels that have this roof
 
-    g = work.groupby(["_group", "_device"], sort=False, dropna=False)
+    g = work.groupby(keys, sort=False, dropna=False)
     out = g[sums].sum(min_count=1)
-    missing = work[sums].isna().groupby([work["_group"], work["_device"]], sort=False, dropna=False).sum()
+    missing = work[sums].isna().groupby([work[k] for k in keys], sort=False, dropna=False).sum()
     untimed = g["_untimed"].sum()
     out["kernel_count"] = g.size()
     for p, fc in zip(PRECISIONS, FLOP_COLUMNS):
@@ -105,8 +109,24 @@ def aggregate(
         index=rows.index, dtype="string",
     )
     result = pd.concat([out[["kernel_count", *sums]], rows], axis=1).reset_index()
-    result = result.rename(columns={"_group": by, "_device": "device_name"})
+    result = result.rename(columns={"_group": by, "_device": "device_name", "_config": "kernel_config"})
     return result.sort_values("duration_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+
+
+def kernel_config(frame: pd.DataFrame) -> pd.Series:
+    """What tells launches of one kernel name apart (``--by kernel``): a trace op's input shapes as recorded,
+    else the launch configuration 'grid [x, y, z] block [x, y, z]' ('(none)' where neither is recorded)."""
+    def dims(prefix: str) -> pd.Series:
+        cols = [frame[f"{prefix}_{a}"] if f"{prefix}_{a}" in frame else pd.Series(pd.NA, index=frame.index)
+                for a in "xyz"]
+        text = "[" + cols[0].astype("string") + ", " + cols[1].astype("string") + ", " + cols[2].astype("string") + "]"
+        return text
+
+    launch = ("grid " + dims("grid") + " block " + dims("block")).astype("string")
+    shapes = frame["op_input_dims"].astype("string") if "op_input_dims" in frame \
+        else pd.Series(pd.NA, index=frame.index, dtype="string")
+    shapes = shapes.where(shapes.notna() & (shapes != "") & (shapes != "[]"))
+    return shapes.fillna(launch).fillna("(none)")
 
 
 def _only(s: pd.Series) -> object:
