@@ -24,9 +24,9 @@ import pandas as pd
 
 from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical, roofline_columns
 from roofline.analysis.render import Factor, as_string, render
-from roofline.hardware.peaks import ALL_LEVELS, LEVELS, OPTIONAL_LEVELS, Peaks, recorded_levels
 from roofline.hardware.attach import fill_spec_peaks
 from roofline.hardware.names import require
+from roofline.hardware.peaks import ALL_LEVELS, LEVELS, OPTIONAL_LEVELS, Peaks, recorded_levels
 from roofline.hardware.specs import tensor_key
 from roofline.schema import PRECISIONS, UNAVAILABLE, get_provenance, set_provenance, source_column
 

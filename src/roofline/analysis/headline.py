@@ -230,8 +230,9 @@ def _reasons(frame: pd.DataFrame, missing: np.ndarray, dur: pd.Series, total: fl
     if not missing.any():
         return ()
     why = row_reasons(frame, pd.Series(missing, index=frame.index)) if why is None else why
-    names = frame["kernel_name"].astype("string").fillna("(unnamed)").to_numpy()[missing] if "kernel_name" in frame \
-        else np.full(int(missing.sum()), "(unnamed)", dtype=object)
+    short = frame["kernel_short_name"] if "kernel_short_name" in frame else pd.Series(pd.NA, index=frame.index)
+    full = frame["kernel_name"] if "kernel_name" in frame else pd.Series(pd.NA, index=frame.index)
+    names = short.astype("string").fillna(full.astype("string")).fillna("(unnamed)").to_numpy()[missing]
     work = pd.DataFrame({"reason": why["reason"].to_numpy(), "fix": why["fix"].to_numpy(), "name": names,
                          "t": dur.to_numpy()[missing]})
     out = []

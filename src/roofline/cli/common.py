@@ -183,12 +183,14 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
 
 
 def write_html(result: pd.DataFrame, path: Path, levels: tuple[str, ...], clock: str, top: int = 10) -> None:
-    from roofline.report import html, write_charts
+    from roofline.report import html, undrawable_reasons, write_charts
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         html.write(result, path, levels, clock=clock, top=top)
         write_charts(result, path.parent, levels, clock)
+        for line in undrawable_reasons(result):
+            err(line)
     except OSError as exc:
         fail(f"cannot write {path}: {exc}")
 

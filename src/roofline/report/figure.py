@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from roofline.report.chart_data import LEVEL_LABELS, Roof, axis_limits, plottable, points, roofs, unplotted_count
+from roofline.report.chart_data import LEVEL_LABELS, Roof, axis_limits, device_order, points, roofs, unplotted_count
 
 #: the page's colours for the bound (report.js COLOURS.bound) and its roof colours, dashes and marker shapes
 BOUND_COLOURS = {"compute-bound": "#d62728", "memory-bound": "#1f77b4", "latency-limited": "#8c8c8c",
@@ -37,21 +37,14 @@ def drawable_device(result: pd.DataFrame) -> str | None:
     the one the HTML report opens on. None when the frame names no device."""
     if "device_name" not in result or result.empty:
         return None
-    dev = result["device_name"].astype("string").fillna("")
-    dur = pd.to_numeric(result["duration_s"], errors="coerce").fillna(0.0) if "duration_s" in result \
-        else pd.Series(0.0, index=result.index)
-    ok = plottable(result)
-    stats = pd.DataFrame({"d": dev, "drawn_t": dur.where(ok, 0.0), "drawn": ok.astype(int), "t": dur})
-    g = stats.groupby("d", sort=False)[["drawn_t", "drawn", "t"]].sum()
-    g = g.sort_values(["drawn_t", "drawn", "t"], ascending=False, kind="stable")
-    return str(g.index[0])
+    return str(device_order(result).index[0])
 
 
 def device_mask(result: pd.DataFrame, device: str | None) -> np.ndarray:
     """The rows of ``device`` (every row when None or when the frame names no device)."""
     if device is None or "device_name" not in result:
         return np.ones(len(result), dtype=bool)
-    return (result["device_name"].astype("string").fillna("") == device).to_numpy()
+    return (result["device_name"].astype("string").fillna("unknown device") == device).to_numpy()
 
 
 def roof_traces(roof_list: Sequence[Roof], x0: float, x1: float, y1: float) -> list[dict[str, Any]]:
