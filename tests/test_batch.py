@@ -21,10 +21,9 @@ import pandas as pd
 import pytest
 
 import roofline
+from conftest import SHARED, shared
 from roofline.batch import DatasetError, Options, open_dataset, run_batch
 from roofline.batch.dataset import MANIFEST
-
-from conftest import SHARED, shared
 from test_errors_cli import _cli
 
 # one worker runs this module: its datasets are module fixtures built once (pytest-xdist --dist loadgroup)

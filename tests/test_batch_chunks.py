@@ -8,11 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_batch import _assert_same_dataset, _corrupt
 
 from roofline import samples
 from roofline.batch import open_dataset, run_batch
 from roofline.batch.runner import MAX_CHUNK, BatchSummary, ChunkSizer
+from test_batch import _assert_same_dataset, _corrupt
 
 pytestmark = pytest.mark.xdist_group("batch")
 

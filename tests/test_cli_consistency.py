@@ -11,10 +11,9 @@ import sys
 
 import numpy as np
 
+from conftest import analysed, kernel_row
 from roofline import samples
 from roofline.analysis.compare import compare, parse_rules, unevaluated
-
-from conftest import analysed, kernel_row
 from test_errors_cli import _cli
 
 A10G = samples.path("a10g-sgemm")

@@ -9,9 +9,16 @@ import pandas as pd
 import pytest
 
 import roofline
-from roofline.analysis.compare import CompareError, compare, gate, group_changes, normalise_name, parse_rules, program_change
-
 from conftest import analysed, kernel_row, shared
+from roofline.analysis.compare import (
+    CompareError,
+    compare,
+    gate,
+    group_changes,
+    normalise_name,
+    parse_rules,
+    program_change,
+)
 from test_errors_cli import _cli
 from test_report_html import _browser, _open
 

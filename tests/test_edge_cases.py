@@ -10,12 +10,11 @@ import pandas as pd
 import pytest
 
 import roofline
+from conftest import analysed, kernel_row, shared
 from roofline.analysis.aggregate import aggregate
 from roofline.hardware.peaks import Peak, Peaks
 from roofline.report import html, png
 from roofline.schema import conform_kernels
-
-from conftest import analysed, kernel_row, shared
 from test_errors_cli import _cli
 
 

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 import roofline
+from conftest import OWN, shared
 from roofline import errors
 from roofline.schema import kernel_columns
-from conftest import OWN, shared
 
 T4 = "ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep"
 A10G = "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"

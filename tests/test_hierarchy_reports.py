@@ -13,8 +13,8 @@ import math
 import pytest
 
 import roofline
-
-from conftest import ncu_actions as _actions, shared
+from conftest import ncu_actions as _actions
+from conftest import shared
 
 HIERARCHICAL = [
     "ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep",  # ncu 2025.1, lts2xbar / lsu_writeback_mem_lg

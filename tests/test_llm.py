@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 
 import roofline
+from conftest import OWN, shared
 from roofline.hardware.names import require
 from roofline.inference import ModelConfigError, estimate, load_model
 from roofline.inference.plot import measured_point
-
-from conftest import OWN, shared
 from test_errors_cli import _cli
 
 #: published parameter counts (model cards / safetensors totals; Mixtral: total and active)

@@ -4,12 +4,12 @@ checked in real headless Chromium (the browser fixtures of tests/test_report_htm
 from __future__ import annotations
 
 import pytest
-from conftest import analysed, kernel_row, shared
-from test_report_html import _screenshot, browser, open_page  # noqa: F401 - pytest fixtures (one Chromium per module)
 
 import roofline
+from conftest import analysed, kernel_row, shared
 from roofline.report import html
 from roofline.report.timeseries import step_points
+from test_report_html import _screenshot, browser, open_page  # noqa: F401 - pytest fixtures (one Chromium per module)
 
 XSS = "<img src=x onerror=alert(3)>"
 

@@ -10,10 +10,9 @@ import math
 
 import pytest
 
+from conftest import SHARED, shared
 from roofline.metrics.ops import cost
 from roofline.metrics.ops.args import bind
-
-from conftest import SHARED, shared
 
 TABLES = sorted(p for p in (SHARED / "traces/reference/tracelens").glob("*.csv")
                 if not p.name.endswith(("unified_perf_summary.csv", "kernel_summary.csv"))) \

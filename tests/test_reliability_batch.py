@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import OWN
 from roofline.batch import open_dataset, run_batch
 from roofline.batch.dataset import DatasetLock, init_dataset, writer_gone
 from roofline.errors import path_text
-
-from conftest import OWN
 from test_errors_cli import _cli
 
 TINY = OWN / "tiny_metrics.csv"

@@ -11,8 +11,8 @@ import pytest
 import roofline
 from conftest import ncu_actions as _actions
 from conftest import shared
-from roofline.hardware.roofs import missing_roofs
 from roofline.hardware.attach import fill_spec_peaks
+from roofline.hardware.roofs import missing_roofs
 from roofline.schema import kernels_from_columns
 
 

@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 import roofline
+from conftest import REPO
 from roofline import samples
 from roofline.errors import RooflineError
-
-from conftest import REPO
 from test_errors_cli import _cli
 
 HERE = Path(samples.__file__).parent  # the installed package's folder (src/ in a checkout)

@@ -142,11 +142,11 @@ class RooflineResult(pd.DataFrame):
 
     def __repr__(self) -> str:
         table = compact(self)
-        return "\n".join([headline_line(self), table.to_string(), self._footer(len(table))])
+        return "\n".join([headline_line(self), table.to_string(index=False), self._footer(len(table))])
 
     def _repr_html_(self) -> str:
         table = compact(self)
-        return (f"<p>{html.escape(headline_line(self))}</p>" + table.to_html(escape=True)
+        return (f"<p>{html.escape(headline_line(self))}</p>" + table.to_html(escape=True, index=False)
                 + f"<p><small>{html.escape(self._footer(len(table)))}</small></p>")
 
 

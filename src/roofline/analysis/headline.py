@@ -325,6 +325,20 @@ def headlines(frame: pd.DataFrame, by_step: bool = True) -> list[Headline]:
     return out
 
 
+def by_device(frame: pd.DataFrame) -> dict[str | None, Headline]:
+    """One headline per device over every profile (the HTML report's device view), by device name (None: rows
+    that name no device)."""
+    if frame.empty:
+        return {}
+    point = has_point(frame)
+    k = kinds(frame, point=point)
+    dev = frame["device_name"].astype("string") if "device_name" in frame else pd.Series("", index=frame.index)
+    out = {}
+    for (d,), rows in _groups(frame, [dev]):
+        out[d or None] = headline(frame.iloc[rows], None, d or None, None, k.iloc[rows], point.iloc[rows])
+    return out
+
+
 def _step_number(step: str | None) -> tuple[int, str]:
     m = re.search(r"\d+", step or "")
     return (int(m.group()) if m else -1, step or "")
@@ -348,5 +362,5 @@ def headline_frame(items: list[Headline]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["KINDS", "Headline", "Peak", "Reason", "compute_peak", "headline", "headline_frame", "headlines", "kinds",
-           "reasons", "steps"]
+__all__ = ["KINDS", "Headline", "Peak", "Reason", "by_device", "compute_peak", "headline", "headline_frame",
+           "headlines", "kinds", "reasons", "steps"]

@@ -96,13 +96,6 @@ def exit_if_failed(analysis: Analysis) -> None:
         fail(f"{analysis.failed} of {analysis.inputs} input(s) failed")
 
 
-def compact_list(items: list[str], limit: int = 4) -> str:
-    """'a, b, c' or, past ``limit``, '16 devices: a, b, c, … (13 more)'."""
-    if len(items) <= limit:
-        return ", ".join(items)
-    return f"{len(items)} devices: " + ", ".join(items[:limit - 1]) + f", … ({len(items) - limit + 1} more)"
-
-
 def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | None, limit: int | None = None,
                  total: int | None = None, latency_threshold: float = 20.0, more: str = "--top N or --all",
                  scope: pd.DataFrame | None = None, fold: bool = True, full_names: bool = False) -> None:
@@ -143,6 +136,7 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
                 total = len(result)
         if not result.empty:
             from roofline.ingest.amd.arch import device_labels
+            from roofline.report.summary import compact_list
 
             devices = compact_list(device_labels(result).split(", ")) or "unknown device"
             what = f"{total if total is not None else len(result):,} {by or 'kernel'} row(s)"

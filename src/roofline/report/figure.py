@@ -70,11 +70,27 @@ def roof_traces(roof_list: Sequence[Roof], x0: float, x1: float, y1: float) -> l
     return out
 
 
+def si_ticks() -> tuple[list[float], list[str]]:
+    """One tick per decade, 1n to 100E, labelled in SI prefixes (plotly's own SI format turns to powers of ten
+    past 10^14, so one axis read 100T, 10^15, 10^16): the page's TICKS."""
+    prefixes = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"),
+                (1e-6, "µ"), (1e-9, "n"))
+    vals, text = [], []
+    for e in range(-9, 21):
+        v = 10.0 ** e
+        scale, p = next(((s, p) for s, p in prefixes if v >= s * 0.999), (1.0, ""))
+        vals.append(v)
+        text.append(f"{round(v / scale)}{p}")
+    return vals, text
+
+
 def axes(x: tuple[float, float], y: tuple[float, float]) -> dict[str, Any]:
     """The page's axes: log, one label per decade, SI prefixes on both."""
+    vals, text = si_ticks()
+
     def axis(lim: tuple[float, float], title: str) -> dict[str, Any]:
-        return {"type": "log", "range": [math.log10(lim[0]), math.log10(lim[1])], "dtick": 1, "exponentformat": "SI",
-                "minor": {"showgrid": True, "gridcolor": "#f3f3f3"}, "title": {"text": title}}
+        return {"type": "log", "range": [math.log10(lim[0]), math.log10(lim[1])], "tickmode": "array",
+                "tickvals": vals, "ticktext": text, "title": {"text": title}}
     return {"xaxis": axis(x, "arithmetic intensity (FLOP/byte)"), "yaxis": axis(y, "performance (FLOP/s)")}
 
 

@@ -20,6 +20,13 @@ MAX_SCOPES = 16
 MAX_STEPS = 12
 
 
+def compact_list(items: list[str], limit: int = 4, noun: str = "devices") -> str:
+    """'a, b, c' or, past ``limit`` items, '16 devices: a, b, c, … (13 more)'."""
+    if len(items) <= limit:
+        return ", ".join(items)
+    return f"{len(items)} {noun}: " + ", ".join(items[:limit - 1]) + f", … ({len(items) - limit + 1} more)"
+
+
 def pct(share: float, digits: int = 1) -> str:
     """A share (0..1) as a percentage; 'n/a' when unknown."""
     if share is None or not math.isfinite(share):
@@ -182,5 +189,5 @@ def format_categories(table: pd.DataFrame) -> str:
     return shown.to_string(index=False) + "\n" + legend
 
 
-__all__ = ["format_categories", "format_folded", "format_headline", "format_headlines", "pct", "rates",
+__all__ = ["compact_list", "format_categories", "format_folded", "format_headline", "format_headlines", "pct", "rates",
            "scope_title"]
