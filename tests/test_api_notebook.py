@@ -25,7 +25,7 @@ def test_a_result_is_the_full_frame_and_displays_compactly(demo):
     assert demo["duration_s"].sum() > 0 and demo.loc[demo.index[0], "kernel_name"]  # indexed as a DataFrame
     assert type(demo.frame) is pd.DataFrame and demo.frame.attrs == demo.attrs  # provenance travels
     html = demo._repr_html_()
-    header = re.search(r"<thead>(.*?)</thead>", html, re.S).group(1)
+    header = re.search(r"<thead>(.*?)</thead>", html, re.DOTALL).group(1)
     columns = re.findall(r"<th[^>]*>([^<]*)</th>", header)  # every header cell: no index column either
     assert 0 < len(columns) <= 12 and columns[:3] == ["kernel", "device", "category"]
     assert {"time", "% time", "FLOP", "bytes", "intensity", "achieved", "roof", "bound", "% of roof"} <= set(columns)

@@ -221,3 +221,22 @@ def test_si_ticks_one_per_decade():
         assert ticks and all(t[-1] in "kMGTP" or t[-1].isdigit() for t in ticks) and not any("^" in t for t in ticks)
     finally:
         plt.close(fig)
+
+
+def test_the_headline_chart_is_the_device_with_the_most_drawable_time(tmp_path):
+    """The A100 basic-set report holds 10 s of kernels and nothing drawable, the A10G one 1 ms of drawable ones:
+    roofline.png is the A10G's, the A100 gets no chart, and the reason is the true one."""
+    from roofline.report import undrawable_reasons
+
+    res = roofline.analyze(roofline.read([shared("ncu/sm80_a100_mistic-cub-154launches_basic.ncu-rep"),
+                                          shared("ncu/sm86_a10g_gemm-variants_roofline.ncu-rep")]))
+    paths = write_charts(res, tmp_path)
+    assert [p.name for p in paths] == ["roofline.png"]
+    fig = png.draw(res[(res["device_name"] == "NVIDIA A10G").to_numpy()])
+    try:
+        assert "NVIDIA A10G" in fig.axes[0].get_title()
+    finally:
+        plt.close(fig)
+    (line,) = undrawable_reasons(res)
+    assert line.startswith("no chart for NVIDIA A100-PCIE-40GB: nothing drawable (154 row(s)): no FLOP counters")
+    assert "collect with ncu --set full" in line

@@ -197,6 +197,7 @@ def abbreviate(name: str, width: int = 60) -> str:
     s = _without_params(s)
     s = _CAST.sub("", _QUALIFIER.sub("", s))
     s = re.sub(r"\s*,\s*", ", ", re.sub(r"\s+", " ", s)).strip()
+    s = re.sub(r"\s+>", ">", re.sub(r"<\s+", "<", s))  # "MulFunctor<float> >": C++03 spacing, no information
     for keep in (3, 2, 1):
         if len(s) <= width:
             break
