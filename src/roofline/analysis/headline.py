@@ -263,7 +263,7 @@ def headline(frame: pd.DataFrame, profile: str | None = None, device: str | None
     one_device = device is not None or ("device_name" in frame and frame["device_name"].nunique(dropna=False) == 1)
     span, gap = _gaps(frame)
     notes = []
-    if total > 0 and covered < total - seconds["idle"]:
+    if total > 0 and covered < total - seconds["idle"] and flops > 0:
         notes.append("FLOP/s and bytes/s count only the rows that have FLOPs (bytes): lower bounds")
     return Headline(
         profile=profile, device=device, step=step, gpu_time_s=total, rows=len(frame),

@@ -80,9 +80,10 @@ def kinds_line(h: Headline) -> str:
     return "time by kind: " + (" · ".join(items) if items else "n/a")
 
 
-def reason_line(r: Reason) -> str:
-    ops = ", ".join(f"{n if len(n) <= 40 else n[:39] + '…'} {pct(s)}" for n, s in r.ops)
-    text = f"{pct(r.share):>6} {r.reason} ({r.rows:,} row(s){': ' + ops if ops else ''})"
+def reason_line(r: Reason, ops: bool = True) -> str:
+    """'97.8% no shapes recorded (12 row(s): aten::mm 23.0%, …); fix: …' (``ops``: with the longest names)."""
+    names = ", ".join(f"{n if len(n) <= 40 else n[:39] + '…'} {pct(s)}" for n, s in r.ops) if ops else ""
+    text = f"{pct(r.share):>6} {r.reason} ({r.rows:,} row(s){': ' + names if names else ''})"
     return text + (f"; fix: {r.fix}" if r.fix else "")
 
 
@@ -164,7 +165,7 @@ def format_folded(folded: pd.DataFrame, gpu_time_s: float, by: str | None = None
                 f" of GPU time ({', '.join(n if len(n) <= 40 else n[:39] + '…' for n in names)}"
                 f"{', …' if len(folded) > 3 else ''}): not in the table (--all lists them); why: the headline above")
     lines = ["rows without a roofline point (not in the table; --all lists them):"]
-    lines += ["  " + reason_line(r) for r in reasons(folded, gpu_time_s)]
+    lines += ["  " + reason_line(r, ops=False) for r in reasons(folded, gpu_time_s)]
     return "\n".join(lines)
 
 
