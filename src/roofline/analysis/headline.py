@@ -261,7 +261,8 @@ def headline(frame: pd.DataFrame, profile: str | None = None, device: str | None
     flops = float(flop_total(frame).sum(min_count=1))  # NaN when no row has FLOPs: unavailable, not 0
     moved = float(number(frame, "dram_bytes").sum(min_count=1))
     one_device = device is not None or ("device_name" in frame and frame["device_name"].nunique(dropna=False) == 1)
-    span, gap = _gaps(frame)
+    one_file = profile is not None or "source_file" not in frame or frame["source_file"].nunique(dropna=False) <= 1
+    span, gap = _gaps(frame) if one_file else (None, None)  # one profile's clock: spans of two files do not add up
     notes = []
     if total > 0 and covered < total - seconds["idle"] and flops > 0:
         notes.append("FLOP/s and bytes/s count only the rows that have FLOPs (bytes): lower bounds")
