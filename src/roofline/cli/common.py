@@ -140,7 +140,8 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
 
             devices = compact_list(device_labels(result).split(", ")) or "unknown device"
             what = f"{total if total is not None else len(result):,} {by or 'kernel'} row(s)"
-            click.echo(f"{what} with a roofline point on {devices}; hierarchical roofline over "
+            aside = f" ({len(folded):,} more without a roofline point: below)" if len(folded) else ""
+            click.echo(f"{what} on {devices}{aside}; hierarchical roofline over "
                        f"{', '.join(lv.upper() for lv in levels)}; longest first")
         if not result.empty or folded.empty:
             click.echo(format_table(result, levels=levels, by=by, limit=limit, total=total,
