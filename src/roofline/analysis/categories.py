@@ -20,7 +20,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
-from roofline.analysis.coverage import has_point, number
+from roofline.analysis.coverage import has_point, number, row_codes
 
 #: the categories in the table's order, then the two that no pattern gives
 OTHER = "other"
@@ -112,11 +112,11 @@ def categorize(frame: pd.DataFrame) -> pd.Series:
     if frame.empty:
         return pd.Series([], index=frame.index, dtype="string", name="op_category")
     copy = frame["copy_kind"].notna() if "copy_kind" in frame else pd.Series(False, index=frame.index)
-    keys = pd.DataFrame({"s": _text(frame, "kernel_short_name"), "f": _text(frame, "kernel_name"),
-                         "m": _text(frame, "mangled_name"), "h": _text(frame, "hlo_category"),
-                         "c": copy.astype(bool)})
-    codes, uniques = pd.factorize(pd.MultiIndex.from_frame(keys.fillna("")))
-    cats = np.array([category_of(*(v or None for v in u[:4]), copy=bool(u[4])) for u in uniques] or [OTHER],
+    keys = [_text(frame, "kernel_short_name"), _text(frame, "kernel_name"), _text(frame, "mangled_name"),
+            _text(frame, "hlo_category"), copy.astype(bool)]
+    codes, first = row_codes(keys)
+    values = [k.to_numpy(dtype=object, na_value=None)[first] for k in keys]
+    cats = np.array([category_of(*(v or None for v in u[:4]), copy=bool(u[4])) for u in zip(*values)] or [OTHER],
                     dtype=object)
     return pd.Series(cats[codes], index=frame.index, dtype="string", name="op_category")
 

@@ -29,6 +29,20 @@ def number(frame: pd.DataFrame, col: str) -> pd.Series:
     return pd.to_numeric(frame[col], errors="coerce").astype(float)
 
 
+def row_codes(columns: list[pd.Series]) -> tuple[np.ndarray, np.ndarray]:
+    """(code of each row's combination of values, position of one row per code): what ``pd.factorize`` of a
+    MultiIndex gives, column by column (that builds every tuple: 0.8 s on a 20,000-row trace)."""
+    n = len(columns[0]) if columns else 0
+    codes = np.zeros(n, dtype=np.int64)
+    for col in columns:
+        c, uniq = pd.factorize(col, use_na_sentinel=True)
+        codes = codes * (len(uniq) + 1) + (c + 1)
+        codes, _ = pd.factorize(codes)  # renumber densely: the product of the columns' sizes never overflows
+    first = np.full(codes.max() + 1 if n else 0, -1, dtype=np.int64)
+    first[codes[::-1]] = np.arange(n - 1, -1, -1)
+    return codes, first
+
+
 def flop_total(frame: pd.DataFrame) -> pd.Series:
     """The rows' FLOPs: ``flop_total`` of a roofline frame, else the sum of the precisions (NaN when none known)."""
     if "flop_total" in frame:
@@ -153,4 +167,5 @@ def row_reasons(frame: pd.DataFrame, rows: pd.Series) -> pd.DataFrame:
     return pd.DataFrame({"text": text.to_numpy(), "reason": reason, "fix": fix}, index=sub.index)
 
 
-__all__ = ["BYTE_LEVELS", "RULES", "Rule", "classify", "flop_total", "has_point", "number", "row_reasons"]
+__all__ = ["BYTE_LEVELS", "RULES", "Rule", "classify", "flop_total", "has_point", "number", "row_codes",
+           "row_reasons"]

@@ -129,11 +129,15 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
             click.echo(format_headlines(headlines(scope)) + "\n")
         folded = result.iloc[0:0]
         if not result.empty:
-            result = result[(categorize(result) != IDLE).to_numpy()]  # idle time is in the headline, not a row
+            from roofline.analysis.headline import narrow
+
+            keep = (categorize(narrow(result)) != IDLE).to_numpy()  # idle time is in the headline, not a row
             if fold:
                 point = has_point(result).to_numpy()
-                folded, result = result[~point], result[point]
+                folded, result = result[keep & ~point], result[keep & point]
                 total = len(result)
+            elif not keep.all():
+                result = result[keep]
         if not result.empty:
             from roofline.ingest.amd.arch import device_labels
             from roofline.report.summary import compact_list
