@@ -111,6 +111,39 @@ class Analysis:
     def failed(self) -> int:
         return len(self.failures)
 
+    # what a notebook shows and asks of a run: the frame's (roofline.result.RooflineResult)
+    def summary(self) -> pd.DataFrame:
+        """The headline per profile, device and step (coverage, time by kind, MFU): ``roofline.summary``."""
+        from roofline.analysis.views import view
+
+        return view(self.frame, "summary")
+
+    def by_category(self) -> pd.DataFrame:
+        """Time per op category, longest first: ``roofline.by_category``."""
+        from roofline.analysis.views import view
+
+        return view(self.frame, "category")
+
+    def compact(self, top: int | None = 20) -> pd.DataFrame:
+        from roofline.result import compact
+
+        return compact(self.frame, top)
+
+    def _problems(self) -> str:
+        return f"{self.failed} of {self.inputs} input(s) failed; {len(self.messages)} message(s) in .messages"
+
+    def __repr__(self) -> str:
+        from roofline.result import as_result
+
+        return repr(as_result(self.frame)) + "\n" + self._problems()
+
+    def _repr_html_(self) -> str:
+        import html
+
+        from roofline.result import as_result
+
+        return as_result(self.frame)._repr_html_() + f"<p><small>{html.escape(self._problems())}</small></p>"
+
 
 Report = Callable[[Message], None]
 Progress = Callable[[list[Path]], contextlib.AbstractContextManager[Iterable[Path]]]
@@ -298,7 +331,7 @@ def read_inputs(inputs: Inputs, report: Report | None = None,
             except RooflineError as exc:
                 failures.append(Failure(str(path), str(exc), exc))
                 say(Message("error", str(exc)))
-            except Exception as exc:  # noqa: BLE001 - one odd file must not stop the others
+            except Exception as exc:
                 if debug_enabled():
                     raise
                 text = f"{path_text(path)}: unexpected {type(exc).__name__} while reading: {exc} (a bug; please report it)"

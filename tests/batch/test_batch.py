@@ -21,11 +21,10 @@ import pandas as pd
 import pytest
 
 import roofline
-from roofline.batch import DatasetError, Options, open_dataset, run_batch
-from roofline.batch.dataset import MANIFEST
-
 from conftest import SHARED, shared
 from conftest import cli as _cli
+from roofline.batch import DatasetError, Options, open_dataset, run_batch
+from roofline.batch.dataset import MANIFEST
 
 # one worker runs this module: its datasets are module fixtures built once (pytest-xdist --dist loadgroup)
 pytestmark = pytest.mark.xdist_group("batch")

@@ -23,11 +23,11 @@ import psutil
 import pytest
 
 from conftest import OWN
+from conftest import cli as _cli
 from roofline.batch import DaskSettings, Limits, open_dataset, run_batch
 from roofline.batch import dataset as dset
 from roofline.batch.cluster import ClusterError, connect, release_memory
 from roofline.batch.worker import Chunk, Item, Options, process_chunk
-from conftest import cli as _cli
 
 TINY = OWN / "tiny_metrics.csv"
 

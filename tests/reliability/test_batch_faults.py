@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 
 from conftest import OWN
+from conftest import cli as _cli
 from roofline.batch import open_dataset, run_batch
 from roofline.batch.dataset import DatasetLock, init_dataset, writer_gone
 from roofline.errors import path_text
-
-from conftest import cli as _cli
 
 TINY = OWN / "tiny_metrics.csv"
 

@@ -15,9 +15,9 @@ import pytest
 
 import roofline
 from conftest import OWN, shared
+from conftest import cli as _cli
 from roofline import errors
 from roofline.ingest.ncu.report import check_structure
-from conftest import cli as _cli
 
 #: (shared report, offset, new byte): ncu_report aborts with "Check failed: count >= 0 (-372 vs. 0)"
 ABORTING = ("ncu/sm120_rtx5060ti_transpose_custom-metrics.ncu-rep", 40766, 0x01)

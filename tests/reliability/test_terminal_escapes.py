@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from conftest import REPO
-from roofline.cli.safe import terminal_safe
 from conftest import cli as _cli
+from roofline.cli.safe import terminal_safe
 
 EVIL = "\x1b]52;c;SGVsbG8=\x07clip\x1b[2J\x1b]0;title\x07\u202egemm\x9b31m\r"
 FORBIDDEN = ("\x1b", "\x07", "\x9b", "\r", "\u202e")

@@ -47,7 +47,9 @@ def partial(frame: pd.DataFrame, by: str = "program", levels: Sequence[str] = LE
     """The sums and counts a group's row is made of, one row per (group, device): partials of several frames
     (record batches of a dataset larger than memory) :func:`combine` into those of their union."""
     work = frame.copy()
-    work["_group"], work["_device"] = group_keys(work, by)
+    keys = ["_group", "_device", "_config"][:len(found := group_keys(work, by))]
+    for k, values in zip(keys, found):
+        work[k] = values
     dur = pd.to_numeric(work["duration_s"], errors="coerce")
     timed = (dur > 0).fillna(False).to_numpy()
     # kernels without a positive time cannot contribute to a rate: leave all their quantities out
@@ -72,11 +74,11 @@ def partial(frame: pd.DataFrame, by: str = "program", levels: Sequence[str] = LE
         work[f"_bww_{lv}"] = bw * work["_dur"]
         work[f"_bwd_{lv}"] = work["_dur"].where(bw.notna())  # time of the kernels that have this roof
 
-    g = work.groupby(["_group", "_device"], sort=False, dropna=False)
+    g = work.groupby(keys, sort=False, dropna=False)
     weighted = [*(f"_{w}_{p}" for p in PRECISIONS for w in ("t", "pkw", "pkd")),
                 *(f"_{w}_{lv}" for lv in levels for w in ("bww", "bwd"))]
     out = g[[*sums, *weighted]].sum(min_count=1)
-    missing = work[sums].isna().groupby([work["_group"], work["_device"]], sort=False, dropna=False).sum()
+    missing = work[sums].isna().groupby([work[k] for k in keys], sort=False, dropna=False).sum()
     out[[f"_missing_{c}" for c in sums]] = missing.to_numpy()
     out["_untimed"] = g["_untimed"].sum()
     out["kernel_count"] = g.size()
@@ -88,19 +90,21 @@ def partial(frame: pd.DataFrame, by: str = "program", levels: Sequence[str] = LE
     return out
 
 
-def group_keys(frame: pd.DataFrame, by: str) -> tuple[pd.Series | str, pd.Series]:
-    """Each row's group and device as :func:`aggregate` groups them."""
+def group_keys(frame: pd.DataFrame, by: str) -> list[pd.Series | str]:
+    """Each row's group and device as :func:`aggregate` groups them, and for ``kernel`` its shapes or launch
+    configuration (TraceLens-style: a name with other shapes or another launch is another row)."""
     key = GROUPINGS[by]
     group: pd.Series | str = frame[key].astype("string").fillna("(none)") if key in frame else "(none)"
     if by == "step" and key in frame:
         group = frame[key].astype("string").str.extract(STEP_RANGE, flags=re.IGNORECASE)[0].fillna(NO_STEP)
-    return group, frame["device_name"].astype("string").fillna(UNKNOWN_DEVICE)
+    keys = [group, frame["device_name"].astype("string").fillna(UNKNOWN_DEVICE)]
+    return [*keys, kernel_config(frame)] if by == "kernel" else keys
 
 
 def combine(partials: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """The partials of several frames as the partial of their union (groups in order of first appearance)."""
     both = pd.concat(partials)
-    g = both.groupby(level=[0, 1], sort=False, dropna=False)
+    g = both.groupby(level=list(range(both.index.nlevels)), sort=False, dropna=False)
     sets = [c for c in ("_tensor_paths", "_rank_sources") if c in both]
     out = g[[c for c in both.columns if c not in sets]].sum(min_count=1)
     for c in [c for c in out.columns if c.startswith(("_missing_", "_nopeak_")) or c in ("_untimed", "kernel_count")]:
@@ -146,7 +150,7 @@ def finish(sums_: pd.DataFrame, by: str = "program", levels: Sequence[str] = LEV
         index=rows.index, dtype="string",
     )
     result = pd.concat([out[["kernel_count", *sums]], rows], axis=1).reset_index()
-    result = result.rename(columns={"_group": by, "_device": "device_name"})
+    result = result.rename(columns={"_group": by, "_device": "device_name", "_config": "kernel_config"})
     return result.sort_values("duration_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
 
 
@@ -156,6 +160,22 @@ def _sums(levels: Sequence[str]) -> list[str]:
 
 def _distinct(s: pd.Series) -> frozenset:
     return frozenset(s.dropna().astype(str))
+
+
+def kernel_config(frame: pd.DataFrame) -> pd.Series:
+    """What tells launches of one kernel name apart (``--by kernel``): a trace op's input shapes as recorded,
+    else the launch configuration 'grid [x, y, z] block [x, y, z]' ('(none)' where neither is recorded)."""
+    def dims(prefix: str) -> pd.Series:
+        cols = [frame[f"{prefix}_{a}"] if f"{prefix}_{a}" in frame else pd.Series(pd.NA, index=frame.index)
+                for a in "xyz"]
+        text = "[" + cols[0].astype("string") + ", " + cols[1].astype("string") + ", " + cols[2].astype("string") + "]"
+        return text
+
+    launch = ("grid " + dims("grid") + " block " + dims("block")).astype("string")
+    shapes = frame["op_input_dims"].astype("string") if "op_input_dims" in frame \
+        else pd.Series(pd.NA, index=frame.index, dtype="string")
+    shapes = shapes.where(shapes.notna() & (shapes != "") & (shapes != "[]"))
+    return shapes.fillna(launch).fillna("(none)")
 
 
 def _only(s: pd.Series) -> object:

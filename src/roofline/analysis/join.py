@@ -273,7 +273,7 @@ def unmatched_summary(joined: pd.DataFrame) -> dict[str, Any]:
         "kernel_time_s": total,
         "unmatched_time_s": float(dur[lost].sum()),
         "unmatched_time_share": float(dur[lost].sum()) / total if total else None,
-        "launches": int(len(kernels)),
+        "launches": len(kernels),
         "unmatched_launches": int(lost.sum()),
         "by_method": {str(k): int(v) for k, v in methods.items()},
         "unmatched_kernels": [{"kernel_name": k, "time_s": float(r["sum"]), "launches": int(r["count"])}

@@ -71,7 +71,10 @@ def summarise(roots: Sequence[Path], analyse: Callable[[pd.DataFrame], pd.DataFr
     from roofline.hardware.peaks import recorded_levels
     from roofline.schema import kernel_columns, kernel_dtypes, set_provenance
 
-    pushed = [e for e in (regex_filter("kernel_name", name), regex_filter("nvtx_range", nvtx)) if e is not None]
+    # --name searches the short, full and mangled names (as select does): any of them may match
+    names = [regex_filter(c, name) for c in ("kernel_name", "kernel_short_name", "mangled_name")]
+    by_name = names[0] | names[1] | names[2] if all(e is not None for e in names) else None
+    pushed = [e for e in (by_name, regex_filter("nvtx_range", nvtx)) if e is not None]
     where = pushed[0] & pushed[1] if len(pushed) == 2 else (pushed[0] if pushed else None)
     out = Summary(frame=pd.DataFrame(), levels=tuple(levels))
     partials: list[pd.DataFrame] = []
@@ -108,7 +111,8 @@ def summarise(roots: Sequence[Path], analyse: Callable[[pd.DataFrame], pd.DataFr
     if by:
         if partials:
             sums = combine(partials)
-            sums = sums.loc[pd.MultiIndex.from_frame(firsts[["_g", "_d"]])] if firsts is not None else sums
+            index = firsts[[k for k in ("_g", "_d", "_c") if k in firsts]] if firsts is not None else None
+            sums = sums.loc[pd.MultiIndex.from_frame(index)] if index is not None else sums
             frame = finish(sums, by, out.levels, latency_threshold_pct)
         else:
             frame = pd.DataFrame(columns=[by, "device_name", "kernel_count", "duration_s"])
@@ -129,14 +133,14 @@ def _firsts(rows: pd.DataFrame, order: pd.DataFrame, by: str, before: pd.DataFra
     of equal time and of the categories in the result."""
     from roofline.analysis.aggregate import group_keys
 
-    group, device = group_keys(rows, by)
-    here = pd.DataFrame({"_g": group, "_d": device, "_s": rows["duration_s"].to_numpy(dtype="float64"),
+    keys = ["_g", "_d", "_c"][:len(found := group_keys(rows, by))]
+    here = pd.DataFrame({**dict(zip(keys, found)), "_s": rows["duration_s"].to_numpy(dtype="float64"),
                          "_run": order.loc[rows.index, "run"].to_numpy(), "_src": rows["source_file"].to_numpy(),
                          "_row": order.loc[rows.index, "row"].to_numpy()})
     both = here if before is None else pd.concat([before, here], ignore_index=True)
     both = both.sort_values(["_run", "_src", "_row"], kind="stable").sort_values(
         "_s", ascending=False, na_position="last", kind="stable")
-    return both.drop_duplicates(["_g", "_d"]).reset_index(drop=True)
+    return both.drop_duplicates([k for k in ("_g", "_d", "_c") if k in both]).reset_index(drop=True)
 
 
 def _longest(rows: pd.DataFrame, top: int) -> pd.DataFrame:

@@ -175,7 +175,7 @@ def _process(item: Item, chunk: Chunk, writer: PartWriter,
         record = _runs_record(shown, digest, size, fmt, kernels, chunk.opts)
         summary |= {"status": "ok", "format": fmt, "kernels": len(kernels)}
         writer.add_ok(fid, item.run, kernels, result, record, summary)  # its rows as Arrow: may fail, below
-    except Exception as exc:  # noqa: BLE001 - a batch never loses an input: it goes to the errors table
+    except Exception as exc:
         if os.environ.get("ROOFLINE_DEBUG") and not isinstance(exc, RooflineError):
             raise
         summary |= {"status": "failed", "format": fmt, "kernels": 0, "error": _message(shown, exc)}

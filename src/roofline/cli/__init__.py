@@ -109,7 +109,7 @@ def _main() -> None:
         sys.exit(EXIT_USAGE if isinstance(exc, UnknownDeviceError) else 1)
     except SystemExit:
         raise
-    except Exception as exc:  # noqa: BLE001 - the last line of defence for users
+    except Exception as exc:
         if os.environ.get("ROOFLINE_DEBUG"):
             raise
         err(f"internal error: {type(exc).__name__}: {exc} (set ROOFLINE_DEBUG=1 for the traceback)")

@@ -105,7 +105,7 @@ def provenance_record(path: Path, fmt: str, **fields: Any) -> dict[str, Any]:
     rec: dict[str, Any] = {"source_file": path_text(path), "format": fmt}
     rec.update(fields)
     rec["roofline_version"] = __version__
-    rec["ingested_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    rec["ingested_at"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     return rec
 
 

@@ -143,4 +143,4 @@ def nan_inputs(raw: Raw) -> int:
     return sum(1 for v in raw.values() if isinstance(v, float) and math.isnan(v))
 
 
-__all__ = ["derive", "is_relevant", "compute_capability", "nan_inputs"]
+__all__ = ["compute_capability", "derive", "is_relevant", "nan_inputs"]

@@ -236,4 +236,4 @@ def _peak(raw: Raw, d: Definition, bytes_res: Resolved, duration: Resolved, labe
     return unavailable(f"no .peak_sustained counter for the {label} definition")
 
 
-__all__ = ["resolve_level", "unit_clock", "INTEGRATED_CC"]
+__all__ = ["INTEGRATED_CC", "resolve_level", "unit_clock"]

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -472,6 +473,19 @@ def read_metrics(path: str | Path) -> pd.DataFrame:
     return set_provenance(conform_metrics(frame), [meta])
 
 
-__all__ = ["read", "read_metrics", "is_workload", "is_peaks_file", "peaks_from", "looks_like_pmc_perf",
-           "measured_roofs", "workload_peaks", "line_bytes", "derive_counters", "Counters", "FORMAT", "MFMA_TYPES",
-           "EXTRA_COLUMNS"]
+__all__ = [
+    "EXTRA_COLUMNS",
+    "FORMAT",
+    "MFMA_TYPES",
+    "Counters",
+    "derive_counters",
+    "is_peaks_file",
+    "is_workload",
+    "line_bytes",
+    "looks_like_pmc_perf",
+    "measured_roofs",
+    "peaks_from",
+    "read",
+    "read_metrics",
+    "workload_peaks",
+]

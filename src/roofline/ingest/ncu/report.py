@@ -273,7 +273,7 @@ def _capture_time(data: bytes) -> str | None:
         except (ValueError, IndexError):
             continue
         if 1_400_000_000 < seconds < 2_500_000_000:  # 2014 .. 2049: a plausible capture date
-            return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).isoformat()
+            return _dt.datetime.fromtimestamp(seconds, _dt.UTC).isoformat()
     return None
 
 
@@ -425,4 +425,4 @@ def _row(src: str, r: int, k: int, name: str, inst: str | None, v: Any, unit: st
     return (src, r, k, name, inst, float(v), None, unit)
 
 
-__all__ = ["read", "read_metrics", "read_raw", "load", "FORMAT", "SUFFIXES", "__version__"]
+__all__ = ["FORMAT", "SUFFIXES", "__version__", "load", "read", "read_metrics", "read_raw"]

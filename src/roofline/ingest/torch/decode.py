@@ -69,7 +69,7 @@ class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     tid: Any = None
     ts: Any = None
     dur: Any = None
-    args: Union[Args, None] = None
+    args: Args | None = None
 
 
 #: the Chrome trace format's phases (https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU;
