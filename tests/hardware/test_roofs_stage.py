@@ -3,11 +3,14 @@ the spec table's roofs once, each format's rows by its policy (issue 30)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
 import roofline
 from conftest import shared
+from roofline.frames import distinct_rows
+from roofline.hardware import attach as specs
 from roofline.hardware.attach import POLICIES, attach_roofs
 from roofline.ingest import concat
 from roofline.ingest.amd.arch import AMD_FORMATS
@@ -82,3 +85,93 @@ def test_device_names_unnamed_rows_and_the_caller_frame_stays():
 
 def get_provenance_names(frame: pd.DataFrame) -> list[str]:
     return [r["source_file"] for r in frame.attrs["roofline.provenance"]]
+
+
+# ---- the stage's distinct-row fill and batched lookups give exactly what the row-wise paths give (synthetic edge cases and real traces)
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def test_distinct_rows_codes_and_first_rows() -> None:
+    frame = pd.DataFrame({"a": pd.array(["x", None, "x", "y", None, "x"], dtype="string"),
+                          "b": [1.0, np.nan, 1.0, 1.0, np.nan, 2.0]})
+    codes, firsts = distinct_rows(frame, ["a", "b"])
+    assert codes.tolist() == [0, 1, 0, 2, 1, 3]  # in order of first appearance; missing equals missing
+    assert firsts.tolist() == [0, 1, 3, 5]
+    assert distinct_rows(pd.DataFrame({"a": [[1], [2]]}), ["a"]) is None  # unhashable: no codes
+
+
+def _mixed_frame(n: int = 3000) -> pd.DataFrame:
+    """Peaks to fill: three devices (one unknown), profiled clocks or none, tensor paths, and peaks and
+    sources the counters already gave on some rows."""
+    rng = np.random.default_rng(7)
+    dev = rng.choice([H100, "Tesla V100-SXM2-16GB", "Mystery GPU 9000"], n)
+    frame = kernels_from_columns({
+        "device_name": list(dev),
+        "compute_capability": ["9.0" if d == H100 else "7.0" if "V100" in d else None for d in dev],
+        "sm_count": [132 if d == H100 else 80 if "V100" in d else None for d in dev],
+        "sm_clock_hz": list(rng.choice([1.755e9, 1.98e9, np.nan, 1.2e9], n)),
+        "tensor_path": list(rng.choice(np.array(["fp16", "tf32", None, "int8"], dtype=object), n)),
+        "duration_s": list(rng.uniform(1e-6, 1e-3, n)),
+    }, n)
+    said = rng.uniform(size=n) < 0.2  # the counters gave a DRAM peak on some rows, and said so
+    dram = frame["peak_dram_bytes_per_s"].to_numpy(copy=True)
+    dram[said] = 2.0e12
+    frame["peak_dram_bytes_per_s"] = dram
+    src = frame[source_column("peak_dram_bytes_per_s")].to_numpy(dtype=object, na_value=None, copy=True)
+    src[said] = "measured: dram__bytes.sum.peak_sustained"
+    frame[source_column("peak_dram_bytes_per_s")] = pd.array(src, dtype="string")
+    return frame
+
+
+@pytest.mark.parametrize("at_profiled_clock", [True, False])
+def test_spec_peaks_on_distinct_rows_equal_the_row_wise_fill(monkeypatch, at_profiled_clock) -> None:
+    frame = _mixed_frame()
+    before = frame.copy()
+    fast = specs.fill_spec_peaks(frame, at_profiled_clock=at_profiled_clock)
+    assert fast is not frame
+    pd.testing.assert_frame_equal(frame, before)  # the input is left as it was
+    monkeypatch.setattr(specs, "_distinct_fill", lambda *a: None)
+    plain = specs.fill_spec_peaks(frame, at_profiled_clock=at_profiled_clock)
+    pd.testing.assert_frame_equal(fast, plain)
+    # not vacuous: H100 rows got profiled-clock roofs, the unknown device says why
+    h100 = (fast["device_name"] == H100).to_numpy()
+    assert fast.loc[h100, "peak_flop_per_s_fp32"].notna().all()
+    assert fast.loc[~h100 & (fast["device_name"] == "Mystery GPU 9000").to_numpy(),
+                    "peak_flop_per_s_fp32_source"].str.startswith("unavailable").all()
+
+
+def test_spec_peaks_with_a_device_map_equal_the_row_wise_fill(monkeypatch) -> None:
+    frame = _mixed_frame(1000)
+    mapping = {"Mystery GPU 9000": "H100 SXM"}
+    fast = specs.fill_spec_peaks(frame, device_map=mapping)
+    monkeypatch.setattr(specs, "_distinct_fill", lambda *a: None)
+    pd.testing.assert_frame_equal(fast, specs.fill_spec_peaks(frame, device_map=mapping))
+
+
+def test_the_v100_trace_reads_the_same_with_the_row_wise_fill(monkeypatch) -> None:
+    from roofline.ingest.torch import trace as torch_trace
+
+    path = shared("traces/torch1.9_v100_resnet50_train_shapes.pt.trace.json.gz")
+    read = torch_trace.read(path)
+    fast = specs.attach_roofs(read)
+    monkeypatch.setattr(specs, "_distinct_fill", lambda *a: None)
+    pd.testing.assert_frame_equal(fast, specs.attach_roofs(read))
+    assert len(fast) > 5000 and fast["peak_flop_per_s_fp32"].notna().all()
+
+
+def test_innermost_many_equals_innermost_one_by_one() -> None:
+    from roofline.ingest.torch.decode import Event
+    from roofline.ingest.torch.threads import Threads
+
+    # nested ops on two threads: [0, 100) holds [10, 50) holds [20, 30); [60, 70) on its own
+    ops = [Event(cat="cpu_op", name=n, ts=ts, dur=dur, pid=1, tid=tid)
+           for n, ts, dur, tid in (("outer", 0, 100, 7), ("mid", 10, 40, 7), ("inner", 20, 10, 7),
+                                   ("late", 60, 10, 7), ("other", 0, 1000, 8), ("str-tid", 5, 5, "t"))]
+    threads = Threads(ops)
+    queries = [(1, 7, t) for t in (-1, 0, 5, 10, 25, 30, 31, 55, 65, 100, 101)] + \
+              [(1, 8, 500.5), (1, 9, 5), (1, "t", 7), (2, 7, 25)]
+    many = threads.innermost_many(queries)
+    assert many == [threads.innermost(*q) for q in queries]
+    assert many[:11] == [None, 0, 0, 1, 2, 2, 1, 0, 3, 0, None]
+    assert many[11:] == [4, None, 5, None]
+

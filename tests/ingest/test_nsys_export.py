@@ -15,6 +15,7 @@ from nsys_synthetic import run_sql as _sql
 from roofline.errors import CorruptReportError, FormatMismatchError, UnsupportedFormatError
 from roofline.hardware.attach import attach_roofs
 from roofline.ingest.nsys import export as nsys
+from roofline.ingest.nsys import nvtx as nsys_nvtx
 from roofline.ingest.registry import reader_for, sniff
 
 CLOVER = "nsys/nsys2024.5_a100x2_cloverleaf-mpi-cuda.sqlite"
@@ -292,3 +293,52 @@ def test_batch_dataset_of_an_export_equals_a_direct_analysis(tmp_path):
         pd.testing.assert_series_equal(mine[col], direct[col], check_names=False, check_dtype=False)
     for col in ("start_ns", "stream_id", "kernel_name", "copy_kind", "process", "bound"):
         assert mine[col].astype(str).tolist() == direct[col].astype(str).tolist(), col
+
+
+# ---- the reader's shortcuts give what the general path gives, on inputs that hit their fast and fallback branches
+@pytest.mark.parametrize("seed", range(20))
+def test_range_order_is_the_full_sort(seed):
+    """Sorted starts take one stable sort by the packed key; equal starts in a group (ties broken by the longer
+    range first) and unsorted starts take the full sort: all three give the full sort's order."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    start = np.sort(rng.integers(0, 50 if seed % 2 else 10_000, n))  # odd seeds: many equal starts
+    if seed % 5 == 0:
+        start = rng.permutation(start)  # not listed by start
+    end = start + rng.integers(0, 100, n)
+    thread, dom, kind = rng.integers(0, 3, n), rng.integers(0, 2, n), rng.choice([59, 60], n)
+    packs = (thread << 40) | (dom << 8) | kind
+    r = np.column_stack([thread, dom, kind, start, end]).astype(np.int64)
+    want = np.lexsort((-end, start, packs))
+    got = nsys_nvtx._range_order(r, packs)
+    # equal (key, start, end) rows may come in either order: compare the rows, not the indices
+    assert np.array_equal(r[got], r[want])
+    assert np.array_equal(r[nsys_nvtx._range_order(r, None)], r[np.lexsort((-end, start, kind, dom, thread))])
+
+
+def test_read_restores_the_garbage_collector(tmp_path):
+    """The read runs with the cyclic GC paused (its rows hold no cycles) and leaves it as it found it, also
+    when the export is damaged."""
+    import gc
+
+    from nsys_synthetic import make_export
+    from roofline.errors import RooflineError
+    from roofline.ingest.nsys import export as nsys
+
+    good = make_export(tmp_path / "good.sqlite")
+    bad = make_export(tmp_path / "bad.sqlite")
+    con = __import__("sqlite3").connect(bad)
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'x'")  # text where a time belongs
+    con.commit()
+    con.close()
+    was = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            assert len(nsys.read(good))
+            assert gc.isenabled() is state
+            with pytest.raises(RooflineError):
+                nsys.read(bad)
+            assert gc.isenabled() is state
+    finally:
+        (gc.enable if was else gc.disable)()
