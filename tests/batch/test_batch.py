@@ -173,15 +173,23 @@ def test_sigkill_midway_then_rerun_gives_the_uninterrupted_dataset(inputs, tmp_p
     _assert_same_dataset(whole, killed)
 
 
-def test_a_dask_cluster_gives_the_serial_dataset(inputs, local, tmp_path):
+def test_a_dask_cluster_gives_the_serial_dataset(tmp_path):
+    """Every format (the fixtures under 1 MB and the smallest nsys export), the corrupt files and a missing path, on a
+    real LocalCluster: the serial run's dataset byte for byte. (The large traces only made both runs longer.)"""
     from distributed import LocalCluster
 
+    every = _every_fixture()
+    small = [p for p in every if p.stat().st_size < 1 << 20]
+    small.append(min((p for p in every if p.suffix == ".sqlite"), key=lambda p: p.stat().st_size))  # nsys: none < 1 MB
+    inputs = _copies(small, tmp_path / "in", 1) + _corrupt(tmp_path / "in" / "bad") + [tmp_path / "in" / "missing.ncu-rep"]
+    run_batch(inputs, tmp_path / "serial", workers=1)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
                       dashboard_address=":0") as cluster:  # any free port: no clash on 8787
         res = _cli("batch", *inputs, "-o", tmp_path / "dask", "--scheduler", cluster.scheduler_address)
     assert res.returncode == 1, res.stderr  # the corrupt inputs
     assert f"dask {cluster.scheduler_address}" in res.stdout
-    _assert_same_dataset(local, tmp_path / "dask")
+    assert {p.suffix for p in small} >= {".ncu-rep", ".csv", ".sqlite", ".gz", ".pb", ".json"}
+    _assert_same_dataset(tmp_path / "serial", tmp_path / "dask")
 
 
 def test_datasets_feed_report_and_compare(tmp_path):

@@ -60,7 +60,7 @@ def _inputs(folder: Path, copies: int) -> list[Path]:
 def test_chunked_dask_batch_equals_the_serial_one(tmp_path: Path) -> None:
     from distributed import LocalCluster
 
-    inputs = _inputs(tmp_path / "in", 40)
+    inputs = _inputs(tmp_path / "in", 16)
     serial = run_batch(inputs, tmp_path / "serial", workers=1)
     assert serial.ok + serial.failed == len(inputs) and serial.failed == 7
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
