@@ -177,12 +177,12 @@ def unevaluated(comp: Comparison, rules: Sequence[Rule], floor: Floor = DEFAULT_
             q = col.removesuffix("_change_pct").removesuffix("_change_pts")
             b = pd.to_numeric(both[f"{q}_base"], errors="coerce")
             c = pd.to_numeric(both[f"{q}_cand"], errors="coerce")
-            if (b.notna() & c.notna()).sum() == 0:
+            if (b.notna() | c.notna()).sum() == 0:
                 out.append(f"{r.text}: {q} is unavailable for every {kind} identity in both profiles")
                 continue
-            scoped = in_scope(both, r.metric if r.metric == "comm_time" else "time", floor)
-            lost = scoped.loc[(pd.to_numeric(scoped[f"{q}_base"], errors="coerce").notna()
-                               != pd.to_numeric(scoped[f"{q}_cand"], errors="coerce").notna()).to_numpy(), "identity"]
+            one_side = (b.notna() != c.notna()).to_numpy()
+            scoped = one_side & both.index.isin(in_scope(both, r.metric if r.metric == "comm_time" else "time", floor).index)
+            lost = both.loc[scoped if scoped.any() or (b.notna() & c.notna()).any() else one_side, "identity"]
             if len(lost):
                 shown = ", ".join(lost.astype(str).tolist()[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
                 out.append(f"{r.text}: {q} known in one profile only for {len(lost)} identity(ies): {shown}")

@@ -124,6 +124,8 @@ def _side_frame(runs: list[pd.DataFrame], ids: pd.Index, factors: list[float], l
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         out["median_s_min"], out["median_s_max"] = np.nanmin(m, axis=1), np.nanmax(m, axis=1)
+        a = _stack(runs, ids, "achieved_flop_per_s")  # the spread of the roofline point across captures
+        out["achieved_flop_per_s_min"], out["achieved_flop_per_s_max"] = np.nanmin(a, axis=1), np.nanmax(a, axis=1)
     for col in ("flop_total", "flop_per_launch", "achieved_flop_per_s", "pct_of_roof",
                 *(f"{lv}_bytes" for lv in levels), *(f"{lv}_bytes_per_launch" for lv in levels),
                 *(f"intensity_{lv}_flop_per_byte" for lv in levels), BUS_BANDWIDTH):

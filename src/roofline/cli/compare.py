@@ -160,7 +160,8 @@ def _identities(sides: list[tuple[str, list[tuple[str, pd.DataFrame]]]], levels:
         from roofline.report import compare_html
 
         try:
-            compare_html.write_identities(comp, summary(comp, None, floor, result["gate"]), html_path)  # type: ignore[arg-type]
+            compare_html.write_identities(comp, summary(comp, None, floor, result["gate"]),  # type: ignore[arg-type]
+                                          html_path, [runs[0][1] for _, runs in sides])
         except OSError as exc:  # a folder or a path under a file: the user's to fix, not a bug
             _err(f"cannot write {path_text(html_path)}: {exc.strerror or exc}")
             sys.exit(EXIT_INPUT_ERRORS)
