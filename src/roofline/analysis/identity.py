@@ -27,6 +27,7 @@ from roofline.analysis.aggregate import finish, kernel_config, partial
 from roofline.analysis.categories import categorize
 from roofline.analysis.headline import steps
 from roofline.hardware.peaks import LEVELS
+from roofline.schema import FLOP_COLUMNS, PRECISIONS
 
 #: a column the collectives work adds to communication rows (bus bandwidth, NCCL-tests' busBw); shown when present
 BUS_BANDWIDTH = "bus_bandwidth_bytes_per_s"
@@ -120,15 +121,19 @@ def per_run(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, mapping: Mappin
     g = dur.groupby(f["identity"], sort=False)
     out = pd.DataFrame({"count": g.size(), "total_s": g.sum(min_count=1), "median_s": g.median()})
     # a launch without a duration makes its identity's total unknown, not smaller
-    out.loc[g.apply(lambda s: s.isna().any()), "total_s"] = np.nan
+    out.loc[dur.isna().groupby(f["identity"], sort=False).any(), "total_s"] = np.nan
     first = f.drop_duplicates("identity").set_index("identity")
     out[["identity_name", "gpu", "config"]] = first[["identity_name", "gpu", "config"]]
     cats = categorize(f.loc[f["identity"].drop_duplicates().index])
     out["category"] = pd.Series(cats.to_numpy(), index=first.index)
     # the identity's roofline point as a group: aggregate's sums and roofs, keyed by the identity alone
     # (grouped "by nvtx" with the identity in that column: no second key but the device, made one per identity)
-    work = f.assign(nvtx_range=f["identity"], device_name=f.groupby("identity")["device_name"].transform("first")
-                    if "device_name" in f else pd.NA)
+    # (only the columns the sums and roofs need: a tensor path per group would cost a Python call per group)
+    need = ["duration_s", *FLOP_COLUMNS, *(f"{lv}_bytes" for lv in levels), *(f"peak_flop_per_s_{p}" for p in PRECISIONS),
+            *(f"peak_{lv}_bytes_per_s" for lv in levels)]
+    work = f[[c for c in need if c in f]].assign(
+        nvtx_range=f["identity"], device_name=f.groupby("identity")["device_name"].transform("first")
+        if "device_name" in f else pd.NA)
     groups = finish(partial(work, "nvtx", levels), "nvtx", levels).set_index("nvtx")
     for c in ("flop_total", *(f"{lv}_bytes" for lv in levels), "pct_of_roof", "bound", "binding_roof",
               "achieved_flop_per_s", *(f"intensity_{lv}_flop_per_byte" for lv in levels)):
