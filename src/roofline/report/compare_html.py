@@ -79,8 +79,10 @@ def _points(comp: object) -> tuple[list[dict], str | None]:
                       "minus": [_clean(v) for v in (y - lo)[ok]], "plus": [_clean(v) for v in (hi - y)[ok]]})
     if drawn:
         return sides, None
-    flops = any(pd.to_numeric(f.get("flop_total"), errors="coerce").notna().any() for f in comp.per_side)  # type: ignore[attr-defined]
-    dram = any(pd.to_numeric(f.get("dram_bytes"), errors="coerce").notna().any() for f in comp.per_side)  # type: ignore[attr-defined]
+    def some(col: str) -> bool:  # any identity of any side with a positive value
+        return any((pd.to_numeric(f[col], errors="coerce") > 0).any() for f in comp.per_side if col in f)  # type: ignore[attr-defined]
+
+    flops, dram = some("flop_total"), some("dram_bytes")
     missing = " and ".join(w for w, have in (("FLOP counts", flops), ("DRAM bytes", dram)) if not have) or \
         "a point with both FLOPs and DRAM bytes"
     return sides, (f"No roofline points: no identity has {missing} on any side (timelines such as nsys hold times "
