@@ -145,3 +145,17 @@ def test_n_way_one_table_for_every_candidate():
     assert comp.table["candidate"].tolist() == ["2", "4"]
     assert comp.table["median_s_change_pct"].tolist() == pytest.approx([100.0, 300.0])
     assert [p["candidate"] for p in comp.programs] == ["2", "4"]
+
+
+def test_the_spread_of_one_programs_captures_by_hand():
+    from roofline.analysis.compare_runs import spread
+
+    caps = [(f"run{i}", analysed([_k(0, dur=d, source_file=f"run{i}"), _k(1, "other", dur=1e-3, source_file=f"run{i}")]))
+            for i, d in enumerate((1.0e-3, 1.04e-3, 1.02e-3))]
+    t = spread(caps).set_index("identity")
+    k = t.loc["k"]
+    assert (k["captures"], k["median_s"], k["median_s_min"], k["median_s_max"]) == (
+        3, pytest.approx(1.02e-3), pytest.approx(1.0e-3), pytest.approx(1.04e-3))
+    assert k["spread_pct"] == pytest.approx(0.04 / 1.02 * 100)
+    assert k["share_pct"] == pytest.approx(1.02 / 2.02 * 100)  # of the median program time, 2.02 ms
+    assert t.loc["other", "spread_pct"] == 0

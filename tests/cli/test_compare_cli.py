@@ -145,3 +145,14 @@ def test_every_format_against_itself_changes_nothing(fmt):
     assert s["summary"]["gate"]["violations"] == []
     assert res.returncode == (4 if unevaluable else 0), res.stderr
     assert all(u.startswith("roof<0: pct_of_roof is unavailable") for u in unevaluable), unevaluable
+
+
+def test_analyze_runs_shows_each_identitys_spread_across_captures(tmp_path):
+    for i in range(2):
+        shutil.copyfile(shared(SELF["ncu-rep"]), tmp_path / f"capture{i}.ncu-rep")
+    res = _cli("analyze", tmp_path / "capture0.ncu-rep", tmp_path / "capture1.ncu-rep", "--runs", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)
+    assert len(rows) == 4 and all(r["captures"] == 2 and r["spread_pct"] == 0 for r in rows)
+    text = _cli("analyze", tmp_path / "capture0.ncu-rep", tmp_path / "capture1.ncu-rep", "--runs")
+    assert text.stdout.startswith("2 capture(s) of one program") and "±0.0%  2/2  " in text.stdout

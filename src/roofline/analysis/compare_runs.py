@@ -226,3 +226,27 @@ def _program(b: dict, c: dict, idx: tuple[np.ndarray, np.ndarray] | None) -> dic
         lo, hi = _interval(fb[None, :], fc[None, :], True, idx)
         out["time_norm_change_pct_lo"], out["time_norm_change_pct_hi"] = float(lo[0]), float(hi[0])
     return out
+
+
+def spread(runs: Sequence[tuple[str, pd.DataFrame]], levels: Sequence[str] = LEVELS) -> pd.DataFrame:
+    """Several captures of one program (``roofline analyze --runs``): per identity the captures it is in, its
+    median launch time over them with the min and max and their spread in % of the median, its median total
+    time and share of the program, FLOP/s and % of roof; longest total first."""
+    rows = [per_run(f, levels) for _, f in runs]
+    ids = pd.Index(pd.unique(np.concatenate([r.index.to_numpy() for r in rows])), name="identity")
+    side = _side_frame(rows, ids, [1.0] * len(rows), levels)
+    program = float(np.median([totals(f, label).time_s for label, f in runs]))
+    show_gpu = side["gpu"].astype("string").fillna("").nunique() > 1
+    out = pd.DataFrame({
+        "identity": [display(n, g, c, show_gpu, True) for n, g, c in
+                     zip(side["identity_name"].fillna(""), side["gpu"].fillna(""), side["config"].fillna(""))],
+        "category": side["category"].to_numpy(), "captures": side["runs_present"].to_numpy(),
+        "launches": side["count"].to_numpy(), "median_s": side["median_s"].to_numpy(),
+        "median_s_min": side["median_s_min"].to_numpy(), "median_s_max": side["median_s_max"].to_numpy()})
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["spread_pct"] = (out["median_s_max"] - out["median_s_min"]) / out["median_s"] * 100.0
+        out["total_s"] = side["total_s"].to_numpy()
+        out["share_pct"] = out["total_s"] / program * 100.0
+    for c in ("achieved_flop_per_s", "achieved_flop_per_s_min", "achieved_flop_per_s_max", "pct_of_roof", "bound"):
+        out[c] = side[c].to_numpy()
+    return out.sort_values("total_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
