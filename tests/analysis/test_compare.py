@@ -131,6 +131,9 @@ def test_html_diff_has_one_arrow_per_matched_pair(tmp_path, a10g):
             assert page.evaluate("window.rooflineDiff.arrows") == 4
             assert page.evaluate("document.getElementById('diff-chart').layout.annotations.length") == 4
             assert page.locator("#diff-table tbody tr").count() == 4
+            page.locator("#diff-table thead th", has_text="Δ time (%)").click()  # the launch page sorts too
+            assert page.locator("#diff-table tbody tr td:nth-child(5)").all_text_contents() == [
+                "+20.0 %", "0.0 %", "-20.0 %", "-50.0 %"]
             assert problems == []
         finally:
             browser.close()

@@ -38,7 +38,7 @@ def render(diff: pd.DataFrame, base: pd.DataFrame, cand: pd.DataFrame, title: st
     data = json.dumps({"pairs": pairs, "roofs": sets, "summary": summary}, default=str, allow_nan=False)
     return _environment().from_string(_asset("compare.html.j2")).render(
         title=title, version=__version__, css=Markup(_asset("report.css")),
-        data_json=Markup(_escape_json(data)), plotly_js=Markup(plotly_js()))
+        data_json=Markup(_escape_json(data)), plotly_js=Markup(plotly_js()), table_js=Markup(_asset("compare_table.js")))
 
 
 def write(diff: pd.DataFrame, base: pd.DataFrame, cand: pd.DataFrame, path: str | Path, title: str, summary: str) -> Path:
@@ -125,7 +125,7 @@ def render_identities(comp: object, summary: dict, title: str, roof_frames: list
                       default=str, allow_nan=False)
     return _environment().from_string(_asset("compare_ids.html.j2")).render(
         title=title, version=__version__, css=Markup(_asset("report.css")),
-        data_json=Markup(_escape_json(data)), plotly_js=Markup(plotly_js()))
+        data_json=Markup(_escape_json(data)), plotly_js=Markup(plotly_js()), table_js=Markup(_asset("compare_table.js")))
 
 
 def write_identities(comp: object, summary: dict, path: str | Path, roof_frames: list[pd.DataFrame]) -> Path:
