@@ -22,7 +22,7 @@ from roofline.analysis.identity import identity_name, per_run
     ("void at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>>(int, T2)",
      "at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>>"),
     ("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<(unsigned long)4096>)", "ncclDevKernel_SendRecv"),
-    ("fusion_123", "fusion"), ("Cijk_Ailk_Bljk_SB.kd", "Cijk_Ailk_Bljk_SB"),
+    ("triton_poi_fused_add_0", "triton_poi_fused_add_0"), ("Cijk_Ailk_Bljk_SB.kd", "Cijk_Ailk_Bljk_SB"),
     ("nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN", "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"),
 ])
 def test_identity_names_are_whole_names_without_parameters(raw, ident):

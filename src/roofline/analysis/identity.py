@@ -3,8 +3,8 @@
 An identity is (name, GPU, shapes or launch configuration):
 
 - the **name** is the whole demangled name without its parameter list and a leading ``void`` (template
-  arguments stay: ``gemm<128, 64>`` and ``gemm<256, 128>`` are different kernels in one program), launch
-  suffixes (``_123``, ``#3``, ROCm ``.kd``) dropped; names in brackets (``[CUDA memcpy Device-to-Device]``,
+  arguments stay: ``gemm<128, 64>`` and ``gemm<256, 128>`` are different kernels in one program; so do numeric
+  suffixes: ``triton_poi_fused_add_0`` and ``_1`` are two kernels), ``#3`` and ROCm's ``.kd`` dropped; names in brackets (``[CUDA memcpy Device-to-Device]``,
   ``[CUDA memset]``) are kept whole. A ``--map`` file renames candidate kernels first;
 - the **GPU**: the rank where one is recorded, else the device id (process ids change between captures);
 - the **shapes** of a trace op as recorded, else the launch configuration (``analysis/aggregate.kernel_config``).
@@ -31,7 +31,7 @@ from roofline.schema import FLOP_COLUMNS, PRECISIONS
 
 #: a column the collectives work adds to communication rows (bus bandwidth, NCCL-tests' busBw); shown when present
 BUS_BANDWIDTH = "bus_bandwidth_bytes_per_s"
-_SUFFIX = re.compile(r"(\.kd|_\d+|#\d+)+$")
+_SUFFIX = re.compile(r"(\.kd|#\d+)+$")  # not _N: triton_poi_fused_add_0 and _1, XLA fusion_1 and _2 are other kernels
 _SEP = "\x1f"  # joins an identity's parts into one key (never in a name)
 
 
