@@ -41,16 +41,20 @@ def _copy(tmp, name: str, src: str = BEFORE, factor: float = 1.0, seed: int = 0,
 
 
 @pytest.fixture(scope="module")
-def pair():
-    return _cli("compare", shared(BEFORE), shared(AFTER), "--fail-on", "time>5%", "--format", "table")
+def pair(tmp_path_factory):
+    table = tmp_path_factory.mktemp("pair") / "table.csv"
+    return _cli("compare", shared(BEFORE), shared(AFTER), "--fail-on", "time>5%", "--out", table), table
 
 
 def test_the_shared_pair_fits_one_screen_and_the_gate_passes(pair):
+    pair, _ = pair
     assert pair.returncode == 0, pair.stderr
     lines = pair.stdout.splitlines()
     assert len(lines) <= 60, len(lines)
     assert "program time: 541 ms → 494 ms (-8.7%)" in lines[1]
     assert "per launch" in lines[2] and "5,299 vs 4,733 launches" in lines[2]
+    assert lines[3].startswith("  identities: 102 in both, 0 baseline only, 0 candidate only")
+    assert "slower (top 10 of" in pair.stdout and "faster (top 10 of" in pair.stdout
     assert "gate --fail-on 'time>5%': passed (exit 0)" in pair.stdout
     # communication apart, names whole (not 'Device-to-Device]' nor cut at 40 characters)
     comm = lines.index(next(ln for ln in lines if ln.startswith("communication (2 identities")))
@@ -59,19 +63,13 @@ def test_the_shared_pair_fits_one_screen_and_the_gate_passes(pair):
     assert "regression" not in pair.stderr
 
 
-def test_the_pairs_json_holds_every_identity_with_whole_names(tmp_path):
-    res = _cli("compare", shared(BEFORE), shared(AFTER), "--format", "json", "--out", tmp_path / "t.csv")
-    assert res.returncode == 0, res.stderr
-    doc = json.loads(res.stdout)
-    s, every = doc["summary"], doc["identities"][0]
-    assert s["normalisation"] == "per launch" and s["candidates"][0]["identities"]["both"] == 102
-    names = {e["name"] for k in ("regressions", "improvements") for e in every[k]}
-    assert {"[CUDA memcpy Device-to-Device]", "[CUDA memset]"} <= names
-    assert len(s["candidates"][0]["regressions"]) == 10  # the summary: the top 10; "identities": all of them
+def test_the_pairs_full_table_holds_every_identity_with_whole_names(pair):
     import pandas as pd
 
-    t = pd.read_csv(tmp_path / "t.csv")
-    assert len(t) == 102 and "[CUDA memcpy Device-to-Device]" in set(t["identity_name"])
+    t = pd.read_csv(pair[1])
+    assert len(t) == 102 and (t["presence"] == "both").all()
+    assert {"[CUDA memcpy Device-to-Device]", "[CUDA memset]"} <= set(t["identity_name"])
+    assert set(t.loc[t["communication"], "identity_name"]) == {"ncclDevKernel_SendRecv"}
 
 
 def test_a_20pct_slower_identity_fails_the_gate_naming_it(tmp_path):

@@ -79,7 +79,8 @@ def compare_cmd(profiles: tuple[Path, ...], top: int, show_all: bool, out: Path 
     from roofline.pipeline import Options
 
     options = Options(peaks=peaks_opt, device=device, levels=levels)
-    sides = [_side(p, options, split) for p in profiles]
+    read: dict[str, pd.DataFrame] = {}  # a file named twice (a profile against itself) is read once
+    sides = [_side(p, options, split, read) for p in profiles]
     frames = [f for _, runs in sides for _, f in runs]
     from roofline.hardware.peaks import recorded_levels
 
@@ -96,7 +97,8 @@ def compare_cmd(profiles: tuple[Path, ...], top: int, show_all: bool, out: Path 
                 compare_gate.Floor(min_share, min_change), normalise, not by_name)
 
 
-def _side(p: Path, options: object, split: bool) -> tuple[str, list[tuple[str, pd.DataFrame]]]:
+def _side(p: Path, options: object, split: bool, read: dict[str, pd.DataFrame]
+          ) -> tuple[str, list[tuple[str, pd.DataFrame]]]:
     """One side: its label and captures (label, analysed frame); a failed or empty input exits 1."""
     from roofline.analysis.identity import split_runs
 
@@ -108,18 +110,22 @@ def _side(p: Path, options: object, split: bool) -> tuple[str, list[tuple[str, p
         if not paths:
             _err(f"{path_text(p)}: no file matches this pattern")
             sys.exit(EXIT_INPUT_ERRORS)
-        return text, [(q.name, _analysed(q, options)) for q in paths]
-    frame = _analysed(p, options)
+        return text, [(q.name, _analysed(q, options, read)) for q in paths]
+    frame = _analysed(p, options, read)
     runs = split_runs(frame) if split else [(text, frame)]
     return text, runs
 
 
-def _analysed(p: Path, options: object) -> pd.DataFrame:
+def _analysed(p: Path, options: object, read: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    key = str(p.resolve())
+    if key in read:
+        return read[key]
     run = analysed((p,), options)  # type: ignore[arg-type]
     if run.failed or run.frame.empty:
         _err(f"{path_text(p)}: cannot be compared (see the errors above)" if run.failed
              else f"{path_text(p)}: no kernels to compare")
         sys.exit(EXIT_INPUT_ERRORS)
+    read[key] = run.frame
     return run.frame
 
 
