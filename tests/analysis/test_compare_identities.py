@@ -159,3 +159,12 @@ def test_the_spread_of_one_programs_captures_by_hand():
     assert k["spread_pct"] == pytest.approx(0.04 / 1.02 * 100)
     assert k["share_pct"] == pytest.approx(1.02 / 2.02 * 100)  # of the median program time, 2.02 ms
     assert t.loc["other", "spread_pct"] == 0
+
+
+def test_an_identity_missing_from_a_capture_counts_0_there():
+    # "rare" runs in one capture of three: its median total over the captures is 0, its launch time is its own
+    base = _side("b", [_k(0), _k(1, "rare", dur=3e-3)], [_k(0)], [_k(0)])
+    comp = compare_sides([base, _side("c", [_k(0)])])
+    rare = comp.table.set_index("identity_name").loc["rare"]
+    assert rare["presence"] == "baseline only" and rare["runs_present_base"] == 1
+    assert rare["total_s_base"] == 0 and rare["count_base"] == 0 and rare["median_s_base"] == pytest.approx(3e-3)

@@ -122,10 +122,13 @@ def _side_frame(runs: list[pd.DataFrame], ids: pd.Index, factors: list[float], l
             if f"{lv}_bytes" in r:
                 r[f"{lv}_bytes_per_launch"] = pd.to_numeric(r[f"{lv}_bytes"], errors="coerce") / r["count"]
     m = _stack(runs, ids, "median_s")
-    out["runs_present"] = np.isfinite(_stack(runs, ids, "count")).sum(axis=1)
-    out["count"] = _median(_stack(runs, ids, "count"))
-    out["total_s"] = _median(_stack(runs, ids, "total_s"))
-    out["total_norm_s"] = _median(_stack(runs, ids, "total_s") * np.asarray(factors)[None, :])
+    count = _stack(runs, ids, "count")
+    absent = np.isnan(count)  # a capture without the identity: 0 launches and 0 s of it, not unknown
+    total = np.where(absent, 0.0, _stack(runs, ids, "total_s"))
+    out["runs_present"] = (~absent).sum(axis=1)
+    out["count"] = _median(np.where(absent, 0.0, count))
+    out["total_s"] = _median(total)
+    out["total_norm_s"] = _median(total * np.asarray(factors)[None, :])
     out["median_s"] = _median(m)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
