@@ -34,7 +34,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "ndjson", "csv"]), default="table", show_default=True,
               help="json: the summary and every identity; ndjson/csv: every identity (every pair with --launches).")
 @click.option("--runs", "split", is_flag=True,
-              help="A folder or dataset is several captures of one side (one per file or run label), not one profile.")
+              help="A folder or dataset is several captures of one side (one per file), not one profile.")
 @click.option("--min-share", type=float, default=1.0, show_default=True, metavar="PCT",
               help="Noise floor: rules act on identities with at least this % of program time.")
 @click.option("--min-change", default="0.1us", show_default=True, callback=_duration, metavar="TIME",
