@@ -154,3 +154,8 @@ def test_analyze_runs_shows_each_identitys_spread_across_captures(tmp_path):
     assert len(rows) == 4 and all(r["captures"] == 2 and r["spread_pct"] == 0 for r in rows)
     text = _cli("analyze", tmp_path / "capture0.ncu-rep", tmp_path / "capture1.ncu-rep", "--runs")
     assert text.stdout.startswith("2 capture(s) of one program") and "±0.0%  2/2  " in text.stdout
+    # the folder as one side of two captures (--runs) against one of them
+    cmp = _cli("compare", tmp_path, tmp_path / "capture0.ncu-rep", "--runs", "--format", "json", "--fail-on", "time>0%")
+    assert cmp.returncode == 0, cmp.stderr
+    s = json.loads(cmp.stdout)["summary"]
+    assert [len(x["runs"]) for x in s["sides"]] == [2, 1] and s["candidates"][0]["identities"]["both"] == 4
