@@ -168,3 +168,22 @@ def test_an_identity_missing_from_a_capture_counts_0_there():
     rare = comp.table.set_index("identity_name").loc["rare"]
     assert rare["presence"] == "baseline only" and rare["runs_present_base"] == 1
     assert rare["total_s_base"] == 0 and rare["count_base"] == 0 and rare["median_s_base"] == pytest.approx(3e-3)
+
+
+def test_communication_carries_bus_bandwidth_where_the_frame_has_it():
+    def cap(bw):
+        f = analysed([_k(0, "ncclDevKernel_AllReduce_Sum_f32", dur=2e-3), _k(1)])
+        f["bus_bandwidth_bytes_per_s"] = [bw, float("nan")]  # as the collectives analysis would add it
+        return f
+
+    comp = compare_sides([Side("b", [("b", cap(1e11))]), Side("c", [("c", cap(5e10))])])
+    (e,) = summary(comp)["candidates"][0]["communication"]
+    assert e["bus_bandwidth_bytes_per_s"] == [1e11, 5e10]
+    plain = compare_sides([_side("b", [_k(0, "ncclDevKernel_AllReduce_Sum_f32")]), _side("c", [_k(0, "ncclDevKernel_AllReduce_Sum_f32")])])
+    assert "bus_bandwidth_bytes_per_s" not in summary(plain)["candidates"][0]["communication"][0]  # absent: not shown
+
+
+def test_a_candidate_named_twice_keeps_its_rows_apart():
+    one = analysed([_k(0)])
+    comp = compare_sides([Side("a", [("a", one)]), Side("b", [("b", one)]), Side("b", [("b", one)])])
+    assert comp.table["candidate"].tolist() == ["b", "b (2)"] and len(gate(comp, parse_rules("time>0%"))) == 0

@@ -154,6 +154,11 @@ def compare_sides(sides: Sequence[Side], levels: Sequence[str] = LEVELS, mapping
     if len(sides) < 2:
         raise ValueError("a comparison needs a baseline and at least one candidate")
     levels = tuple(levels)
+    seen: dict[str, int] = {}
+    for i, s in enumerate(sides):  # a side named twice (the same file as two candidates) keeps its rows apart
+        seen[s.label] = seen.get(s.label, 0) + 1
+        if seen[s.label] > 1:
+            sides = [*sides[:i], Side(f"{s.label} ({seen[s.label]})", s.runs), *sides[i + 1:]]
     rows = [[per_run(f, levels, mapping if i else None, config) for _, f in s.runs] for i, s in enumerate(sides)]
     tots = [[totals(f, label) for label, f in s.runs] for s in sides]
     how = _normalisation(tots, normalise)
