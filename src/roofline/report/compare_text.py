@@ -105,6 +105,8 @@ def render(s: dict[str, Any], top: int | None) -> str:
             what = f"top {len(shown)} of {total}" if len(shown) < total else f"{total}"
             lines.append(f"{word} ({what} compute identities, by Δ of normalised total time):")
             lines += _table(shown) if shown else ["  (none)"]
+        if c["unchanged"]:
+            lines.append(f"unchanged: {c['unchanged']} compute identities (the same normalised total time)")
         for key, word, tag in (("baseline_only", "only in the baseline", "vanished"),
                                ("candidate_only", "only in the candidate", "new")):
             items = c[key]
