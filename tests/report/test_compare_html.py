@@ -77,6 +77,10 @@ def test_the_roofline_has_each_side_with_error_bars_across_captures(page_path, o
     assert page.evaluate("window.rooflineDiff.arrows") == 0  # arrows only between two sides
     lines = page.evaluate("document.getElementById('spread-chart').data.length")
     assert lines == 20  # the top 20 identities across the three sides
+    # one identity: its line across the sides and each capture's median as a dot (2 captures x 3 sides)
+    page.select_option("#spread-pick", index=1)
+    data = page.evaluate("document.getElementById('spread-chart').data.map(t => [t.name, t.y.length])")
+    assert [n for n, _ in data] == ["kernel_d1x", "each capture"] and data[1][1] == 6
     assert problems == []
 
 

@@ -49,6 +49,7 @@ class Comparison:
     normalisation: str  # "per step", "per launch" or "none"
     levels: tuple[str, ...] = ()
     per_side: list[pd.DataFrame] = field(default_factory=list)  # per side: identity rows with run spread
+    launch_medians: list[pd.DataFrame] = field(default_factory=list)  # per side: identity x capture median launch s
 
 
 def _normalisation(all_totals: list[list[RunTotals]], how: str) -> str:
@@ -216,7 +217,9 @@ def compare_sides(sides: Sequence[Side], levels: Sequence[str] = LEVELS, mapping
     table = pd.concat(tables, ignore_index=True)
     lead = ["candidate", "identity", "presence", "category", "communication"]
     table = table[[*lead, *[c for c in table.columns if c not in lead]]]
-    return Comparison(table, side_info, programs, how, levels, frames)
+    medians = [pd.DataFrame(_stack(side, ids, "median_s"), index=ids, columns=[x.label for x in t])
+               for side, t in zip(rows, tots)]
+    return Comparison(table, side_info, programs, how, levels, frames, medians)
 
 
 def _program(b: dict, c: dict, idx: tuple[np.ndarray, np.ndarray] | None) -> dict:

@@ -60,7 +60,8 @@ TABLE = (("candidate", "candidate", "text"), ("identity", "identity", "text"), (
          ("bound base", "bound_base", "text"), ("bound cand", "bound_cand", "text"),
          ("% of roof base", "pct_of_roof_base", "share"), ("% of roof cand", "pct_of_roof_cand", "share"),
          ("Δ % of roof (points)", "pct_of_roof_change_pts", "pts"))
-SPREAD_TOP = 20  # identities drawn in the spread chart (by the baseline's share of time)
+SPREAD_TOP = 20  # identities drawn together in the spread chart (by the baseline's share of time)
+SPREAD_MAX = 300  # identities that can be picked one by one there (the page's size stays bounded)
 
 
 def _points(comp: object) -> tuple[list[dict], str | None]:
@@ -91,20 +92,24 @@ def _points(comp: object) -> tuple[list[dict], str | None]:
 
 
 def _spread(comp: object) -> dict:
-    """The spread chart: per side (x), the median launch time of the top identities with min–max error bars."""
+    """The spread chart's data: per identity (the top ``SPREAD_MAX`` by the baseline's time) and side, the median
+    launch time, its min and max over the side's captures and each capture's own median."""
     base = comp.per_side[0]  # type: ignore[attr-defined]
-    keys = pd.to_numeric(base["total_norm_s"], errors="coerce").sort_values(ascending=False).index[:SPREAD_TOP]
+    keys = pd.to_numeric(base["total_norm_s"], errors="coerce").fillna(0).sort_values(ascending=False, kind="stable")
+    keys = keys.index[:SPREAD_MAX]
     t = comp.table.drop_duplicates("key").set_index("key")  # type: ignore[attr-defined]
     lines = []
     for k in keys:
-        ys, lo, hi = [], [], []
-        for f in comp.per_side:  # type: ignore[attr-defined]
+        ys, lo, hi, caps = [], [], [], []
+        for f, med in zip(comp.per_side, comp.launch_medians):  # type: ignore[attr-defined]
             m, a, b = (_clean(f.at[k, c]) if k in f.index else None for c in ("median_s", "median_s_min", "median_s_max"))
             ys.append(m)
             lo.append(None if m is None or a is None else m - a)
             hi.append(None if m is None or b is None else b - m)
-        lines.append({"name": str(t.at[k, "identity"]) if k in t.index else str(k), "y": ys, "minus": lo, "plus": hi})
-    return {"sides": [s["label"] for s in comp.sides], "lines": lines}  # type: ignore[attr-defined]
+            caps.append([_clean(v) for v in med.loc[k]] if k in med.index else [])
+        lines.append({"name": str(t.at[k, "identity"]) if k in t.index else str(k), "y": ys, "minus": lo, "plus": hi,
+                      "captures": caps})
+    return {"sides": [s["label"] for s in comp.sides], "lines": lines, "top": SPREAD_TOP}  # type: ignore[attr-defined]
 
 
 def render_identities(comp: object, summary: dict, title: str, roof_frames: list[pd.DataFrame]) -> str:
