@@ -104,6 +104,10 @@ def test_cli_gate_exit_codes_and_messages(tmp_path):
     assert one.returncode == 2 and "baseline and at least one candidate" in one.stderr
     bad = _cli("compare", shared(A10G), shared(A10G), "--fail-on", "time>>5")
     assert bad.returncode == 2 and "bad --fail-on rule" in bad.stderr
+    steps = _cli("compare", shared(A10G), shared(A10G), "--normalise", "step")
+    assert steps.returncode == 2 and "records no training step" in steps.stderr
+    floor = _cli("compare", shared(A10G), shared(A10G), "--min-change", "soon")
+    assert floor.returncode == 2 and "a time such as 0.1us" in floor.stderr
     other = _cli("compare", shared(A10G), shared("ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep"))
     assert other.returncode == 0 and "nothing matched" in other.stdout and "different devices" in other.stdout
     # launch by launch, names without template arguments pair warptiling<...> with another warptiling<...>
