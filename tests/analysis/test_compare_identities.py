@@ -187,3 +187,17 @@ def test_a_candidate_named_twice_keeps_its_rows_apart():
     one = analysed([_k(0)])
     comp = compare_sides([Side("a", [("a", one)]), Side("b", [("b", one)]), Side("b", [("b", one)])])
     assert comp.table["candidate"].tolist() == ["b", "b (2)"] and len(gate(comp, parse_rules("time>0%"))) == 0
+
+
+def test_a_launch_without_duration_hides_no_regression_from_the_gate():
+    # the program's time is unavailable, so shares are of the known time: "a" (+100%) is still checked, "b" (its
+    # time unknown in the baseline) cannot be, and says so; nothing is ranked on an unknown total
+    nan = float("nan")
+    comp = compare_sides([_side("b", [_k(0, "a"), _k(1, "b", dur=nan), _k(2, "gone")]),
+                          _side("c", [_k(0, "a", dur=2e-3), _k(1, "b"), _k(2, "new", dur=nan)])])
+    rules = parse_rules("time>5%,new,vanished")
+    assert [v.split(" per-launch")[0] for v in gate(comp, rules)] == ["time>5%: a", "new: new (its time unavailable)",
+                                                                       "vanished: gone (50.0% of program time)"]
+    assert unevaluated(comp, rules) == ["time>5%: median_s known in one profile only for 1 identity(ies): b"]
+    c = summary(comp)["candidates"][0]
+    assert [e["identity"] for e in c["regressions"]] == ["a"] and [e["identity"] for e in c["unknown"]] == ["b"]

@@ -1,7 +1,8 @@
 """The CI gate of ``roofline compare`` over identities, and the comparison as plain dicts (the ``summary``).
 
 A rule acts on the identities above the **noise floor**: at least ``min_share_pct`` of the program's time
-(normalised, on either side; default 1%) and, for time rules, a per-launch change of at least ``min_change_s``
+(normalised, on either side; default 1%; of the time that is known when a launch has no duration; an identity
+whose time is unknown on a side is not known to be under it) and, for time rules, a per-launch change of at least ``min_change_s``
 (default 0.1 µs). ``time`` and the other per-identity rules leave communication kernels out (their time
 includes waiting for peers); ``comm_time`` acts on them alone. With several captures a side, a rule is
 broken only when the whole confidence interval of the change is past the threshold (``time>5%``: its lower
@@ -77,8 +78,9 @@ def in_scope(table: pd.DataFrame, metric: str, floor: Floor) -> pd.DataFrame:
     """The rows a rule acts on: its kind of kernel (communication or not), above the share floor."""
     comm = table["communication"].astype(bool)
     rows = table[comm] if metric == "comm_time" else table[~comm]
-    share = np.fmax(rows["share_base_pct"].fillna(0).to_numpy(float), rows["share_cand_pct"].fillna(0).to_numpy(float))
-    return rows[share >= floor.min_share_pct]
+    sb, sc = rows["share_base_pct"].to_numpy(float), rows["share_cand_pct"].to_numpy(float)
+    unknown = np.isnan(sb) | np.isnan(sc)  # a time unknown on a side: not known to be under the floor
+    return rows[(np.fmax(np.nan_to_num(sb), np.nan_to_num(sc)) >= floor.min_share_pct) | unknown]
 
 
 def _crosses(lo: float, hi: float, r: Rule) -> bool:
@@ -115,7 +117,8 @@ def gate(comp: Comparison, rules: Sequence[Rule], floor: Floor = DEFAULT_FLOOR) 
                 rows = in_scope(cand[cand["presence"] == side], "time", floor)
                 rows = pd.concat([rows, in_scope(cand[cand["presence"] == side], "comm_time", floor)])
                 share = "share_base_pct" if r.metric == "vanished" else "share_cand_pct"
-                out += [f"{r.text}: {k} ({s:.1f}% of program time)" for k, s in zip(rows["identity"], rows[share])]
+                out += [f"{r.text}: {k} (" + ("its time unavailable" if math.isnan(s) else f"{s:.1f}% of program time") + ")"
+                        for k, s in zip(rows["identity"], rows[share].astype(float))]
                 continue
             rows = in_scope(cand[cand["presence"] == "both"], r.metric if r.metric == "comm_time" else "time", floor)
             if r.metric == "bound":

@@ -203,8 +203,14 @@ def compare_sides(sides: Sequence[Side], levels: Sequence[str] = LEVELS, mapping
             t[name] = _change(t[f"{col}_base"].to_numpy(float), t[f"{col}_cand"].to_numpy(float), relative)
             t[f"{name}_lo"], t[f"{name}_hi"] = lo, hi
         t["median_s_change_s"] = t["median_s_cand"] - t["median_s_base"]
-        t["total_norm_change_s"] = t["total_norm_s_cand"].fillna(0) - t["total_norm_s_base"].fillna(0)
+        # an identity on one side only changed by its whole time; in both with a time unknown on a side: unknown
+        one_sided = (t["presence"] != "both").to_numpy()
+        t["total_norm_change_s"] = np.where(one_sided, t["total_norm_s_cand"].fillna(0) - t["total_norm_s_base"].fillna(0),
+                                            t["total_norm_s_cand"] - t["total_norm_s_base"])
         pb, pc = side_info[0]["time_norm_s"], side_info[k]["time_norm_s"]
+        # a program time unavailable (a launch without a duration): shares of the time that is known
+        pb = pb if np.isfinite(pb) else float(np.nansum(t["total_norm_s_base"]))
+        pc = pc if np.isfinite(pc) else float(np.nansum(t["total_norm_s_cand"]))
         t["share_base_pct"] = t["total_norm_s_base"] / pb * 100.0
         t["share_cand_pct"] = t["total_norm_s_cand"] / pc * 100.0
         rb, rc = t["binding_roof_base"].astype("string"), t["binding_roof_cand"].astype("string")

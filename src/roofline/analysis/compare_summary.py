@@ -65,11 +65,13 @@ def ranked(table: pd.DataFrame, candidate: str, top: int | None) -> dict[str, li
     d = pd.to_numeric(t["total_norm_change_s"], errors="coerce")
     reg = t[d > 0].assign(_d=d[d > 0]).sort_values("_d", ascending=False, kind="stable")
     imp = t[d < 0].assign(_d=d[d < 0]).sort_values("_d", ascending=True, kind="stable")
-    same = t[~(d > 0) & ~(d < 0)]
+    same = t[d == 0]
+    unknown = t[d.isna()]  # a side's total unavailable (a launch without a duration)
     cut = (lambda f: f) if top is None else (lambda f: f.head(top))
     return {"regressions": [entry(r) for _, r in cut(reg).iterrows()],
             "improvements": [entry(r) for _, r in cut(imp).iterrows()],
-            "unchanged": len(same), "regressions_total": len(reg), "improvements_total": len(imp)}
+            "unchanged": len(same), "unknown": [entry(r) for _, r in unknown.iterrows()],
+            "regressions_total": len(reg), "improvements_total": len(imp)}
 
 
 def one_sided(table: pd.DataFrame, candidate: str) -> dict[str, list[dict[str, Any]]]:

@@ -107,6 +107,10 @@ def render(s: dict[str, Any], top: int | None) -> str:
             lines += _table(shown) if shown else ["  (none)"]
         if c["unchanged"]:
             lines.append(f"unchanged: {c['unchanged']} compute identities (the same normalised total time)")
+        if c["unknown"]:
+            cut = c["unknown"] if top is None else c["unknown"][:top]
+            lines.append(f"total time unavailable on a side ({len(c['unknown'])} identities: a launch without a duration):")
+            lines += _table(cut)
         for key, word, tag in (("baseline_only", "only in the baseline", "vanished"),
                                ("candidate_only", "only in the candidate", "new")):
             items = c[key]
@@ -114,7 +118,7 @@ def render(s: dict[str, Any], top: int | None) -> str:
                 continue
             cut = items if top is None else items[:top]
             lines.append(f"{word} ({len(items)}, rule '{tag}'):")
-            lines += [f"  {_t(e['total_s'])} ({e['share_pct'] or 0:.1f}%), {e['launches']:g} launch(es)  {e['identity']}"
+            lines += [f"  {_t(e['total_s'])} ({e['share_pct'] or 0:.1f}%), {e['launches'] or 0:g} launch(es)  {e['identity']}"
                       for e in cut]
             if len(cut) < len(items):
                 lines.append(f"  … {len(items) - len(cut)} more")
