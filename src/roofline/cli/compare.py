@@ -146,9 +146,9 @@ def _identities(sides: list[tuple[str, list[tuple[str, pd.DataFrame]]]], levels:
     result = summary(comp, top, floor, gate_result(rules, violations, unchecked) if rules else None)  # type: ignore[arg-type]
     table = comp.table.drop(columns=["key"])
     if fmt == "table":
-        click.echo(render(result, top))
-        frames = [f for _, runs in sides for _, f in runs]
-        _devices_note(frames, comp)
+        lines = render(result, top).split("\n")
+        notes = _devices_note([f for _, runs in sides for _, f in runs])
+        click.echo("\n".join([*lines[:4], *notes, *lines[4:]]))  # after the first candidate's header
     elif fmt == "json":
         full = summary(comp, None, floor, result["gate"])  # type: ignore[arg-type]
         click.echo(json.dumps({"summary": result, "identities": full["candidates"]}, allow_nan=False, default=str))
@@ -181,12 +181,14 @@ def _identities(sides: list[tuple[str, list[tuple[str, pd.DataFrame]]]], levels:
         sys.exit(EXIT_GATE)
 
 
-def _devices_note(frames: list[pd.DataFrame], comp: object) -> None:
+def _devices_note(frames: list[pd.DataFrame]) -> list[str]:
     names = [set(f["device_name"].dropna().astype(str)) if "device_name" in f else set() for f in frames]
     formats = [set(f["format"].dropna().astype(str)) if "format" in f else set() for f in frames]
+    out = []
     if any(n != names[0] for n in names[1:]):
-        click.echo(f"  different devices ({' vs '.join(', '.join(sorted(n)) or '?' for n in names)}): each capture is "
+        out.append(f"  different devices ({' vs '.join(', '.join(sorted(n)) or '?' for n in names)}): each capture is "
                    "judged against its own roofs")
     if any(f != formats[0] for f in formats[1:]):
-        click.echo(f"  different formats ({' vs '.join(', '.join(sorted(f)) for f in formats)}): time, FLOPs and DRAM "
+        out.append(f"  different formats ({' vs '.join(', '.join(sorted(f)) for f in formats)}): time, FLOPs and DRAM "
                    "bytes are comparable (traces: analytic, from shapes); L2/L1 bytes exist on the ncu side only")
+    return out
