@@ -7,7 +7,7 @@
     >>> run.frame, run.failures, run.messages
     >>> result.summary(), roofline.by_category(result)              # the headline; time per op category
     >>> roofline.plot(result)                                      # the HTML report's kernel chart (plotly)
-    >>> roofline.compare("before.ncu-rep", "after.ncu-rep")        # kernel by kernel
+    >>> roofline.compare("before.ncu-rep", "after.ncu-rep")        # kernel identity by identity
 
 Whatever the CLI does with options, these do with keyword arguments: they are the same pipeline.
 """
@@ -154,13 +154,25 @@ def plot(result: pd.DataFrame | Analysis | PathsLike, device: str | None = None,
     return draw(_frame(result), device=device, levels=levels, title=title)
 
 
-def compare(before: pd.DataFrame | Analysis | PathsLike, after: pd.DataFrame | Analysis | PathsLike,
-            levels: Sequence[str] = LEVELS, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Kernel-by-kernel diff of two results (or profiles, analysed first): one row per matched pair, new or
-    vanished kernel, both points and the changes (``roofline compare``; docs/compare.md)."""
-    from roofline.analysis.compare import compare as diff
+def compare(before: pd.DataFrame | Analysis | PathsLike | list, after: pd.DataFrame | Analysis | PathsLike | list,
+            *candidates: pd.DataFrame | Analysis | PathsLike | list, levels: Sequence[str] = LEVELS,
+            mapping: Mapping[str, str] | None = None, launches: bool = False) -> pd.DataFrame:
+    """The diff of a baseline and candidates by kernel identity (``roofline compare``; docs/compare.md): one row
+    per (candidate, identity) with both sides' launches, median launch time, FLOPs, bytes, % of roof and bound,
+    the changes and their intervals. A side given as a list of results is several captures of one program.
+    ``launches=True``: the launch-by-launch pairing of two results instead (one row per launch pair)."""
+    if launches:
+        from roofline.analysis.compare import compare as diff
 
-    return diff(_frame(before), _frame(after), levels=levels, mapping=mapping)
+        return diff(_frame(before), _frame(after), levels=levels, mapping=mapping)
+    from roofline.analysis.compare_runs import Side, compare_sides
+
+    def side(i: int, x: object) -> Side:
+        many = isinstance(x, list) and x and all(isinstance(r, (pd.DataFrame, pipeline.Analysis)) for r in x)
+        runs = [_frame(r) for r in x] if many else [_frame(x)]  # type: ignore[arg-type]
+        return Side(f"candidate {i}" if i else "baseline", [(f"capture {j + 1}", r) for j, r in enumerate(runs)])
+
+    return compare_sides([side(i, x) for i, x in enumerate((before, after, *candidates))], levels, mapping).table
 
 
 __all__ = ["analyze", "by_category", "compare", "plot", "read", "read_each", "run", "summary"]

@@ -201,7 +201,7 @@ def test_datasets_feed_report_and_compare(tmp_path):
     run_batch([folder], ds, workers=1)
     res = _cli("compare", ds, folder, "--fail-on", "time>0%,new,vanished")
     assert res.returncode == 0, res.stderr
-    assert "0 new, 0 vanished" in res.stdout
+    assert "0 baseline only, 0 candidate only" in res.stdout
     rep = _cli("report", ds, "-o", tmp_path / "rep")
     assert rep.returncode == 0, rep.stderr
     assert (tmp_path / "rep" / "report.html").exists()

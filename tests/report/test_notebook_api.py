@@ -89,7 +89,8 @@ def test_plot_draws_one_device_the_one_with_the_most_drawable_time(demo):
 def test_compare_at_the_top_level_and_run_displays_like_a_result(tmp_path):
     a = shared("ncu/sm86_a10g_gemm-variants_roofline.ncu-rep")
     diff = roofline.compare(a, roofline.analyze(a))
-    assert len(diff) == 4 and (diff["duration_s_change_pct"] == 0).all()
+    assert len(diff) == 4 and (diff["median_s_change_pct"] == 0).all() and (diff["presence"] == "both").all()
+    assert len(roofline.compare(a, a, launches=True)) == 4  # launch by launch, on request
     run = roofline.run([a, tmp_path / "missing.ncu-rep"])
     assert run.failed == 1 and "1 of 2 input(s) failed" in repr(run) and "<table" in run._repr_html_()
     assert run.by_category()["pct_gpu_time"].sum() == pytest.approx(100.0)

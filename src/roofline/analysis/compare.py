@@ -7,8 +7,8 @@ Matching (each pair says which rule matched it, in ``match``):
 3. normalised name + order of occurrence;
 4. anything left is ``new`` (candidate only) or ``vanished`` (baseline only).
 
-Names are normalised by dropping template arguments, parameter lists, return types and
-launch-specific numeric suffixes, so ``void gemm<128, 64>(float*, int)`` and ``gemm<256,128>(...)``
+Names are normalised by dropping template arguments, parameter lists, a leading ``void`` and
+launch-specific numeric suffixes (names in brackets, ``[CUDA memset]``, stay whole), so ``void gemm<128, 64>(float*, int)`` and ``gemm<256,128>(...)``
 are one kernel. Repeated launches are also compared as groups (sums of time and work, counts).
 
 Changes: relative (%) for time, FLOPs, bytes, achieved FLOP/s; absolute (points) for % of roof;
@@ -33,6 +33,8 @@ QUANTITIES = ("duration_s", "flop_total", "achieved_flop_per_s")
 def normalise_name(name: object) -> str:
     """A kernel's identity across builds: no template arguments, parameters or numeric suffixes."""
     s = str(name or "")
+    if s.lstrip().startswith("["):  # [CUDA memcpy Device-to-Device], [CUDA memset]: whole names of their own
+        return " ".join(s.split())
     out, depth = [], 0
     for ch in s:  # drop <...> and (...) with nesting
         if ch in "<(":
@@ -41,8 +43,8 @@ def normalise_name(name: object) -> str:
             depth = max(0, depth - 1)
         elif depth == 0:
             out.append(ch)
-    s = "".join(out).strip()
-    s = s.split()[-1] if s.split() else s  # drop "void" and other return types
+    s = " ".join("".join(out).split())
+    s = s.removeprefix("void ")  # the return type (kernels return void); the rest of the name stays whole
     s = re.sub(r"(\.kd|_\d+|#\d+)+$", "", s)  # .kd (ROCm), _123 / #3 launch suffixes
     return s or str(name or "")
 

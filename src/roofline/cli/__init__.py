@@ -35,7 +35,7 @@ class _Group(click.Group):
         "analyze": "Hierarchical roofline of profiles: per kernel and memory level the intensity, attainable and "
                    "achieved FLOP/s, the binding roof, the % of it reached and the time at the roof.",
         "batch": "Ingest and analyse many profiles into one Parquet dataset (kernels, roofline, runs, errors).",
-        "compare": "Roofline diff: BASELINE against each CANDIDATE (ncu reports, CSVs, traces, or folders of them).",
+        "compare": "Roofline diff: BASELINE against each CANDIDATE, kernel identity by identity.",
         "dataset": "Maintain a batch dataset: `roofline dataset compact DIR` rewrites it as one file per table.",
         "demo": "Run `roofline report` on the bundled samples: a table here, the charts and the HTML report in OUT.",
         "devices": "List the GPUs of the spec table with their dense peaks and the source of every figure.",

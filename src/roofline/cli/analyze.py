@@ -71,11 +71,14 @@ from roofline.cli.common import (
 @click.option("--device-map", "device_map", multiple=True, metavar="NAME=KNOWN",
               help="Take the roofs of a device the profile names NAME from the table entry KNOWN (repeatable).")
 @click.option("--strict", is_flag=True, help="Exit 1 when some device has no roofs (default: a warning).")
+@click.option("--runs", "runs", is_flag=True,
+              help="The inputs are captures of one program (a file each, or a dataset's runs): per kernel identity "
+                   "the median launch time over them and its spread (min, max).")
 def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
             clock: str, device: str | None, name_rx: str | None, bound: str | None, precision: str | None,
             nvtx: str | None, top: int | None, all_rows: bool, by: str | None, latency_threshold: float,
             html_path: Path | None, captures: tuple[Path, ...] = (), counters: tuple[Path, ...] = (),
-            device_map: tuple[str, ...] = (), strict: bool = False, full_names: bool = False) -> None:
+            device_map: tuple[str, ...] = (), strict: bool = False, full_names: bool = False, runs: bool = False) -> None:
     """Hierarchical roofline of profiles: per kernel and memory level the intensity, attainable and
     achieved FLOP/s, the binding roof, the % of it reached and the time at the roof.
 
@@ -119,6 +122,10 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         result = result.head(top) if top else result
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    if runs:
+        _runs(kernels_view, levels, fmt, out, None if all_rows else (top or DEFAULT_TOP))
+        exit_if_failed(run)
+        return
     if html_path is not None:
         write_html(kernels_view, html_path, levels, clock)
     if out is not None:
@@ -130,3 +137,27 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         print_result(result, fmt, levels, by, limit=None, total=n_rows, latency_threshold=latency_threshold,
                      scope=kernels_view, fold=False, full_names=full_names)
     exit_if_failed(run)
+
+
+def _runs(frame: object, levels: tuple[str, ...], fmt: str, out: Path | None, top: int | None) -> None:
+    """``--runs``: the spread of each kernel identity across the captures (``analysis/compare_runs.spread``)."""
+    from roofline.analysis.compare_runs import spread
+    from roofline.analysis.identity import split_runs
+    from roofline.report.table import _si
+
+    captures = split_runs(frame)  # type: ignore[arg-type]
+    table = spread(captures, levels)
+    if out is not None:
+        write_frame(table, out)
+    if fmt != "table":
+        print_result(table, fmt, levels, None)
+        return
+    click.echo(f"{len(captures)} capture(s) of one program; per identity the median launch time over them, "
+               "[min … max] and the spread in % of the median")
+    shown = table if top is None else table.head(top)
+    for r in shown.itertuples():
+        click.echo(f"  {_si(r.total_s, 's'):>9} {r.share_pct:5.1f}%  {_si(r.median_s, 's'):>9} "
+                   f"[{_si(r.median_s_min, 's')} … {_si(r.median_s_max, 's')}] ±{r.spread_pct / 2:.1f}%  "
+                   f"{int(r.captures)}/{len(captures)}  {r.identity}")
+    if len(shown) < len(table):
+        click.echo(f"  … {len(table) - len(shown)} more identities (--all, --out FILE, --format json)")

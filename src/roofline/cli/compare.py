@@ -1,8 +1,9 @@
-"""``roofline compare``: the roofline diff of profiles and its CI gate."""
+"""``roofline compare``: a baseline against candidates, identity by identity, and its CI gate (docs/compare.md)."""
 
 from __future__ import annotations
 
-import math
+import json
+import re
 import sys
 from pathlib import Path
 
@@ -13,11 +14,36 @@ from roofline.cli.common import EXIT_GATE, EXIT_INPUT_ERRORS, analysed, levels_o
 from roofline.cli.common import err as _err
 from roofline.errors import path_text
 
+_GLOB = re.compile(r"[*?\[]")
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    m = re.fullmatch(r"\s*([0-9.]+(?:e-?\d+)?)\s*(s|ms|us|µs|ns)?\s*", value or "")
+    if not m:
+        raise click.BadParameter(f"{value!r}: a time such as 0.1us, 100ns, 2ms")
+    scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, None: 1.0}[m.group(2)]
+    return float(m.group(1)) * scale
+
 
 @click.command("compare")
 @click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
-@click.option("--out", "-o", type=click.Path(path_type=Path), help="Write every pair to .parquet or .csv.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "ndjson", "csv"]), default="table", show_default=True)
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Regressions, improvements and one-sided identities shown per candidate.")
+@click.option("--all", "show_all", is_flag=True, help="Every identity in the terminal output (not only the top N).")
+@click.option("--out", "-o", type=click.Path(path_type=Path), help="Write the full table to .parquet or .csv.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "ndjson", "csv"]), default="table", show_default=True,
+              help="json: the summary and every identity; ndjson/csv: every identity (every pair with --launches).")
+@click.option("--runs", "split", is_flag=True,
+              help="A folder or dataset is several captures of one side (one per file), not one profile.")
+@click.option("--min-share", type=float, default=1.0, show_default=True, metavar="PCT",
+              help="Noise floor: rules act on identities with at least this % of program time.")
+@click.option("--min-change", default="0.1us", show_default=True, callback=_duration, metavar="TIME",
+              help="Noise floor: time rules ignore per-launch changes smaller than this.")
+@click.option("--normalise", type=click.Choice(["auto", "step", "launch", "none"]), default="auto", show_default=True,
+              help="How totals are compared: per training step, per launch, or as they are (auto: step if recorded, "
+                   "else launch where counts differ).")
+@click.option("--by-name", is_flag=True, help="Identities by name alone (not shapes or launch configuration).")
+@click.option("--launches", is_flag=True, help="Pair launch by launch (the n-th launch of a kernel), not by identity.")
 @click.option("--levels", default="dram,l2,l1", show_default=True, callback=levels_option, help="Memory levels compared.")
 @click.option("--peaks", "peaks_opt", default="counters", show_default=True, metavar="SOURCE",
               help="'counters', 'spec', a GPU name, or a peaks file (.toml), for every profile.")
@@ -25,84 +51,126 @@ from roofline.errors import path_text
 @click.option("--map", "map_file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Renamed kernels: lines 'baseline name = candidate name'.")
 @click.option("--fail-on", "fail_on", default=None, metavar="RULES",
-              help="Exit 4 when a rule is broken, e.g. 'time>5%,roof<-10,bound'. See docs/compare.md.")
+              help="Exit 4 when a rule is broken, e.g. 'time>5%,comm_time>20%,roof<-10,bound'. See docs/compare.md.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
-              help="Write the HTML diff (arrows from baseline to candidate points).")
-@click.option("--groups", is_flag=True, help="Also print repeated launches compared as groups.")
-def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
-                device: str | None, map_file: str | None, fail_on: str | None, html_path: Path | None,
-                groups: bool) -> None:
-    """Roofline diff: BASELINE against each CANDIDATE (ncu reports, CSVs, traces, or folders of them).
+              help="Write the HTML diff: summary, sortable paged table, roofline and spread charts.")
+@click.option("--groups", is_flag=True, help="With --launches: also print repeated launches compared as groups.")
+def compare_cmd(profiles: tuple[Path, ...], top: int, show_all: bool, out: Path | None, fmt: str, split: bool,
+                min_share: float, min_change: float, normalise: str, by_name: bool, launches: bool,
+                levels: tuple[str, ...], peaks_opt: str, device: str | None, map_file: str | None, fail_on: str | None,
+                html_path: Path | None, groups: bool) -> None:
+    """Roofline diff: BASELINE against each CANDIDATE, kernel identity by identity.
 
-    Per matched kernel: change in time, FLOPs, bytes and intensity per level, achieved FLOP/s,
-    % of roof, and whether the binding roof moved; new and vanished kernels; the whole program.
+    Each side is a profile (ncu report, nsys export, trace, CSV), a folder or dataset, or a quoted glob of
+    several captures of the same program (with --runs, a folder's files are captures too). Per identity:
+    launches, median launch time, FLOPs, bytes, % of roof and bound on each side, the change with its
+    interval over captures; the program's time normalised per step or launch. Top regressions first.
     """
     from roofline.analysis import compare as cmp
+    from roofline.analysis import compare_gate
 
     if len(profiles) < 2:
         raise click.UsageError("compare needs a baseline and at least one candidate profile")
     try:
-        rules = cmp.parse_rules(fail_on) if fail_on else []
+        rules = (cmp.parse_rules if launches else compare_gate.parse_rules)(fail_on) if fail_on else []
         mapping = cmp.read_mapping(map_file) if map_file else None
     except cmp.CompareError as exc:
         raise click.UsageError(str(exc)) from None
     from roofline.pipeline import Options
 
-    frames_of = []
-    for p in profiles:
-        run = analysed((p,), Options(peaks=peaks_opt, device=device, levels=levels))
-        if run.failed or run.frame.empty:
-            _err(f"{p}: cannot be compared (see the errors above)" if run.failed else f"{p}: no kernels to compare")
-            sys.exit(EXIT_INPUT_ERRORS)
-        frames_of.append(run.frame)
-    base = frames_of[0]
+    options = Options(peaks=peaks_opt, device=device, levels=levels)
+    read: dict[str, pd.DataFrame] = {}  # a file named twice (a profile against itself) is read once
+    sides = [_side(p, options, split, read) for p in profiles]
+    frames = [f for _, runs in sides for _, f in runs]
     from roofline.hardware.peaks import recorded_levels
 
     # LDS is compared when every profile records it (AMD), with the default levels
-    levels = tuple(lv for lv in recorded_levels(base, levels)
-                   if all(lv in recorded_levels(frame, levels) for frame in frames_of[1:]))
-    violations: list[str] = []
-    unchecked: list[str] = []  # rules the gate could not evaluate: they fail it too
-    frames = []
-    for path, cand in zip(profiles[1:], frames_of[1:]):
-        diff = cmp.compare(base, cand, levels, mapping)
-        diff.insert(0, "candidate", str(path))
-        prog = cmp.program_change(diff)
-        summary = (f"{profiles[0]} → {path}: {prog['matched']} matched, {prog['new']} new, {prog['vanished']} vanished; "
-                   f"whole-program time {_ms(prog['time_base_s'])} → {_ms(prog['time_cand_s'])} "
-                   f"({_pct_text(prog['time_change_pct'])})")
-        if fmt == "table":
-            click.echo(summary)
-            if prog["matched"] == 0:
-                click.echo("  nothing matched: are these the same program? pair renamed kernels with --map FILE")
-            _devices_note(base, cand, peaks_opt)
-            _formats_note(base, cand)
-            click.echo(_diff_table(diff))
-            if groups:
-                click.echo(cmp.group_changes(diff).to_string(index=False))
-        if html_path is not None:
-            from roofline.report import compare_html
+    levels = tuple(lv for lv in recorded_levels(frames[0], levels)
+                   if all(lv in recorded_levels(frame, levels) for frame in frames[1:]))
+    if launches:
+        from roofline.cli.compare_launches import launches_cmd
 
-            target = html_path if len(profiles) == 2 else html_path.with_name(f"{html_path.stem}-{len(frames)}{html_path.suffix}")
-            try:
-                compare_html.write(diff, base, cand, target, f"{profiles[0]} → {path}", summary)
-            except OSError as exc:  # a folder or a path under a file: the user's to fix, not a bug
-                _err(f"cannot write {path_text(target)}: {exc.strerror or exc}")
-                sys.exit(EXIT_INPUT_ERRORS)
-        violations += cmp.gate(diff, rules)
-        unchecked += cmp.unevaluated(diff, rules)
-        frames.append(diff)
-    everything = pd.concat(frames, ignore_index=True)
+        launches_cmd(profiles, [runs[0][1] for _, runs in sides], levels, mapping, rules, fail_on, fmt, out,
+                     html_path, groups, peaks_opt)
+        return
+    _identities(sides, levels, mapping, rules, fail_on, fmt, out, html_path, None if show_all else top,
+                compare_gate.Floor(min_share, min_change), normalise, not by_name)
+
+
+def _side(p: Path, options: object, split: bool, read: dict[str, pd.DataFrame]
+          ) -> tuple[str, list[tuple[str, pd.DataFrame]]]:
+    """One side: its label and captures (label, analysed frame); a failed or empty input exits 1."""
+    from roofline.analysis.identity import split_runs
+
+    text = str(p)
+    if not p.exists() and _GLOB.search(text):  # a quoted glob: each file it matches is one capture
+        from roofline.pipeline import expand
+
+        paths = expand([text], globs=True, absolute=True).files
+        if not paths:
+            _err(f"{path_text(p)}: no file matches this pattern")
+            sys.exit(EXIT_INPUT_ERRORS)
+        return text, [(q.name, _analysed(q, options, read)) for q in paths]
+    frame = _analysed(p, options, read)
+    runs = split_runs(frame) if split else [(text, frame)]
+    return text, runs
+
+
+def _analysed(p: Path, options: object, read: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    key = str(p.resolve())
+    if key in read:
+        return read[key]
+    run = analysed((p,), options)  # type: ignore[arg-type]
+    if run.failed or run.frame.empty:
+        _err(f"{path_text(p)}: cannot be compared (see the errors above)" if run.failed
+             else f"{path_text(p)}: no kernels to compare")
+        sys.exit(EXIT_INPUT_ERRORS)
+    read[key] = run.frame
+    return run.frame
+
+
+def _identities(sides: list[tuple[str, list[tuple[str, pd.DataFrame]]]], levels: tuple[str, ...],
+                mapping: dict[str, str] | None, rules: list, fail_on: str | None, fmt: str, out: Path | None,
+                html_path: Path | None, top: int | None, floor: object, normalise: str, config: bool) -> None:
+    from roofline.analysis import compare_gate
+    from roofline.analysis.compare_runs import Side, compare_sides
+    from roofline.analysis.compare_summary import gate_result, summary
+    from roofline.report.compare_text import render
+
+    try:
+        comp = compare_sides([Side(label, runs) for label, runs in sides], levels, mapping, config, normalise)
+    except ValueError as exc:  # --normalise step where a capture has no step
+        raise click.UsageError(str(exc)) from None
+    violations = compare_gate.gate(comp, rules, floor) if rules else []  # type: ignore[arg-type]
+    unchecked = compare_gate.unevaluated(comp, rules, floor) if rules else []  # type: ignore[arg-type]
+    result = summary(comp, top, floor, gate_result(rules, violations, unchecked) if rules else None)  # type: ignore[arg-type]
+    table = comp.table.drop(columns=["key"])
+    if fmt == "table":
+        lines = render(result, top).split("\n")
+        notes = _devices_note([f for _, runs in sides for _, f in runs])
+        click.echo("\n".join([*lines[:4], *notes, *lines[4:]]))  # after the first candidate's header
+    elif fmt == "json":
+        full = summary(comp, None, floor, result["gate"])  # type: ignore[arg-type]
+        click.echo(json.dumps({"summary": result, "identities": full["candidates"]}, allow_nan=False, default=str))
+    else:
+        print_result(table, fmt, levels, None)
     if out is not None:
         from roofline.schema import write_table
 
         try:
-            write_table(everything, out)
+            write_table(table, out)
         except OSError as exc:
             _err(f"cannot write {path_text(out)}: {exc.strerror or exc}")
             sys.exit(EXIT_INPUT_ERRORS)
-    if fmt != "table":
-        print_result(everything, fmt, levels, None)
+    if html_path is not None:
+        from roofline.report import compare_html
+
+        try:
+            compare_html.write_identities(comp, summary(comp, None, floor, result["gate"]),  # type: ignore[arg-type]
+                                          html_path, [runs[0][1] for _, runs in sides])
+        except OSError as exc:  # a folder or a path under a file: the user's to fix, not a bug
+            _err(f"cannot write {path_text(html_path)}: {exc.strerror or exc}")
+            sys.exit(EXIT_INPUT_ERRORS)
     for v in violations:
         _err(f"regression: {v}")
     for v in unchecked:
@@ -113,54 +181,14 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
         sys.exit(EXIT_GATE)
 
 
-def _devices_note(base: pd.DataFrame, cand: pd.DataFrame, peaks_opt: str) -> None:
-    b = set(base["device_name"].dropna().astype(str))
-    c = set(cand["device_name"].dropna().astype(str))
-    if b != c:
-        missing = [n for n, f in (("baseline", base), ("candidate", cand)) if f["peak_dram_bytes_per_s"].isna().all()]
-        click.echo(f"  different devices ({', '.join(sorted(b)) or '?'} vs {', '.join(sorted(c)) or '?'}): each is "
-                   "judged against its own roofs" + (f"; {' and '.join(missing)} without roofs: give --peaks or --device"
-                                                     if missing else ""))
-
-
-def _formats_note(base: pd.DataFrame, cand: pd.DataFrame) -> None:
-    b = set(base["format"].dropna().astype(str))
-    c = set(cand["format"].dropna().astype(str))
-    if b != c:
-        click.echo(f"  different formats ({', '.join(sorted(b))} vs {', '.join(sorted(c))}): time, FLOPs and DRAM bytes "
-                   "are comparable (traces: analytic, from shapes); L2/L1 bytes exist on the ncu side only")
-
-
-def _diff_table(diff: pd.DataFrame) -> str:
-    from roofline.report.table import _si
-
-    rows = []
-    for _, r in diff.iterrows():
-        rows.append({
-            "kernel": str(r["kernel"])[:40], "match": r["match"],
-            "time": f"{_si(_num(r['duration_s_base']), 's')} → {_si(_num(r['duration_s_cand']), 's')}",
-            "Δtime": _pct_text(r.get("duration_s_change_pct")), "ΔFLOP": _pct_text(r.get("flop_total_change_pct")),
-            "Δachieved": _pct_text(r.get("achieved_flop_per_s_change_pct")),
-            "roof": f"{r['binding_roof_base'] if isinstance(r['binding_roof_base'], str) else '-'} → "
-                    f"{r['binding_roof_cand'] if isinstance(r['binding_roof_cand'], str) else '-'}"
-                    + (" (moved)" if r["bound_moved"] else ""),
-            "Δ%roof": "n/a" if pd.isna(r["pct_of_roof_change_pts"]) else f"{r['pct_of_roof_change_pts']:+.1f} pts",
-        })
-    return pd.DataFrame(rows).to_string(index=False) if rows else "(no kernels)"
-
-
-def _num(v: object) -> float:
-    try:
-        return float(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def _ms(v: float) -> str:
-    return "unavailable (a kernel has no duration)" if math.isnan(v) else f"{v * 1e3:.4g} ms"
-
-
-def _pct_text(v: object) -> str:
-    f = _num(v)
-    return "n/a" if math.isnan(f) else f"{f:+.1f}%"
-
+def _devices_note(frames: list[pd.DataFrame]) -> list[str]:
+    names = [set(f["device_name"].dropna().astype(str)) if "device_name" in f else set() for f in frames]
+    formats = [set(f["format"].dropna().astype(str)) if "format" in f else set() for f in frames]
+    out = []
+    if any(n != names[0] for n in names[1:]):
+        out.append(f"  different devices ({' vs '.join(', '.join(sorted(n)) or '?' for n in names)}): each capture is "
+                   "judged against its own roofs")
+    if any(f != formats[0] for f in formats[1:]):
+        out.append(f"  different formats ({' vs '.join(', '.join(sorted(f)) for f in formats)}): time, FLOPs and DRAM "
+                   "bytes are comparable (traces: analytic, from shapes); L2/L1 bytes exist on the ncu side only")
+    return out
