@@ -48,13 +48,15 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
         raise click.UsageError(str(exc)) from None
     from roofline.pipeline import Options
 
-    frames_of = []
+    frames_of, runs = [], []
+    options = Options(peaks=peaks_opt, device=device, levels=levels)
     for p in profiles:
-        run = analysed((p,), Options(peaks=peaks_opt, device=device, levels=levels))
+        run = analysed((p,), options)
         if run.failed or run.frame.empty:
             _err(f"{p}: cannot be compared (see the errors above)" if run.failed else f"{p}: no kernels to compare")
             sys.exit(EXIT_INPUT_ERRORS)
         frames_of.append(run.frame)
+        runs.append(run)
     base = frames_of[0]
     from roofline.hardware.peaks import recorded_levels
 
@@ -63,11 +65,16 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
                    if all(lv in recorded_levels(frame, levels) for frame in frames_of[1:]))
     violations: list[str] = []
     unchecked: list[str] = []  # rules the gate could not evaluate: they fail it too
-    frames = []
+    frames, summaries = [], []
     for path, cand in zip(profiles[1:], frames_of[1:]):
         diff = cmp.compare(base, cand, levels, mapping)
         diff.insert(0, "candidate", str(path))
         prog = cmp.program_change(diff)
+        if fmt == "json":
+            from roofline.report.envelope import compare_row_keys, compare_summary
+
+            diff.insert(0, "row_key", compare_row_keys(diff, len(frames) + 1).to_numpy())
+            summaries.append({"baseline": str(profiles[0]), "candidate": str(path), **compare_summary(diff)})
         summary = (f"{profiles[0]} → {path}: {prog['matched']} matched, {prog['new']} new, {prog['vanished']} vanished; "
                    f"whole-program time {_ms(prog['time_base_s'])} → {_ms(prog['time_cand_s'])} "
                    f"({_pct_text(prog['time_change_pct'])})")
@@ -101,7 +108,12 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
         except OSError as exc:
             _err(f"cannot write {path_text(out)}: {exc.strerror or exc}")
             sys.exit(EXIT_INPUT_ERRORS)
-    if fmt != "table":
+    if fmt == "json":
+        from roofline.report.envelope import compare_envelope
+
+        env = compare_envelope(options, runs, summaries, len(everything), {"map": map_file, "fail_on": fail_on})
+        print_result(everything, fmt, levels, None, envelope=env)
+    elif fmt != "table":
         print_result(everything, fmt, levels, None)
     for v in violations:
         _err(f"regression: {v}")
