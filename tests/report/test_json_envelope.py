@@ -176,7 +176,7 @@ def test_devices_envelope_and_a_name_explained(validator):
     assert not _errors(validator, ex)
     assert ex["summary"]["resolved"] == "H100 SXM" and ex["summary"]["text"] == _cli(
         "devices", "--explain", "NVIDIA H100 80GB HBM3").stdout.rstrip("\n")
-    fp64 = [r for r in ex["summary"]["roofs"] if r["roof"] == "fp64"][0]
+    fp64 = next(r for r in ex["summary"]["roofs"] if r["roof"] == "fp64")
     implied_mhz = 33.5e12 / (132 * 128) / 1e6  # the published figure over SMs × FP64 FLOP per clock per SM
     assert fp64["value"] == pytest.approx(33.5e12) and f"implies {implied_mhz:.0f} MHz" in fp64["clock_basis"]
     assert not _errors(validator, _envelope("devices", "--archs"))
