@@ -188,8 +188,16 @@ def test_devices_envelope_and_a_name_explained(validator):
 
 @pytest.mark.parametrize("source, basis", [
     ("counters: 2 × sm__inst × sm__cycles_elapsed.avg.per_second (1.315 GHz, profiled clock)", "profiled clock"),
-    ("spec: H100 SXM (NVIDIA H100 datasheet)", "as published (spec table)"),
-    ("the user's file", "unavailable: the source does not state a clock"),
+    ("tensor — spec: H100 SXM tensor_bf16 989.4 T/s: datasheet; dense, as published (boost); no profiled clock known",
+     "boost clock"),
+    (("spec: RTX 4060 fp16 15.1 T/s: arch model sm_89: 256 FLOP/clk/SM x 24 SMs x boost clock 2460 MHz (whitepaper); "
+     "dense, 256 FLOP/cycle/SM × 24 SMs × the profiled SM clock 1235 MHz"), "profiled clock"),
+    (("spec: 128 B/cycle/SM × 80 SMs (A10G, ncu's L1 roof) × the boost clock 1710 MHz; no profiled clock known; "
+     "counters gave unavailable: no L1 byte counters"), "boost clock"),
+    ("model: 128 B/clk/CU vL1D × 304 CUs × max_sclk 2100 MHz (sysinfo.csv)", "max engine clock (sysinfo.csv)"),
+    ("measured: roofline.csv device 0 HBMBw 1388.93 GB/s (rocprof-compute empirical microbenchmark)", "as measured"),
+    ("spec: H100 SXM 3.35 TB/s (NVIDIA H100 datasheet: 3.35 TB/s HBM3 (SXM)), as published", "as published"),
+    ("xprof: device plane peak_hbm_bw_gigabytes_per_second 1637.99", "unstated: the source names no clock"),
 ])
 def test_clock_basis_is_read_from_the_source_never_guessed(source, basis):
     assert clock_basis(source) == basis
@@ -206,3 +214,12 @@ def test_ndjson_stays_one_record_per_line_with_its_key():
 def test_package_data_lists_the_schema():
     text = (REPO / "pyproject.toml").read_text()
     assert '"schemas/*.json"' in text and Path(REPO / "src" / "roofline" / "schemas" / "output.schema.json").is_file()
+
+
+def test_row_notes_split_outside_parentheses():
+    from roofline.report.envelope import split_notes
+
+    note = ("L2 level absent: no L2 bytes (unavailable: a trace has no cache counters; profile with ncu); "
+            "under 20% of every roof: latency- or occupancy-limited")
+    assert split_notes(note) == [("L2 level absent: no L2 bytes (unavailable: a trace has no cache counters; profile "
+                                 "with ncu)"), "under 20% of every roof: latency- or occupancy-limited"]

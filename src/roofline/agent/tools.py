@@ -195,7 +195,7 @@ def explain_kernel(session: Session, path: str, row_key: str | None = None, name
     per memory level, the roofs with their sources and clock basis, its bound and binding roof, its notes, and
     what to collect for what is unavailable."""
     from roofline.analysis.select import select
-    from roofline.report.envelope import SCHEMA_VERSION, clock_basis, records, tool, with_row_keys
+    from roofline.report.envelope import SCHEMA_VERSION, clock_basis, records, split_notes, tool, with_row_keys
 
     if not row_key and not name:
         raise ToolInputError("give row_key (from analyze's rows) or name (a regular expression)")
@@ -223,7 +223,7 @@ def explain_kernel(session: Session, path: str, row_key: str | None = None, name
             "intensity_flop_per_byte": row.get(f"intensity_{lv}_flop_per_byte"),
             "achieved_bytes_per_s": row.get(f"achieved_{lv}_bytes_per_s"),
             "peak_bytes_per_s": row.get(f"peak_{lv}_bytes_per_s"), "peak_source": src or None,
-            "clock_basis": clock_basis(src) if src and not src.startswith("unavailable") else None,
+            "clock_basis": clock_basis(src) if row.get(f"peak_{lv}_bytes_per_s") is not None else None,
             "ridge_flop_per_byte": row.get(f"ridge_{lv}_flop_per_byte"),
             "attainable_flop_per_s": row.get(f"attainable_{lv}_flop_per_s"),
             "pct_of_peak_bandwidth": row.get(f"pct_of_peak_{lv}_bandwidth")})
@@ -231,11 +231,11 @@ def explain_kernel(session: Session, path: str, row_key: str | None = None, name
     compute = {"precision": row.get("compute_precision"), "flop_total": row.get("flop_total"),
                "achieved_flop_per_s": row.get("achieved_flop_per_s"), "peak_flop_per_s": row.get("peak_flop_per_s"),
                "peak_source": csrc or None,
-               "clock_basis": clock_basis(csrc) if csrc and not csrc.startswith("unavailable") else None,
+               "clock_basis": clock_basis(csrc) if row.get("peak_flop_per_s") is not None else None,
                "pct_of_peak": row.get("pct_of_peak_flop")}
     unavailable = {k: v for k, v in row.items() if k.endswith("_source") and isinstance(v, str)
                    and v.startswith("unavailable")}
-    notes = [n for n in str(row.get("analysis_note") or "").split("; ") if n]
+    notes = split_notes(str(row.get("analysis_note") or ""))
     return {"schema_version": SCHEMA_VERSION, "tool": tool(), "path": path, "row_key": row["row_key"],
             "matches": len(hit), "kernel": row.get("kernel_name") or row.get("kernel_short_name"),
             "device": row.get("device_name"), "duration_s": row.get("duration_s"), "compute": compute,

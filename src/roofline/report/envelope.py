@@ -214,27 +214,48 @@ def notes_of(analysis: Analysis | None, frame: pd.DataFrame) -> list[dict[str, A
             add("info", f"{src}: no GPU kernels: {prov['no_gpu_work']}")
     if "analysis_note" in frame and not frame.empty:
         for note, n in frame["analysis_note"].astype("string").dropna().value_counts(sort=True).items():
-            for part in str(note).split("; "):
+            for part in split_notes(str(note)):
                 add("row", part, int(n))
     return out
+
+
+def split_notes(text: str) -> list[str]:
+    """A row's ``analysis_note`` as its notes: split at "; " outside parentheses (a note's own reason may hold
+    one: "no L2 bytes (unavailable: a trace has no cache counters; profile with ncu ...)")."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if depth == 0 and text.startswith("; ", i):
+            out.append(text[start:i])
+            start = i + 2
+    out.append(text[start:])
+    return [x.strip() for x in out if x.strip()]
 
 
 #: roofs per row: (key, column) — compute per precision, then bandwidth per memory level
 _ROOFS = (*((p, f"peak_flop_per_s_{p}") for p in ("fp64", "fp32", "fp16", "tensor")),
           *((lv, f"peak_{lv}_bytes_per_s") for lv in ("dram", "l2", "l1", "lds")))
-_CLOCK = re.compile(r"\b(profiled|boost|base|max|published)\b clock|as profiled|at boost", re.IGNORECASE)
+#: how sources state their clock; the last statement is the one the figure was scaled to at the end ("arch model
+#: ... x boost clock 2460 MHz ...; dense, ... × the profiled SM clock 1235 MHz" is at the profiled clock)
+_CLOCK = re.compile(r"(?P<profiled>profiled (?:SM )?clock|as profiled)|(?P<boost>boost clock|as published \(boost\))"
+                    r"|(?P<engine>max_sclk)", re.IGNORECASE)
 
 
 def clock_basis(source: str) -> str:
-    """The clock a roof was taken at, as its source states it ("profiled clock", "boost clock", ...); a
-    bandwidth from the spec table is as published. Never guessed: unstated is said."""
-    m = _CLOCK.search(source or "")
-    if m:
-        word = (m.group(1) or ("profiled" if "profiled" in m.group(0).lower() else "boost")).lower()
-        return f"{word} clock"
-    if (source or "").startswith("spec"):
-        return "as published (spec table)"
-    return "unavailable: the source does not state a clock"
+    """The clock a roof was taken at, as its source states it: "profiled clock", "boost clock", "max engine
+    clock (sysinfo.csv)", "as measured" (a microbenchmark), "as published" (a bandwidth from the spec table).
+    Never guessed: a source that names no clock is said to."""
+    text = (source or "").split("; counters gave")[0].replace("no profiled clock known", "")
+    found = [m.lastgroup for m in _CLOCK.finditer(text)]
+    if found:
+        return {"profiled": "profiled clock", "boost": "boost clock",
+                "engine": "max engine clock (sysinfo.csv)"}[found[-1] or "profiled"]
+    body = text.split(" — ", 1)[-1]
+    if body.startswith("measured"):
+        return "as measured"
+    if "as published" in body:
+        return "as published"
+    return "unstated: the source names no clock"
 
 
 def peaks_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -375,6 +396,20 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{k: jsonable(v) for k, v in rec.items()} for rec in frame.to_dict("records")]
 
 
-__all__ = ["KERNEL_KEY_FIELDS", "SCHEMA_NAME", "SCHEMA_VERSION", "clock_basis", "envelope", "headline_of",
-           "inputs_of", "normalised_name", "notes_of", "peaks_of", "records", "row_key_doc", "row_keys",
-           "with_row_keys"]
+__all__ = [
+    "KERNEL_KEY_FIELDS",
+    "SCHEMA_NAME",
+    "SCHEMA_VERSION",
+    "clock_basis",
+    "envelope",
+    "headline_of",
+    "inputs_of",
+    "normalised_name",
+    "notes_of",
+    "peaks_of",
+    "records",
+    "row_key_doc",
+    "row_keys",
+    "split_notes",
+    "with_row_keys",
+]
