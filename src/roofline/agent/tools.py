@@ -334,8 +334,37 @@ def collect_next(session: Session, paths: list[str], peaks: str = "counters",
              if p["value"] is None]
     exports = [n for n in notes_of(run, run.frame) if n["level"] == "info" and " table in the export" in n["text"]]
     return {"schema_version": SCHEMA_VERSION, "tool": tool(), "paths": list(paths), "time_without_a_point": ranked,
-            "missing_roofs": roofs, "export_gaps": exports,
+            "missing_quantities": missing_quantities(run.frame), "missing_roofs": roofs, "export_gaps": exports,
             "errors": [{"path": f.path or None, "message": f.message} for f in run.failures]}
+
+
+#: the measured quantities whose absence collect_next ranks (each has a ``*_source`` that says why and how)
+QUANTITIES = ("dram_bytes", "l2_bytes", "l1_bytes", "lds_bytes")
+
+
+def missing_quantities(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per quantity and reason, the GPU time of the rows that lack it (a row's ``*_source`` says why and what
+    would collect it), longest first. A level the profile never records (a trace's L2/L1) shows here; FLOPs that
+    could not be priced are the headline's reasons (``time_without_a_point``)."""
+    import pandas as pd
+
+    if frame.empty or "duration_s" not in frame:
+        return []
+    dur = pd.to_numeric(frame["duration_s"], errors="coerce").fillna(0.0).clip(lower=0.0)
+    out = []
+    for q in QUANTITIES:
+        src = f"{q}_source"
+        if q not in frame or src not in frame:
+            continue
+        missing = pd.to_numeric(frame[q], errors="coerce").isna() & frame[src].astype("string").str.startswith(
+            "unavailable").fillna(False)
+        if not missing.any():
+            continue
+        grouped = dur[missing].groupby(frame.loc[missing, src].astype(str)).agg(["sum", "size"])
+        for why, r in grouped.iterrows():
+            out.append({"quantity": q, "why_and_how": why, "gpu_time_s": float(r["sum"]), "rows": int(r["size"]),
+                        "share": float(r["sum"] / dur.sum()) if dur.sum() > 0 else None})
+    return sorted(out, key=lambda x: (-x["gpu_time_s"], x["quantity"]))
 
 
 __all__ = ["COMPACT", "DEFAULT_TOP", "MAX_TOP", "Roots", "Session", "ToolInputError", "analyze", "collect_next",
