@@ -223,3 +223,13 @@ def test_row_notes_split_outside_parentheses():
             "under 20% of every roof: latency- or occupancy-limited")
     assert split_notes(note) == [("L2 level absent: no L2 bytes (unavailable: a trace has no cache counters; profile "
                                  "with ncu)"), "under 20% of every roof: latency- or occupancy-limited"]
+
+
+def test_filters_do_not_change_a_rows_key_and_out_is_written_without_it(tmp_path):
+    from roofline.schema import read_table
+
+    whole = {r["kernel_short_name"]: r["row_key"] for r in _envelope("analyze", shared(A10G))["rows"]}
+    some = _envelope("analyze", shared(A10G), "--name", "two|warp", "--top", "1", "--out", tmp_path / "f.parquet")
+    assert some["rows_total"] == 2 and len(some["rows"]) == 1
+    assert {r["kernel_short_name"]: r["row_key"] for r in some["rows"]}.items() <= whole.items()
+    assert "row_key" not in read_table(tmp_path / "f.parquet").columns

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from roofline.cli.common import (
     write_frame,
     write_html,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @click.command()
@@ -112,19 +116,10 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
             return
     run = analysed(paths, options)
     levels = run.levels
-    scripted = fmt in ("json", "ndjson")
-    if scripted and by is None:  # keyed before any filter: a row's key does not depend on --name or --top
-        from roofline.report.envelope import with_row_keys
-
-        with_row_keys(run.frame)
     try:
         # name and NVTX filters pick kernels, before any grouping; bound, precision and top pick rows
         result, kernels_view = table_rows(run.frame, by=by, levels=levels, latency_threshold_pct=latency_threshold,
                                           name=name_rx, nvtx=nvtx, bound=bound, precision=precision)
-        if scripted and by is not None:
-            from roofline.report.envelope import with_row_keys
-
-            with_row_keys(result, by)
         n_rows = len(result)  # before --top: the table's footer says how many were left out
         every = result  # the table folds rows without a point before it takes the --top longest
         result = result.head(top) if top else result
@@ -138,6 +133,8 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         print_result(every, fmt, levels, by, limit=top or DEFAULT_TOP, latency_threshold=latency_threshold,
                      scope=kernels_view, full_names=full_names)
     else:
+        if fmt in ("json", "ndjson"):
+            result = _keyed(result, run.frame, by)
         env = None
         if fmt == "json":
             from roofline.report.envelope import envelope
@@ -148,6 +145,20 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         print_result(result, fmt, levels, by, limit=None, total=n_rows, latency_threshold=latency_threshold,
                      scope=kernels_view, fold=False, full_names=full_names, envelope=env)
     exit_if_failed(run)
+
+
+def _keyed(result: pd.DataFrame, frame: pd.DataFrame, by: str | None) -> pd.DataFrame:
+    """The printed rows with their stable key first (``--out`` and ``--html`` are written without it). A kernel
+    row's key is taken over the whole frame, before any filter: ``--name`` or ``--top`` do not change it."""
+    from roofline.report.envelope import row_keys
+
+    if by is None and frame.index.is_unique and result.index.isin(frame.index).all():
+        keys = row_keys(frame).reindex(result.index).to_numpy()
+    else:
+        keys = row_keys(result, by).to_numpy()
+    out = result.copy()
+    out.insert(0, "row_key", keys)
+    return out
 
 
 def _filters(by: str | None, top: int | None, name: str | None, nvtx: str | None, bound: str | None,

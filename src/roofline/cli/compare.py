@@ -70,7 +70,7 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
         diff = cmp.compare(base, cand, levels, mapping)
         diff.insert(0, "candidate", str(path))
         prog = cmp.program_change(diff)
-        if fmt == "json":
+        if fmt in ("json", "ndjson"):  # --out is written without the key, as before
             from roofline.report.envelope import compare_row_keys, compare_summary
 
             diff.insert(0, "row_key", compare_row_keys(diff, len(frames) + 1).to_numpy())
