@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from roofline.cli.common import fail
+
 
 @click.command("mcp")
 @click.option("--root", "roots", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -19,8 +21,8 @@ def mcp_cmd(roots: tuple[Path, ...]) -> None:
         import mcp  # noqa: F401  (the SDK: an optional dependency)
 
         from roofline.agent.server import serve
-    except ImportError:
-        raise click.UsageError("roofline mcp needs the MCP SDK: pip install 'roofline[mcp]'") from None
+    except ImportError:  # one line, exit 1: what to install
+        fail("roofline mcp needs the MCP SDK (version 2): pip install 'roofline[mcp]'")
     from roofline.cli.safe import raw
 
     # the protocol owns stdout: JSON-RPC as the SDK writes it (the CLI's terminal escaping is for people)
