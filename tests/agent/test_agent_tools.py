@@ -55,3 +55,12 @@ def test_a_cursor_only_pages_its_own_query():
         t._offset(cur, {**q, "paths": ["b"]})
     with pytest.raises(t.ToolInputError, match="not one this server gave"):
         t._offset("garbage!", q)
+
+
+def test_mcp_without_the_sdk_says_what_to_install_in_one_line(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "mcp", None)  # import mcp raises ImportError
+    p = _cli("mcp")
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == ["roofline: mcp: needs the MCP SDK (version 2): pip install 'roofline[mcp]'"]

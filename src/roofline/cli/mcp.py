@@ -22,7 +22,7 @@ def mcp_cmd(roots: tuple[Path, ...]) -> None:
 
         from roofline.agent.server import serve
     except ImportError:  # one line, exit 1: what to install
-        fail("roofline mcp needs the MCP SDK (version 2): pip install 'roofline[mcp]'")
+        fail("mcp: needs the MCP SDK (version 2): pip install 'roofline[mcp]'")
     from roofline.cli.safe import raw
 
     # the protocol owns stdout: JSON-RPC as the SDK writes it (the CLI's terminal escaping is for people)
