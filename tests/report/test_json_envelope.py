@@ -233,3 +233,10 @@ def test_filters_do_not_change_a_rows_key_and_out_is_written_without_it(tmp_path
     assert some["rows_total"] == 2 and len(some["rows"]) == 1
     assert {r["kernel_short_name"]: r["row_key"] for r in some["rows"]}.items() <= whole.items()
     assert "row_key" not in read_table(tmp_path / "f.parquet").columns
+
+
+def test_row_keys_of_a_frame_with_repeated_labels_are_those_of_its_rows():
+    frame = roofline.run(shared(A10G)).frame
+    doubled = pd.concat([frame, frame.assign(source_file="second.ncu-rep")])  # labels 0..3 twice
+    keys = row_keys(doubled)
+    assert list(keys.iloc[:4]) == list(row_keys(frame)) == list(keys.iloc[4:])  # unique within each profile

@@ -97,9 +97,11 @@ def row_keys(frame: pd.DataFrame, by: str | None = None) -> pd.Series:
                           "start": pd.to_numeric(frame["start_ns"], errors="coerce") if "start_ns" in frame else np.nan,
                           "id": pd.to_numeric(frame["kernel_id"], errors="coerce") if "kernel_id" in frame else np.nan,
                           "pos": np.arange(len(frame))}, index=frame.index)
-    ranked = order.sort_values(["file", "start", "id", "pos"], kind="stable", na_position="last")
-    grouped = pd.concat([order["file"], ident], axis=1).loc[ranked.index]
-    occurrence = grouped.groupby(list(grouped.columns), sort=False).cumcount().reindex(frame.index)
+    # by position, not label: a frame concatenated without ignore_index may repeat labels
+    ranked = order.reset_index(drop=True).sort_values(["file", "start", "id", "pos"], kind="stable",
+                                                      na_position="last").index
+    grouped = pd.concat([order["file"], ident], axis=1).reset_index(drop=True).iloc[ranked]
+    occurrence = grouped.groupby(list(grouped.columns), sort=False).cumcount().sort_index()
     keys = [_hash(vals) for vals in zip(*(ident[c].to_numpy() for c in ident.columns), occurrence.to_numpy())]
     return pd.Series(keys, index=frame.index, dtype=object, name="row_key")
 
