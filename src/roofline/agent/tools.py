@@ -251,8 +251,9 @@ def _findings(row: pd.DataFrame) -> dict[str, Any] | list[Any]:
     except ImportError:
         return {"unavailable": "this roofline has no why-findings (roofline.analysis.diagnose); the bound, the "
                                "binding roof and the notes above are what it can say"}
-    found = diagnose.findings(row) if hasattr(diagnose, "findings") else []  # pragma: no cover - later builds
-    return json.loads(json.dumps(found, default=str))
+    if not hasattr(diagnose, "findings"):  # pragma: no cover - a build whose diagnose speaks another API
+        return {"unavailable": "roofline.analysis.diagnose has no findings(frame) in this build"}
+    return json.loads(json.dumps(diagnose.findings(row), default=str))  # pragma: no cover - later builds
 
 
 def compare(session: Session, baseline: str, candidate: str, top: int | None = None, cursor: str | None = None,
