@@ -64,3 +64,14 @@ def test_mcp_without_the_sdk_says_what_to_install_in_one_line(monkeypatch):
     p = _cli("mcp")
     assert p.returncode == 1 and p.stdout == ""
     assert p.stderr.strip().splitlines() == ["roofline: mcp: needs the MCP SDK (version 2): pip install 'roofline[mcp]'"]
+
+
+def test_long_envelope_lists_are_cut_and_counted():
+    steps = [{"profile": "p", "device": "d", "step": None}] + [{"profile": "p", "device": "d", "step": f"ProfilerStep#{i}"}
+                                                              for i in range(100)]
+    answer = t._bounded({"headline": steps, "notes": [{"text": str(i)} for i in range(70)], "inputs": [{}],
+                         "page": {"offset": 0}})
+    assert len(answer["headline"]) == t.MAX_ITEMS["headline"] and answer["headline"][0]["step"] is None
+    assert answer["headline"][1]["step"] == "ProfilerStep#0"  # the profile's own headline first, then its steps
+    assert answer["page"]["left_out"] == {"headline": 101 - t.MAX_ITEMS["headline"], "notes": 20}
+    assert len(answer["inputs"]) == 1

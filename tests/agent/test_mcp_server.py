@@ -93,6 +93,13 @@ def test_every_tool_answers_what_the_cli_says(fixtures_root):
     assert names == TOOLS
     assert not [a for err, a in answers if err], answers
     full, compact, explained, compared, devices, device, collect = (a for _, a in answers)
+    from importlib import resources
+
+    import jsonschema  # the test extra's, beside the SDK
+
+    schema = json.loads(resources.files("roofline").joinpath("schemas/output.schema.json").read_text())
+    for env in (full, compact, compared, devices, device):  # the tools' envelopes are the shipped schema's
+        assert not [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(env)]
 
     _same_header(full, cli)  # analyze: the CLI's envelope, its rows a page at a time
     assert full["rows"] == cli["rows"][:3] and full["page"]["next_cursor"] and full["page"]["total"] == 4

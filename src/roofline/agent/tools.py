@@ -38,6 +38,9 @@ COMPACT = ("row_key", "source_file", "kernel_short_name", "kernel_name", "kernel
            "binding_roof_cand", "bound_moved",
            # devices rows
            "gpu", "figure", "dense_tflop_per_s", "dram_tb_per_s", "sm_count", "boost_clock_mhz", "source")
+#: the most items of each envelope list an answer carries (a folder of 10,000 profiles, a run of 1,000 steps):
+#: what is left out is counted in ``page.left_out``
+MAX_ITEMS = {"inputs": 50, "errors": 50, "headline": 30, "peaks": 64, "notes": 50}
 #: analyses kept for the next page (a 20,000-row trace is not read again for every page)
 _CACHE_SIZE = 4
 
@@ -186,7 +189,28 @@ def analyze(session: Session, paths: list[str], top: int | None = None, cursor: 
     env = envelope("analyze", options=options, analysis=run, scope=scope, by=by, row_count=page["page"]["returned"],
                    rows_total=len(result), extra_options={"by": by, "top": n, "name": name, "nvtx": nvtx,
                                                           "bound": bound, "precision": precision})
-    return {**env, "page": page["page"], "rows": page["rows"]}
+    return _bounded({**env, "page": page["page"], "rows": page["rows"]})
+
+
+def _bounded(answer: dict[str, Any]) -> dict[str, Any]:
+    """The envelope's lists cut to :data:`MAX_ITEMS`, each cut counted in ``page.left_out``. The headline keeps
+    the whole output's and each profile's before any step's."""
+    left: dict[str, int] = {}
+    for key, limit in MAX_ITEMS.items():
+        items = answer.get(key) or []
+        if len(items) <= limit:
+            continue
+        if key == "headline":
+            keep = {i for i, h in enumerate(items) if h.get("step") is None}
+            keep = set(sorted(keep)[:limit])
+            keep |= set([i for i in range(len(items)) if i not in keep][:limit - len(keep)])
+            answer[key] = [h for i, h in enumerate(items) if i in keep]
+        else:
+            answer[key] = items[:limit]
+        left[key] = len(items) - len(answer[key])
+    if "page" in answer:
+        answer["page"] = {**answer["page"], "left_out": left}
+    return answer
 
 
 def explain_kernel(session: Session, path: str, row_key: str | None = None, name: str | None = None,
@@ -280,7 +304,7 @@ def compare(session: Session, baseline: str, candidate: str, top: int | None = N
     page = _page(diff, _offset(cursor, query), n, detail, query)
     summaries = [{"baseline": baseline, "candidate": candidate, **compare_summary(diff)}]
     env = compare_envelope(options, runs, summaries, page["page"]["returned"], {"map": None, "fail_on": None})
-    return {**env, "rows_total": len(diff), "page": page["page"], "rows": page["rows"]}
+    return _bounded({**env, "rows_total": len(diff), "page": page["page"], "rows": page["rows"]})
 
 
 def list_devices(match: str | None = None, top: int | None = None, cursor: str | None = None,
