@@ -88,6 +88,13 @@ def test_headline_peaks_and_notes_come_before_the_rows_in_the_stream():
                          "summary", "peaks", "notes", "row_key", "row_count", "rows_total", "rows"]
     assert text.index('"headline":') < text.index('"rows":[')
     assert [p["clock_basis"] for p in env["peaks"] if p["value"] is not None] == ["profiled clock"] * 6
+    # the roof a peak entry gives is the headline's (taken there by its own code), the rows' range around it
+    peaks = {p["roof"]: p for p in env["peaks"]}
+    head = env["headline"][0]
+    assert peaks["fp32"]["value"] == head["compute_peak"]["value"] and peaks["dram"]["value"] == head["dram_peak"]["value"]
+    for roof, col in (("fp32", "peak_flop_per_s_fp32"), ("l2", "peak_l2_bytes_per_s")):
+        values = [r[col] for r in env["rows"]]
+        assert (peaks[roof]["min"], peaks[roof]["max"], peaks[roof]["rows"]) == (min(values), max(values), 4)
     # the note of the one latency-limited kernel, once, with its row count
     assert env["notes"] == [{"level": "row", "text": "under 20% of every roof: latency- or occupancy-limited",
                              "rows": 1}]
