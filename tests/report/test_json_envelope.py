@@ -247,3 +247,11 @@ def test_row_keys_of_a_frame_with_repeated_labels_are_those_of_its_rows():
     doubled = pd.concat([frame, frame.assign(source_file="second.ncu-rep")])  # labels 0..3 twice
     keys = row_keys(doubled)
     assert list(keys.iloc[:4]) == list(row_keys(frame)) == list(keys.iloc[4:])  # unique within each profile
+
+
+def test_compare_out_is_written_without_the_printed_key(tmp_path):
+    from roofline.schema import read_table
+
+    env = _envelope("compare", shared(A10G), shared(A10G_ALL), "--out", tmp_path / "d.parquet")
+    frame = read_table(tmp_path / "d.parquet")
+    assert "row_key" not in frame.columns and len(frame) == len(env["rows"])

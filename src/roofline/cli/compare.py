@@ -70,7 +70,7 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
         diff = cmp.compare(base, cand, levels, mapping)
         diff.insert(0, "candidate", str(path))
         prog = cmp.program_change(diff)
-        if fmt in ("json", "ndjson"):  # --out is written without the key, as before
+        if fmt in ("json", "ndjson"):  # the printed rows' stable key (--out is written without it)
             from roofline.report.envelope import compare_row_keys, compare_summary
 
             diff.insert(0, "row_key", compare_row_keys(diff, len(frames) + 1).to_numpy())
@@ -104,7 +104,7 @@ def compare_cmd(profiles: tuple[Path, ...], out: Path | None, fmt: str, levels: 
         from roofline.schema import write_table
 
         try:
-            write_table(everything, out)
+            write_table(everything.drop(columns=["row_key"], errors="ignore"), out)  # as before the envelope
         except OSError as exc:
             _err(f"cannot write {path_text(out)}: {exc.strerror or exc}")
             sys.exit(EXIT_INPUT_ERRORS)
