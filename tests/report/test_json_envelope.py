@@ -255,3 +255,12 @@ def test_compare_out_is_written_without_the_printed_key(tmp_path):
     env = _envelope("compare", shared(A10G), shared(A10G_ALL), "--out", tmp_path / "d.parquet")
     frame = read_table(tmp_path / "d.parquet")
     assert "row_key" not in frame.columns and len(frame) == len(env["rows"])
+
+
+def test_a_streamed_dataset_summary_says_it_has_no_headline(validator):
+    from conftest import OWN
+
+    env = _envelope("analyze", OWN / "dataset_v1", "--by", "program")
+    assert not _errors(validator, env)
+    assert env["headline"] == [] and env["peaks"] == [] and "not computed" in env["notes"][0]["text"]
+    assert env["row_count"] == len(env["rows"]) > 0 and env["row_key"]["fields"][0] == "grouping"

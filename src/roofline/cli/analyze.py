@@ -102,14 +102,14 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
             run, n_rows = streamed
             env = None
             if fmt in ("json", "ndjson"):
-                from roofline.report.envelope import envelope, with_row_keys
+                from roofline.report.envelope import envelope, notes_of, with_row_keys
 
                 with_row_keys(run.frame, by)
+                unseen = {"level": "info", "rows": None, "text": "headline and peaks: not computed for a streamed "
+                          "dataset summary (--by without --out); run without --by for them"}
                 env = envelope("analyze", options=options, analysis=run, scope=run.frame, by=by, headline=[],
-                               peaks=[], row_count=len(run.frame), rows_total=n_rows,
-                               extra_options=_filters(by, top, name_rx, nvtx, bound, precision)) | {"notes": [
-                                   {"level": "info", "rows": None, "text": "headline and peaks: not computed for a "
-                                    "streamed dataset summary (--by without --out); run without --by for them"}]}
+                               peaks=[], notes=[unseen, *notes_of(run, run.frame)], row_count=len(run.frame),
+                               rows_total=n_rows, extra_options=_filters(by, top, name_rx, nvtx, bound, precision))
             print_result(run.frame, fmt, run.levels, by, limit=None if (top or all_rows) else DEFAULT_TOP,
                          total=n_rows, latency_threshold=latency_threshold, envelope=env)
             exit_if_failed(run)
