@@ -59,7 +59,7 @@ def build(roots: Sequence[str | Path] = ()) -> Any:
     @server.tool()
     def explain_kernel(path: str, row_key: str | None = None, name: str | None = None, peaks: str = "counters",
                        device: str | None = None) -> dict[str, Any]:
-        """One kernel of a profile, by the `row_key` of an `analyze` row (or the longest kernel whose name matches
+        """One kernel of a profile, by the `row_key` of an `analyze` row without `by` (or the longest kernel whose name matches
         the regular expression `name`): its roofline point per memory level (bytes, intensity, achieved and peak
         bandwidth with the roof's source and clock basis), its compute roof, bound, binding roof, % of roof,
         notes, and the reason for each value that is unavailable."""
