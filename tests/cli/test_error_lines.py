@@ -83,7 +83,7 @@ def test_cli_out_parquet_keeps_columns_order_and_provenance(tmp_path):
 def test_cli_json_for_scripts():
     p = _cli("analyze", shared(A10G), "--format", "json")
     assert p.returncode == 0, p.stderr
-    recs = json.loads(p.stdout)
+    recs = json.loads(p.stdout)["rows"]
     assert len(recs) == 4 and recs[0]["flop_fp32"] == pytest.approx(2 * 1024**3, rel=1e-3)
     assert recs[0]["l2_bytes"] is None or isinstance(recs[0]["l2_bytes"], float)
 
@@ -105,9 +105,9 @@ def test_cli_usage_error_is_one_line_exit_2():
 def test_cli_device_option_gives_csv_spec_peaks_and_folder_expansion(tmp_path):
     csv_path = shared("ncu/sm80_a100_gemm-variants_roofline-metrics-printfp.csv")
     p = _cli("analyze", csv_path, "--format", "json")
-    assert all(r["bound"] == "unavailable" for r in json.loads(p.stdout))
+    assert all(r["bound"] == "unavailable" for r in json.loads(p.stdout)["rows"])
     p = _cli("analyze", csv_path, "--device", "A100-PCIE-40GB", "--format", "json")
-    recs = {r["kernel_id"]: r for r in json.loads(p.stdout)}
+    recs = {r["kernel_id"]: r for r in json.loads(p.stdout)["rows"]}
     assert recs[2]["peak_dram_bytes_per_s"] == pytest.approx(1.555e12)
     assert recs[2]["peak_dram_bytes_per_s_source"].startswith("spec:")
     # the naive GEMM reads L1 at 0.4 FLOP/B: with ncu's L1 roof (128 B/cycle/SM at the profiled 765 MHz)

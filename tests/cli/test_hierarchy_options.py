@@ -16,7 +16,7 @@ def test_levels_table_and_top_n():
     assert p.returncode == 0, p.stderr
     assert "I DRAM" in p.stdout and "I L2" in p.stdout and "I L1" in p.stdout
     p = _cli("analyze", shared(T4), "--top", "1", "--format", "json")
-    recs = json.loads(p.stdout)
+    recs = json.loads(p.stdout)["rows"]
     assert len(recs) == 1 and recs[0]["kernel_short_name"] == "wmma_gemm"  # the longest kernel
     assert recs[0]["binding_roof"] in ("compute", "dram", "l2", "l1")
 
@@ -39,17 +39,17 @@ def test_unknown_gpu_and_bad_peaks_file_are_one_line_errors(tmp_path):
 def test_nvtx_aggregation_and_filters():
     p = _cli("analyze", shared(CUTLASS), "--by", "nvtx", "--format", "json")
     assert p.returncode == 0, p.stderr
-    rows = {r["nvtx"]: r for r in json.loads(p.stdout)}
+    rows = {r["nvtx"]: r for r in json.loads(p.stdout)["rows"]}
     assert set(rows) == {"Fused-GEMM", "Non-fused-GEMM"}
     assert rows["Non-fused-GEMM"]["kernel_count"] == 2
     p = _cli("analyze", shared(CUTLASS), "--nvtx", "^Fused", "--precision", "tensor", "--format", "json")
-    assert [r["nvtx_range"] for r in json.loads(p.stdout)] == ["Fused-GEMM"]
+    assert [r["nvtx_range"] for r in json.loads(p.stdout)["rows"]] == ["Fused-GEMM"]
 
 
 def test_spec_peaks_and_both_clock_views():
     p = _cli("analyze", shared(T4), "--peaks", "spec", "--clock", "both", "--format", "json")
     assert p.returncode == 0, p.stderr
-    g = [r for r in json.loads(p.stdout) if r["kernel_short_name"] == "wmma_gemm"][0]
+    g = [r for r in json.loads(p.stdout)["rows"] if r["kernel_short_name"] == "wmma_gemm"][0]
     assert g["peak_flop_per_s_tensor_source"].startswith("tensor_fp16") is False
     assert "spec: T4" in g["peak_flop_per_s_tensor_source"]
     assert g["peak_flop_per_s_boost"] > g["peak_flop_per_s"]  # T4 profiled at 585 MHz, boost 1590

@@ -96,11 +96,11 @@ def test_device_map_picks_one_of_the_candidates_of_an_ambiguous_name():
 
     p = _cli("analyze", trace, "--format", "json")
     assert p.returncode == 0, p.stderr
-    row = json.loads(p.stdout)[0]
+    row = json.loads(p.stdout)["rows"][0]
     assert row["peak_dram_bytes_per_s"] == 3.9e12 and "one of H100 SXM, H100 NVL" in row["peak_dram_bytes_per_s_source"]
     p = _cli("analyze", trace, "--format", "json", "--device-map", "NVIDIA H100=H100 SXM")
     assert p.returncode == 0, p.stderr
-    row = json.loads(p.stdout)[0]
+    row = json.loads(p.stdout)["rows"][0]
     assert row["peak_dram_bytes_per_s"] == 3.35e12 and row["peak_dram_bytes_per_s_source"].startswith("spec: H100 SXM")
     bad = _cli("analyze", trace, "--device-map", "NVIDIA H100")
     assert bad.returncode == 2 and "NAME=KNOWN" in bad.stderr
@@ -117,7 +117,7 @@ def test_cpu_only_trace_is_valid_exit_0_with_an_empty_result_that_says_why():
     assert len(p.stderr.strip().splitlines()) == 1 and "CPU-only trace (gloo backend)" in p.stderr
     assert "no GPU kernels" in p.stdout and "Traceback" not in p.stderr
     j = _cli("analyze", trace, "--format", "json", "--strict")
-    assert j.returncode == 0 and json.loads(j.stdout) == []
+    assert j.returncode == 0 and json.loads(j.stdout)["rows"] == []
     with pytest.raises(roofline.errors.NoGpuWorkError):  # the Python API has no row to return: typed
         roofline.read(trace)
 

@@ -318,7 +318,7 @@ def test_cli_analyze_and_program(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "1 program row(s) on MI300X" in out.stdout and "compute-bound" in out.stdout
     out = subprocess.run(run + ["--format", "json", "--top", "3"], capture_output=True, text=True, timeout=300, check=False)
-    recs = json.loads(out.stdout)
+    recs = json.loads(out.stdout)["rows"]
     assert out.returncode == 0 and recs[0]["kernel_name"] == "IDLE"
     assert recs[1]["kernel_name"] == "jit_dot(49)/custom-call.1" and recs[1]["bound"] == "compute-bound"
 

@@ -53,7 +53,7 @@ def test_name_and_nvtx_filters_apply_before_grouping():
     p = _cli("analyze", shared("ncu/sm80_a100_cutlass-b2b-int8-gemm_full-nvtx.ncu-rep"), "--by", "nvtx",
              "--nvtx", "^Fused", "--format", "json")
     assert p.returncode == 0, p.stderr
-    assert [r["nvtx"] for r in json.loads(p.stdout)] == ["Fused-GEMM"]
+    assert [r["nvtx"] for r in json.loads(p.stdout)["rows"]] == ["Fused-GEMM"]
 
 
 def test_group_roofs_ignore_kernels_without_them_and_untimed_kernels():

@@ -51,7 +51,7 @@ def test_names_are_escaped_in_the_table_json_compare_and_error_lines(tmp_path):
     assert "bad\\x1b]0;t\\x07.csv" in res.stderr
     res = _cli("analyze", trace, "--format", "json")
     _clean(res.stdout)
-    assert json.loads(res.stdout)[0]["kernel_name"].startswith("aten::\x1b]52")  # valid JSON, the name intact
+    assert json.loads(res.stdout)["rows"][0]["kernel_name"].startswith("aten::\x1b]52")  # valid JSON, the name intact
     res = _cli("compare", trace, trace)
     assert res.returncode == 0, res.stderr
     _clean(res.stdout + res.stderr)

@@ -94,7 +94,7 @@ def test_the_cli_headline_of_a_trace_without_shapes_names_the_cause_and_its_fix(
     assert "record_param_comms" not in table and "unavailable" not in table  # no row without a point is listed
     j = _cli("analyze", shared(rel), "--by", "summary", "--format", "json")
     assert j.returncode == 0, j.stderr
-    items = json.loads(j.stdout)
+    items = json.loads(j.stdout)["headline"]
     frame = read_table(tmp_path / "rows.parquet")
     assert items[0]["coverage"] == pytest.approx(covered_share(frame), rel=1e-9)
     assert items[0]["reasons"][0]["reason"] == "no shapes recorded" and items[0]["reasons"][0]["share"] > 0.9

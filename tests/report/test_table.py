@@ -102,7 +102,7 @@ def test_cli_table_default_top_all_and_streamed_records():
     nd = _cli("analyze", trace, "--format", "ndjson")
     lines = nd.stdout.splitlines()
     assert nd.returncode == 0 and len(lines) == 61 and all(json.loads(ln)["format"] == "torch-trace" for ln in lines)
-    arr = json.loads(_cli("analyze", trace, "--format", "json").stdout)
+    arr = json.loads(_cli("analyze", trace, "--format", "json").stdout)["rows"]
     assert [r["kernel_id"] for r in arr] == [json.loads(ln)["kernel_id"] for ln in lines]
 
 

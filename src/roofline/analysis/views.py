@@ -21,4 +21,23 @@ def view(frame: pd.DataFrame, by: str) -> pd.DataFrame:
     raise ValueError(f"by must be one of {', '.join(VIEWS)}; got {by!r}")
 
 
-__all__ = ["VIEWS", "view"]
+def table_rows(frame: pd.DataFrame, *, by: str | None, levels: tuple[str, ...], latency_threshold_pct: float,
+               name: str | None = None, nvtx: str | None = None, bound: str | None = None,
+               precision: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``analyze``'s rows (before ``--top``) and the kernels they come from (the headline's scope): name and NVTX
+    filters pick kernels before any grouping; bound and precision pick kernels for a view, rows otherwise.
+    The CLI and the MCP tools (``roofline.agent``) both take their rows from here. Raises ValueError on a bad
+    pattern or grouping."""
+    from roofline.analysis.aggregate import aggregate
+    from roofline.analysis.select import select
+
+    result = select(frame, name=name, nvtx=nvtx)
+    kernels_view = select(result, bound=bound, precision=precision)
+    if by in VIEWS:  # views of the selected kernels, not roofline points
+        return view(kernels_view, by), kernels_view
+    if by:
+        result = aggregate(result, by=by, levels=levels, latency_threshold_pct=latency_threshold_pct)
+    return select(result, bound=bound, precision=precision), kernels_view
+
+
+__all__ = ["VIEWS", "table_rows", "view"]

@@ -28,7 +28,7 @@ class _Group(click.Group):
             "batch": ("roofline.cli.batch", "batch"), "dataset": ("roofline.cli.dataset", "dataset"),
             "devices": ("roofline.cli.devices", "devices"),
             "formats": ("roofline.cli.catalog", "formats"), "samples": ("roofline.cli.catalog", "samples_cmd"),
-            "llm": ("roofline.cli.llm", "llm")}
+            "llm": ("roofline.cli.llm", "llm"), "mcp": ("roofline.cli.mcp", "mcp_cmd")}
     #: the first line of each command's help, for the group's `--help` without importing it
     #: (tests/cli/test_startup.py checks that it matches the command's own help)
     LAZY_HELP = {
@@ -42,6 +42,8 @@ class _Group(click.Group):
         "formats": "List the input formats roofline recognises.",
         "llm": "Analytical roofline of LLM inference: prefill and decode per layer op, per batch size and "
                "prompt length.",
+        "mcp": "Serve roofline to agents: a Model Context Protocol server over stdio (analyze, explain_kernel, "
+               "compare, list_devices, explain_device, collect_next; docs/agents.md).",
         "report": "Write the roofline chart (PNG, SVG on request) and the interactive HTML report of profiles, "
                   "and print the slowest kernels with their roofline figures.",
         "samples": "List the sample profiles bundled with roofline (origin and licences: samples/README.md).",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from roofline.cli.common import (
     write_frame,
     write_html,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @click.command()
@@ -85,9 +89,7 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
     PATHS are profile files or folders of them. Bad files are reported one line each; the good
     ones are still analysed.
     """
-    from roofline.analysis.aggregate import aggregate
-    from roofline.analysis.select import select
-    from roofline.analysis.views import view
+    from roofline.analysis.views import table_rows
     from roofline.pipeline import Options
 
     options = Options(peaks=peaks_opt, device=device, device_map=device_map, counters=counters, captures=captures,
@@ -101,22 +103,26 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
                               nvtx=nvtx, bound=bound, precision=precision)
         if streamed is not None:
             run, n_rows = streamed
+            env = None
+            if fmt in ("json", "ndjson"):
+                from roofline.report.envelope import envelope, notes_of, with_row_keys
+
+                with_row_keys(run.frame, by)
+                unseen = {"level": "info", "rows": None, "text": "headline and peaks: not computed for a streamed "
+                          "dataset summary (--by without --out); run without --by for them"}
+                env = envelope("analyze", options=options, analysis=run, scope=run.frame, by=by, headline=[],
+                               peaks=[], notes=[unseen, *notes_of(run, run.frame)], row_count=len(run.frame),
+                               rows_total=n_rows, extra_options=_filters(by, top, name_rx, nvtx, bound, precision))
             print_result(run.frame, fmt, run.levels, by, limit=None if (top or all_rows) else DEFAULT_TOP,
-                         total=n_rows, latency_threshold=latency_threshold)
+                         total=n_rows, latency_threshold=latency_threshold, envelope=env)
             exit_if_failed(run)
             return
     run = analysed(paths, options)
     levels = run.levels
     try:
         # name and NVTX filters pick kernels, before any grouping; bound, precision and top pick rows
-        result = select(run.frame, name=name_rx, nvtx=nvtx)
-        kernels_view = select(result, bound=bound, precision=precision)
-        if by in ("category", "summary"):  # views of the selected kernels, not roofline points
-            result = view(kernels_view, by)
-        else:
-            if by:
-                result = aggregate(result, by=by, levels=levels, latency_threshold_pct=latency_threshold)
-            result = select(result, bound=bound, precision=precision)
+        result, kernels_view = table_rows(run.frame, by=by, levels=levels, latency_threshold_pct=latency_threshold,
+                                          name=name_rx, nvtx=nvtx, bound=bound, precision=precision)
         n_rows = len(result)  # before --top: the table's footer says how many were left out
         every = result  # the table folds rows without a point before it takes the --top longest
         result = result.head(top) if top else result
@@ -134,8 +140,17 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         print_result(every, fmt, levels, by, limit=top or DEFAULT_TOP, latency_threshold=latency_threshold,
                      scope=kernels_view, full_names=full_names)
     else:
+        if fmt in ("json", "ndjson"):
+            result = _keyed(result, run.frame, by)
+        env = None
+        if fmt == "json":
+            from roofline.report.envelope import envelope
+
+            env = envelope("analyze", options=options, analysis=run, scope=kernels_view, by=by,
+                           row_count=len(result), rows_total=n_rows,
+                           extra_options=_filters(by, top, name_rx, nvtx, bound, precision))
         print_result(result, fmt, levels, by, limit=None, total=n_rows, latency_threshold=latency_threshold,
-                     scope=kernels_view, fold=False, full_names=full_names)
+                     scope=kernels_view, fold=False, full_names=full_names, envelope=env)
     exit_if_failed(run)
 
 
@@ -161,3 +176,23 @@ def _runs(frame: object, levels: tuple[str, ...], fmt: str, out: Path | None, to
                    f"{int(r.captures)}/{len(captures)}  {r.identity}")
     if len(shown) < len(table):
         click.echo(f"  … {len(table) - len(shown)} more identities (--all, --out FILE, --format json)")
+
+
+def _keyed(result: pd.DataFrame, frame: pd.DataFrame, by: str | None) -> pd.DataFrame:
+    """The printed rows with their stable key first (``--out`` and ``--html`` are written without it). A kernel
+    row's key is taken over the whole frame, before any filter: ``--name`` or ``--top`` do not change it."""
+    from roofline.report.envelope import row_keys
+
+    if by is None and frame.index.is_unique and result.index.isin(frame.index).all():
+        keys = row_keys(frame).reindex(result.index).to_numpy()
+    else:
+        keys = row_keys(result, by).to_numpy()
+    out = result.copy()
+    out.insert(0, "row_key", keys)
+    return out
+
+
+def _filters(by: str | None, top: int | None, name: str | None, nvtx: str | None, bound: str | None,
+             precision: str | None) -> dict[str, object]:
+    """The row options of the envelope (beside the pipeline's ``Options``)."""
+    return {"by": by, "top": top, "name": name, "nvtx": nvtx, "bound": bound, "precision": precision}

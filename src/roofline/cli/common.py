@@ -112,9 +112,11 @@ def exit_if_failed(analysis: Analysis) -> None:
 
 def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | None, limit: int | None = None,
                  total: int | None = None, latency_threshold: float = 20.0, more: str = "--top N or --all",
-                 scope: pd.DataFrame | None = None, fold: bool = True, full_names: bool = False) -> None:
+                 scope: pd.DataFrame | None = None, fold: bool = True, full_names: bool = False,
+                 envelope: dict | None = None) -> None:
     """``limit``: rows of the table shown (the rest counted in its footer; ``total``: how many there are, when
-    ``result`` holds only the first); JSON and CSV get every row.
+    ``result`` holds only the first); JSON and CSV get every row. ``envelope``: JSON's object around the rows
+    (:mod:`roofline.report.envelope`: schema version, inputs, headline, peaks, notes, errors), rows last.
 
     The table view starts with the headline of ``scope`` (the kernels the rows come from: coverage, time by
     kind, MFU); with ``fold``, rows without a roofline point are not listed but summed into one line per
@@ -181,7 +183,10 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
     elif fmt in ("json", "ndjson"):
         from roofline.report.records import stream_json
 
-        if by == "summary":  # the headlines, nested as they are (reasons, kinds, peaks)
+        if fmt == "json" and envelope is not None:  # --by summary too: its headlines are the envelope's
+            stream_json(result, ndjson=False, header=envelope)
+            return
+        if by == "summary":  # NDJSON: the headlines, nested as they are (reasons, kinds, peaks), one per line
             import orjson
 
             from roofline.analysis.headline import headlines

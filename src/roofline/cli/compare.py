@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pandas as pd
@@ -79,7 +79,7 @@ def compare_cmd(profiles: tuple[Path, ...], top: int, show_all: bool, out: Path 
     from roofline.pipeline import Options
 
     options = Options(peaks=peaks_opt, device=device, levels=levels)
-    read: dict[str, pd.DataFrame] = {}  # a file named twice (a profile against itself) is read once
+    read: dict[str, Any] = {}  # a file named twice (a profile against itself) is read once: path -> its Analysis
     sides = [_side(p, options, split, read) for p in profiles]
     frames = [f for _, runs in sides for _, f in runs]
     from roofline.hardware.peaks import recorded_levels
@@ -91,13 +91,14 @@ def compare_cmd(profiles: tuple[Path, ...], top: int, show_all: bool, out: Path 
         from roofline.cli.compare_launches import launches_cmd
 
         launches_cmd(profiles, [runs[0][1] for _, runs in sides], levels, mapping, rules, fail_on, fmt, out,
-                     html_path, groups, peaks_opt)
+                     html_path, groups, peaks_opt, envelope_of=(options, list(read.values()), map_file))
         return
     _identities(sides, levels, mapping, rules, fail_on, fmt, out, html_path, None if show_all else top,
-                compare_gate.Floor(min_share, min_change), normalise, not by_name)
+                compare_gate.Floor(min_share, min_change), normalise, not by_name,
+                envelope_of=(options, list(read.values()), map_file))
 
 
-def _side(p: Path, options: object, split: bool, read: dict[str, pd.DataFrame]
+def _side(p: Path, options: object, split: bool, read: dict[str, Any]
           ) -> tuple[str, list[tuple[str, pd.DataFrame]]]:
     """One side: its label and captures (label, analysed frame); a failed or empty input exits 1."""
     from roofline.analysis.identity import split_runs
@@ -116,22 +117,23 @@ def _side(p: Path, options: object, split: bool, read: dict[str, pd.DataFrame]
     return text, runs
 
 
-def _analysed(p: Path, options: object, read: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def _analysed(p: Path, options: object, read: dict[str, Any]) -> pd.DataFrame:
     key = str(p.resolve())
     if key in read:
-        return read[key]
+        return read[key].frame  # type: ignore[no-any-return]
     run = analysed((p,), options)  # type: ignore[arg-type]
     if run.failed or run.frame.empty:
         _err(f"{path_text(p)}: cannot be compared (see the errors above)" if run.failed
              else f"{path_text(p)}: no kernels to compare")
         sys.exit(EXIT_INPUT_ERRORS)
-    read[key] = run.frame
+    read[key] = run
     return run.frame
 
 
 def _identities(sides: list[tuple[str, list[tuple[str, pd.DataFrame]]]], levels: tuple[str, ...],
                 mapping: dict[str, str] | None, rules: list, fail_on: str | None, fmt: str, out: Path | None,
-                html_path: Path | None, top: int | None, floor: object, normalise: str, config: bool) -> None:
+                html_path: Path | None, top: int | None, floor: object, normalise: str, config: bool,
+                envelope_of: tuple[Any, list[Any], str | None]) -> None:
     from roofline.analysis import compare_gate
     from roofline.analysis.compare_runs import Side, compare_sides
     from roofline.analysis.compare_summary import gate_result, summary
@@ -149,9 +151,14 @@ def _identities(sides: list[tuple[str, list[tuple[str, pd.DataFrame]]]], levels:
         lines = render(result, top).split("\n")
         notes = _devices_note([f for _, runs in sides for _, f in runs])
         click.echo("\n".join([*lines[:4], *notes, *lines[4:]]))  # after the first candidate's header
-    elif fmt == "json":
-        full = summary(comp, None, floor, result["gate"])  # type: ignore[arg-type]
-        click.echo(json.dumps({"summary": result, "identities": full["candidates"]}, allow_nan=False, default=str))
+    elif fmt == "json":  # the envelope (docs/agents.md): the summary, then every identity as a keyed row
+        from roofline.report.envelope import compare_envelope, identity_row_keys
+
+        options, runs, map_file = envelope_of
+        rows = table.copy()
+        rows.insert(0, "row_key", identity_row_keys(comp.table).to_numpy())
+        env = compare_envelope(options, runs, result, len(rows), {"map": map_file, "fail_on": fail_on, "top": top})
+        print_result(rows, fmt, levels, None, envelope=env)
     else:
         print_result(table, fmt, levels, None)
     if out is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pandas as pd
@@ -22,17 +23,23 @@ NAME_WIDTH = 60
 
 def launches_cmd(profiles: tuple[Path, ...], frames_of: list[pd.DataFrame], levels: tuple[str, ...],
                  mapping: dict[str, str] | None, rules: list, fail_on: str | None, fmt: str, out: Path | None,
-                 html_path: Path | None, groups: bool, peaks_opt: str) -> None:
+                 html_path: Path | None, groups: bool, peaks_opt: str,
+                 envelope_of: tuple[Any, list[Any], str | None] | None = None) -> None:
     from roofline.analysis import compare as cmp
 
     base = frames_of[0]
     violations: list[str] = []
     unchecked: list[str] = []  # rules the gate could not evaluate: they fail it too
-    frames = []
+    frames, summaries = [], []
     for path, cand in zip(profiles[1:], frames_of[1:]):
         diff = cmp.compare(base, cand, levels, mapping)
         diff.insert(0, "candidate", str(path))
         prog = cmp.program_change(diff)
+        if fmt in ("json", "ndjson"):  # the printed rows' stable key (--out is written without it)
+            from roofline.report.envelope import compare_row_keys, compare_summary
+
+            diff.insert(0, "row_key", compare_row_keys(diff, len(frames) + 1).to_numpy())
+            summaries.append({"baseline": str(profiles[0]), "candidate": str(path), **compare_summary(diff)})
         summary = (f"{profiles[0]} → {path}: {prog['matched']} matched, {prog['new']} new, {prog['vanished']} vanished; "
                    f"whole-program time {_ms(prog['time_base_s'])} → {_ms(prog['time_cand_s'])} "
                    f"({_pct_text(prog['time_change_pct'])})")
@@ -60,11 +67,18 @@ def launches_cmd(profiles: tuple[Path, ...], frames_of: list[pd.DataFrame], leve
         from roofline.schema import write_table
 
         try:
-            write_table(everything, out)
+            write_table(everything.drop(columns=["row_key"], errors="ignore"), out)  # as before the envelope
         except OSError as exc:
             _err(f"cannot write {path_text(out)}: {exc.strerror or exc}")
             sys.exit(EXIT_INPUT_ERRORS)
-    if fmt != "table":
+    if fmt == "json" and envelope_of is not None:
+        from roofline.report.envelope import compare_envelope
+
+        options, runs, map_file = envelope_of
+        env = compare_envelope(options, runs, {"pairs": summaries}, len(everything),
+                               {"map": map_file, "fail_on": fail_on, "launches": True}, by="compare-launches")
+        print_result(everything, fmt, levels, None, envelope=env)
+    elif fmt != "table":
         print_result(everything, fmt, levels, None)
     for v in violations:
         _err(f"regression: {v}")

@@ -6,7 +6,8 @@ import click
 
 
 @click.command()
-@click.option("--format", "fmt", type=click.Choice(["table", "csv"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
+              help="json: the versioned envelope (docs/agents.md), the table's rows in 'rows'.")
 @click.option("--explain", "explain", default=None, metavar="NAME",
               help="Show how a device name (as a profile spells it) resolves to a table entry.")
 @click.option("--cc", default=None, metavar="CC", help="With --explain: the compute capability or gfx target.")
@@ -20,6 +21,11 @@ def devices(fmt: str, explain: str | None = None, cc: str | None = None, sms: in
     if explain is not None:
         from roofline.hardware.names import resolve
 
+        if fmt == "json":
+            from roofline.report.envelope import device_resolution
+
+            _json(summary=device_resolution(explain, cc, sms), rows=None, explain=explain)
+            return
         click.echo(resolve(explain, cc, sms).explain())
         return
     if archs:
@@ -28,6 +34,9 @@ def devices(fmt: str, explain: str | None = None, cc: str | None = None, sms: in
         from roofline.hardware.archs import arch_rows
 
         rows = pd.DataFrame(arch_rows())
+        if fmt == "json":
+            _json(summary=None, rows=rows, archs=True)
+            return
         if fmt == "csv":
             click.echo(rows.to_csv(index=False), nl=False)
             return
@@ -38,6 +47,9 @@ def devices(fmt: str, explain: str | None = None, cc: str | None = None, sms: in
                 + " per SM (CU) per clock")
         return
     frame = specs_frame()
+    if fmt == "json":
+        _json(summary=None, rows=frame)
+        return
     if fmt == "csv":
         click.echo(frame.to_csv(index=False), nl=False)
         return
@@ -50,3 +62,19 @@ def devices(fmt: str, explain: str | None = None, cc: str | None = None, sms: in
         model = " (from the architecture model)" if figs["source"].str.startswith("arch model").all() else ""
         click.echo("  " + ", ".join(f"{r.figure} {r.dense_tflop_per_s:.4g}" for r in figs.itertuples())
                    + f" (dense T/s){model}")
+
+
+def _json(summary: dict | None, rows: object, **extra: object) -> None:
+    """The envelope (docs/agents.md): the spec table's (or the architecture model's) rows, or a name's resolution
+    in ``summary``; a row's key is its GPU (architecture) and figure."""
+    import pandas as pd
+
+    from roofline.report.envelope import envelope, with_row_keys
+    from roofline.report.records import stream_json
+
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame()
+    by = "archs" if extra.get("archs") else "devices"
+    with_row_keys(frame, by)
+    stream_json(frame, ndjson=False, header=envelope("devices", summary=summary, headline=[], peaks=[], notes=[],
+                                                      by=by, row_count=len(frame), extra_options=extra, inputs=[],
+                                                      errors=[]))
