@@ -13,10 +13,11 @@ folders. Per tree:
 of N inputs made of copies of the mix's dataset (new file ids and paths, rows as they are), then ``report``/
 ``analyze`` of it (only for N up to ``--full-upto``, default every N) and ``analyze --by program`` (the summary,
 streamed) with its peak resident memory. ``--reuse`` (with ``--keep``): the kept dataset of an earlier run is
-the mix's dataset, the batch and its measures are not run again.
+the mix's dataset, the batch and its measures are not run again. ``--open N``: ``open_dataset`` of this tree's
+dataset in N fresh processes, the call alone, CPU and wall seconds.
 
     PYTHONPATH=src .venv/bin/python bench/bench_dataset.py [--inputs 500] [--mix all|ncu] [--workers 2]
-        [--base /tmp/base/src] [--no-report] [--scale 5000 ...] [--full-upto N] [--keep DIR [--reuse]]
+        [--base /tmp/base/src] [--no-report] [--open N] [--scale 5000 ...] [--full-upto N] [--keep DIR [--reuse]]
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ PY = sys.executable
 OPEN = r"""
 import sys, time
 from roofline.batch import open_dataset
-t = time.perf_counter(); f = open_dataset(sys.argv[1]); dt = time.perf_counter() - t
-print(f"{dt:.4f} {len(f)}")
+t, c = time.perf_counter(), time.process_time(); f = open_dataset(sys.argv[1])
+print(f"{time.perf_counter() - t:.4f} {len(f)} {time.process_time() - c:.4f}")
 """
 
 
@@ -89,7 +90,7 @@ def tree(label: str, src: Path, inputs: Path, work: Path, workers: int, report: 
         [PY, "-m", "roofline", "batch", str(inputs), "-o", str(ds), "-j", str(workers)], env)
     log = json.loads(next((ds / "_batches").glob("*.json")).read_text())
     opened = subprocess.run([PY, "-c", OPEN, str(ds)], env=env, capture_output=True, text=True, check=True)
-    open_s, rows = opened.stdout.split()
+    open_s, rows, _ = opened.stdout.split()
     files = sum(1 for _ in ds.rglob("*.parquet"))
     if not report:
         return {"files_per_s": log["files_per_s"], "batch_s": log["elapsed_s"], "batch_wall_s": wall,
@@ -138,6 +139,7 @@ def main() -> None:
                     help="also synthetic datasets of these many inputs (this tree)")
     ap.add_argument("--full-upto", type=int, default=None, help="report/analyze of the synthetic ones up to N inputs")
     ap.add_argument("--no-report", action="store_true", help="the batch and open_dataset only (an A/B of the batch)")
+    ap.add_argument("--open", type=int, default=0, metavar="N", help="open_dataset in N fresh processes, CPU and wall")
     ap.add_argument("--reuse", action="store_true", help="with --keep: the kept dataset, no batch run again")
     ap.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
     a = ap.parse_args()
@@ -158,11 +160,23 @@ def main() -> None:
         print(label, json.dumps(results[label]))
     if results:
         table(results, trees, a.base is not None)
+    if a.open:
+        opens(work / "ds-this", a.open)
     for n_in in a.scale:
         scaled(work, a.inputs, n_in, a.full_upto is None or n_in <= a.full_upto)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if a.keep is None:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def opens(ds: Path, n: int) -> None:
+    """``open_dataset(ds)`` in ``n`` fresh processes: the call alone, wall and CPU seconds."""
+    env = os.environ | {"PYTHONPATH": str(REPO / "src")}
+    runs = [subprocess.run([PY, "-c", OPEN, str(ds)], env=env, capture_output=True, text=True, check=True)
+            .stdout.split() for _ in range(n)]
+    wall, cpu = sorted(float(r[0]) for r in runs), sorted(float(r[2]) for r in runs)
+    print(f"\nopen_dataset ({runs[0][1]} rows), {n} fresh processes: CPU best {cpu[0]:.3f} s (median "
+          f"{cpu[n // 2]:.3f}), wall best {wall[0]:.3f} s (median {wall[n // 2]:.3f})")
 
 
 def table(results: dict, trees: list, base: bool) -> None:
