@@ -9,12 +9,15 @@ folders. Per tree:
 2. ``open_dataset(DS)`` (the roofline table) in a fresh process, the call alone;
 3. ``roofline report DS`` and ``roofline analyze DS --format csv``: wall time and the process's user+sys CPU.
 
-``--scale N``: this tree only (the base's report is quadratic in inputs), a synthetic dataset of N inputs made
-of copies of the mix's dataset (new file ids and paths, rows as they are), then ``report``/``analyze`` of it and
-``analyze --by program`` (the summary, streamed) with its peak resident memory.
+``--scale N [N ...]``: this tree only (the base's report is quadratic in inputs), for each N a synthetic dataset
+of N inputs made of copies of the mix's dataset (new file ids and paths, rows as they are), then ``report``/
+``analyze`` of it (only for N up to ``--full-upto``, default every N) and ``analyze --by program`` (the summary,
+streamed) with its peak resident memory. ``--reuse`` (with ``--keep``): the kept dataset of an earlier run is
+the mix's dataset, the batch and its measures are not run again. ``--open N``: ``open_dataset`` of this tree's
+dataset in N fresh processes, the call alone, CPU and wall seconds.
 
     PYTHONPATH=src .venv/bin/python bench/bench_dataset.py [--inputs 500] [--mix all|ncu] [--workers 2]
-        [--base /tmp/base/src] [--scale 5000] [--keep DIR]
+        [--base /tmp/base/src] [--no-report] [--open N] [--scale 5000 ...] [--full-upto N] [--keep DIR [--reuse]]
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ PY = sys.executable
 OPEN = r"""
 import sys, time
 from roofline.batch import open_dataset
-t = time.perf_counter(); f = open_dataset(sys.argv[1]); dt = time.perf_counter() - t
-print(f"{dt:.4f} {len(f)}")
+t, c = time.perf_counter(), time.process_time(); f = open_dataset(sys.argv[1])
+print(f"{time.perf_counter() - t:.4f} {len(f)} {time.process_time() - c:.4f}")
 """
 
 
@@ -80,16 +83,20 @@ def peak_rss(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, int(done.stderr.strip().splitlines()[-1]) / 1024
 
 
-def tree(label: str, src: Path, inputs: Path, work: Path, workers: int) -> dict[str, float]:
+def tree(label: str, src: Path, inputs: Path, work: Path, workers: int, report: bool = True) -> dict[str, float]:
     env = os.environ | {"PYTHONPATH": str(src)}
     ds = work / f"ds-{label}"
-    wall, _, _ = timed([PY, "-m", "roofline", "batch", str(inputs), "-o", str(ds), "-j", str(workers)], env)
+    wall, _, _ = timed(  # (no CPU figure: the pool's workers are not children this process reaps)
+        [PY, "-m", "roofline", "batch", str(inputs), "-o", str(ds), "-j", str(workers)], env)
     log = json.loads(next((ds / "_batches").glob("*.json")).read_text())
     opened = subprocess.run([PY, "-c", OPEN, str(ds)], env=env, capture_output=True, text=True, check=True)
-    open_s, rows = opened.stdout.split()
+    open_s, rows, _ = opened.stdout.split()
+    files = sum(1 for _ in ds.rglob("*.parquet"))
+    if not report:
+        return {"files_per_s": log["files_per_s"], "batch_s": log["elapsed_s"], "batch_wall_s": wall,
+                "parquet_files": files, "open_s": float(open_s), "rows": int(rows)}
     rep = timed([PY, "-m", "roofline", "report", str(ds), "-o", str(work / f"rep-{label}")], env)
     ana = timed([PY, "-m", "roofline", "analyze", str(ds), "--format", "csv"], env)
-    files = sum(1 for _ in ds.rglob("*.parquet"))
     return {"files_per_s": log["files_per_s"], "batch_s": log["elapsed_s"], "batch_wall_s": wall,
             "parquet_files": files, "open_s": float(open_s), "rows": int(rows), "report_wall_s": rep[0],
             "report_cpu_s": rep[1], "analyze_wall_s": ana[0], "analyze_cpu_s": ana[1]}
@@ -117,7 +124,7 @@ def synthetic(ds: Path, out: Path, copies: int) -> int:
                     if col in t.column_names:
                         i = t.column_names.index(col)
                         t = t.set_column(i, col, pc.binary_join_element_wise(pa.scalar(f"{k:05d}"), t.column(col), ""))
-                writer.write_table(t)
+                writer.write_table(t.cast(schema))  # (the joined ids come back nullable; the schema's are not)
         inputs += src.num_rows * copies if table in ("runs", "errors") else 0
     return inputs
 
@@ -128,7 +135,12 @@ def main() -> None:
     ap.add_argument("--mix", choices=["all", "ncu"], default="all", help="which fixtures are copied (see mix())")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--base", type=Path, default=None, help="src folder of the base tree (git archive BASE src)")
-    ap.add_argument("--scale", type=int, default=0, help="also a synthetic dataset of this many inputs (this tree)")
+    ap.add_argument("--scale", type=int, nargs="*", default=[],
+                    help="also synthetic datasets of these many inputs (this tree)")
+    ap.add_argument("--full-upto", type=int, default=None, help="report/analyze of the synthetic ones up to N inputs")
+    ap.add_argument("--no-report", action="store_true", help="the batch and open_dataset only (an A/B of the batch)")
+    ap.add_argument("--open", type=int, default=0, metavar="N", help="open_dataset in N fresh processes, CPU and wall")
+    ap.add_argument("--reuse", action="store_true", help="with --keep: the kept dataset, no batch run again")
     ap.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
     a = ap.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -141,35 +153,62 @@ def main() -> None:
     print(f"{a.inputs} inputs: copies of {len(kinds)} fixtures, {sum(p.stat().st_size for p in inputs.rglob('*') if p.is_file()) / 1e6:.0f} MB")
     trees = [("this", REPO / "src")] + ([("base", a.base)] if a.base else [])
     results = {}
-    for label, src in trees:
+    for label, src in trees if not (a.reuse and a.keep) else ():
         for done in (work / f"ds-{label}", work / f"rep-{label}"):
             shutil.rmtree(done, ignore_errors=True)
-        results[label] = tree(label, src, inputs, work, a.workers)
+        results[label] = tree(label, src, inputs, work, a.workers, not a.no_report)
         print(label, json.dumps(results[label]))
-    print("\n| measure | " + " | ".join(label for label, _ in trees) + (" | base / this |" if a.base else " |"))
-    print("|---|" + "---|" * len(trees) + ("---|" if a.base else ""))
+    if results:
+        table(results, trees, a.base is not None)
+    if a.open:
+        opens(work / "ds-this", a.open)
+    for n_in in a.scale:
+        scaled(work, a.inputs, n_in, a.full_upto is None or n_in <= a.full_upto)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if a.keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def opens(ds: Path, n: int) -> None:
+    """``open_dataset(ds)`` in ``n`` fresh processes: the call alone, wall and CPU seconds."""
+    env = os.environ | {"PYTHONPATH": str(REPO / "src")}
+    runs = [subprocess.run([PY, "-c", OPEN, str(ds)], env=env, capture_output=True, text=True, check=True)
+            .stdout.split() for _ in range(n)]
+    wall, cpu = sorted(float(r[0]) for r in runs), sorted(float(r[2]) for r in runs)
+    print(f"\nopen_dataset ({runs[0][1]} rows), {n} fresh processes: CPU best {cpu[0]:.3f} s (median "
+          f"{cpu[n // 2]:.3f}), wall best {wall[0]:.3f} s (median {wall[n // 2]:.3f})")
+
+
+def table(results: dict, trees: list, base: bool) -> None:
+    print("\n| measure | " + " | ".join(label for label, _ in trees) + (" | base / this |" if base else " |"))
+    print("|---|" + "---|" * len(trees) + ("---|" if base else ""))
     for key in results["this"]:
         row = [f"{results[label][key]:.3f}" if isinstance(results[label][key], float) else str(results[label][key])
                for label, _ in trees]
         ratio = ""
-        if a.base and isinstance(results["this"][key], float) and results["this"][key]:
+        if base and isinstance(results["this"][key], float) and results["this"][key]:
             ratio = f" | {results['base'][key] / results['this'][key]:.2f}"
         print(f"| {key} | " + " | ".join(row) + ratio + " |")
-    if a.scale:
-        copies = max(1, a.scale // a.inputs)
-        big = work / f"ds-x{copies}"
-        shutil.rmtree(big, ignore_errors=True)
-        n = synthetic(work / "ds-this", big, copies)
-        env = os.environ | {"PYTHONPATH": str(REPO / "src")}
+
+
+def scaled(work: Path, inputs: int, n_in: int, full: bool) -> None:
+    """A synthetic dataset of about ``n_in`` inputs (copies of the mix's): report/analyze (when ``full``) and the
+    streamed summary with its peak resident memory."""
+    copies = max(1, n_in // inputs)
+    big = work / f"ds-x{copies}"
+    shutil.rmtree(big, ignore_errors=True)
+    n = synthetic(work / "ds-this", big, copies)
+    size = sum(p.stat().st_size for p in big.rglob("*.parquet")) / 1e6
+    env = os.environ | {"PYTHONPATH": str(REPO / "src")}
+    line = f"\nsynthetic {n} inputs ({copies} copies, {size:.0f} MB of Parquet):"
+    if full:
         rep = timed([PY, "-m", "roofline", "report", str(big), "-o", str(work / "rep-big")], env)
         ana = timed([PY, "-m", "roofline", "analyze", str(big), "--format", "csv"], env)
-        summ = peak_rss([PY, "-m", "roofline", "analyze", str(big), "--by", "program", "--format", "csv"], env)
-        print(f"\nsynthetic {n} inputs ({copies} copies): report wall {rep[0]:.1f} s cpu {rep[1]:.1f} s; "
-              f"analyze wall {ana[0]:.1f} s cpu {ana[1]:.1f} s; analyze --by program wall {summ[0]:.1f} s, "
-              f"peak RSS {summ[1]:.0f} MB")
-    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    if a.keep is None:
-        shutil.rmtree(work, ignore_errors=True)
+        line += f" report wall {rep[0]:.1f} s cpu {rep[1]:.1f} s; analyze wall {ana[0]:.1f} s cpu {ana[1]:.1f} s;"
+    summ = peak_rss([PY, "-m", "roofline", "analyze", str(big), "--by", "program", "--format", "csv"], env)
+    print(line + f" analyze --by program wall {summ[0]:.1f} s, peak RSS {summ[1]:.0f} MB", flush=True)
+    shutil.rmtree(big, ignore_errors=True)
+    shutil.rmtree(work / "rep-big", ignore_errors=True)
 
 
 if __name__ == "__main__":

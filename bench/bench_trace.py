@@ -22,11 +22,18 @@ fixture traces, the 216k-event V100 and the 132k-event H100 OWLv2 trace), all in
 * HTA: Holistic Trace Analysis ``TraceAnalysis(trace_dir=...)`` on a copy of the file, run in its
   own virtualenv (``--hta-python``; HTA pins pandas/numpy versions of its own), timed inside it.
 
+* with ``--decode-floor`` (issue 36) only: the decode floor, ISA-L's gunzip of the whole file and a msgspec decode
+  of 5 fields per event (ph, cat, name, ts, dur) with the cyclic GC off, against ``read`` + the roofs stage,
+  alternating in this warm process, in CPU seconds (``time.process_time``: on a shared machine wall time is the
+  neighbours' too); then ``read``'s CPU seconds in ``--repeat`` fresh processes (the first read after the
+  imports, and the process's whole CPU with the imports); and HTA when ``--hta-python`` is given.
+
 Targets: issue 16, roofline within 1.2x of the floor on the 216k-event trace; issue 23, <= 0.8x the
-floor and >= 10x faster than HTA on both, peak memory <= 3x the decompressed JSON.
+floor and >= 10x faster than HTA on both, peak memory <= 3x the decompressed JSON; issue 36, ``read`` <= 2x the
+decode floor in one warm process, <= 0.30 s in a fresh one, >= 14x HTA.
 
     .venv/bin/python bench/bench_trace.py [--trace PATH ...] [--repeat 5] [--hta-python /tmp/hta-venv/bin/python]
-        [--ab-base /tmp/base/src]
+        [--ab-base /tmp/base/src] [--decode-floor]
 """
 
 from __future__ import annotations
@@ -42,7 +49,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import orjson
 
 from roofline.hardware.attach import attach_roofs
@@ -188,6 +197,93 @@ def ab(path: Path, base_src: Path, repeat: int) -> None:
               + f" | this ÷ floor {best['this'] / best['floor']:.2f} ({med['this'] / med['floor']:.2f})")
 
 
+class _Five(msgspec.Struct, gc=False):
+    """The 5 fields of an event the decode floor decodes (every other key is skipped by msgspec)."""
+
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    ts: Any = None
+    dur: Any = None
+
+
+class _FiveTrace(msgspec.Struct, gc=False):
+    traceEvents: list[_Five]
+
+
+_FIVE = msgspec.json.Decoder(_FiveTrace)
+
+#: run in a fresh interpreter: the CPU seconds of the first read after the imports, and of the whole process
+FRESH_SNIPPET = """
+import sys, time
+c0 = time.process_time()
+from roofline.ingest.torch import trace as torch_trace
+from roofline.hardware.attach import attach_roofs
+c1 = time.process_time()
+frame = attach_roofs(torch_trace.read(sys.argv[1]))
+c2 = time.process_time()
+print(c2 - c1, c2 - c0, len(frame))
+"""
+
+
+def decode_floor(path: Path) -> int:
+    """Issue 36's floor: ISA-L gunzip of the whole file, then a msgspec decode of 5 fields per event."""
+    from isal import isal_zlib
+
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = isal_zlib.decompress(raw, wbits=31)
+    gc.disable()
+    try:
+        return len(_FIVE.decode(raw).traceEvents)
+    finally:
+        gc.enable()
+
+
+def issue36(path: Path, repeat: int, hta_python: str | None) -> None:
+    """The decode floor and ``read`` alternating in CPU time in this process, ``read`` in fresh processes, HTA."""
+    fns = {"decode floor (isal gunzip + msgspec 5 fields)": lambda: decode_floor(path),
+           "roofline read + roofs stage": lambda: attach_roofs(torch_trace.read(path))}
+    for fn in fns.values():
+        fn()
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            gc.collect()
+            c0 = time.process_time()
+            fn()
+            cpu[k].append(time.process_time() - c0)
+    floor_k, read_k = fns
+    print(f"\n{path.name}: {decode_floor(path)} events; CPU s, best (median) of {repeat}, alternating in one process")
+    for k, v in cpu.items():
+        print(f"  {k:48s} {min(v):.3f} ({statistics.median(v):.3f})")
+    print(f"  read / floor: {min(cpu[read_k]) / min(cpu[floor_k]):.2f} "
+          f"({statistics.median(cpu[read_k]) / statistics.median(cpu[floor_k]):.2f})")
+    fresh = []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", FRESH_SNIPPET, str(path)], capture_output=True, text=True,
+                             check=True)
+        fresh.append(tuple(float(x) for x in out.stdout.split()[:2]))
+    reads, whole = [r for r, _ in fresh], [w for _, w in fresh]
+    print(f"  fresh process, first read (CPU s), best (median) of {repeat}: {min(reads):.3f} "
+          f"({statistics.median(reads):.3f}); with the imports: {min(whole):.3f} ({statistics.median(whole):.3f})")
+    if hta_python:
+        with tempfile.TemporaryDirectory() as d:
+            shutil.copy(path, Path(d) / path.name)
+            out = subprocess.run([hta_python, "-c", HTA_SNIPPET, d, str(repeat)], capture_output=True,
+                                 text=True, check=True)
+        hta = json.loads(out.stdout.strip().splitlines()[-1])
+        wall = []  # read's wall time right after HTA's runs, best of the same number
+        for _ in range(repeat):
+            gc.collect()
+            t0 = time.perf_counter()
+            attach_roofs(torch_trace.read(path))
+            wall.append(time.perf_counter() - t0)
+        print(f"  HTA TraceAnalysis load (wall s) {min(hta):.3f} ({statistics.median(hta):.3f}); read (wall s) "
+              f"{min(wall):.3f} ({statistics.median(wall):.3f}): HTA / read {min(hta) / min(wall):.1f}x "
+              f"({statistics.median(hta) / statistics.median(wall):.1f}x)")
+
+
 def streamed(path: Path) -> tuple[list, dict]:
     """The events and top-level fields as read() gets them: gunzipped and decoded piece by piece."""
     top: dict = {}
@@ -245,7 +341,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--hta-python", default=None, help="python of a virtualenv with HolisticTraceAnalysis")
     ap.add_argument("--ab-base", type=Path, default=None, help="src folder of another commit to A/B against")
+    ap.add_argument("--decode-floor", action="store_true", help="only issue 36's measures (see above)")
     args = ap.parse_args()
+    if args.decode_floor:
+        for path in args.trace or DEFAULT[:1]:
+            issue36(path, args.repeat, args.hta_python)
+        return
     for path in args.trace or DEFAULT:
         bench(path, args.repeat, args.hta_python, args.ab_base)
 
