@@ -42,6 +42,15 @@ from roofline.ingest.torch.columns import (
     repeated,
     step_column,
 )
+from roofline.ingest.torch.comms import (
+    COLLECTIVE_COLUMNS,
+    NOT_COMM,
+    UNNAMED,
+    Busy,
+    collective,
+    has_comm_kernel,
+    is_comm,
+)
 from roofline.ingest.torch.costs import NO_OP_COLUMNS
 from roofline.ingest.torch.costs import copy_bytes as _copy_bytes
 from roofline.ingest.torch.costs import copy_cost as _copy_cost
@@ -97,7 +106,8 @@ NO_CAPTURE = (f"{UNAVAILABLE}: {{op}} replays a CUDA/HIP graph: its kernels' ops
 STEP = object()  # a row whose nvtx_range is the ProfilerStep holding it (looked up for all rows at once)
 #: a row's other varying columns, in the order of the tuples ``_build`` makes (``_ts`` sorts them)
 ROW_COLUMNS = ("_ts", "kernel_name", "kernel_short_name", "mangled_name", "nvtx_range", "_device", "duration_s",
-               "duration_s_source", "attribution", "_grid", "_block", "_cost", "op_input_dims", "op_input_types")
+               "duration_s_source", "attribution", "_grid", "_block", "_cost", "op_input_dims", "op_input_types",
+               "_coll")
 
 
 def read(path: str | Path) -> pd.DataFrame:
@@ -193,6 +203,8 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
         groups[op].append(e)
 
     rows = _Rows(devices, steps, threads)
+    if any(e.name.__class__ is str and e.name[:4].lower() in ("nccl", "rccl") for e in gpu):
+        rows.busy = Busy(gpu)  # collectives: their kernels' overlap with the device's other kernels
     # annotations and launches outlive events.clear(): paged attention looks its iteration up in them
     kept = notes + list(runtimes.values())
     rows.events = kept
@@ -285,6 +297,7 @@ class _Rows:
         self.events: list[Event] = []
         self.iterations: Any = None
         self.unlisted: tuple[dict[str, Any], str | None] = ({}, None)  # (the props of unlisted device ids, why)
+        self.busy: Busy | None = None  # the device's non-collective kernel intervals, where there are collectives
 
     def add(self, op: Event | None, evs: list[Event], label: str) -> None:
         if len(evs) == 1:
@@ -323,8 +336,15 @@ class _Rows:
             dims = types = None  # (_inputs' first case, without a call per row)
         else:
             dims, types = self._inputs(op)
+        coll = NOT_COMM
+        if is_comm(name, main.name):
+            caller = self.threads.enclosing(op) if op is not None and self.threads is not None else None
+            found = collective(op, caller, margs, main.name)
+            if found[0] is not None or (self.busy is not None and has_comm_kernel(evs)):
+                coll = (*(found if found[0] is not None else UNNAMED),
+                        *(self.busy.overlap(evs) if self.busy is not None else (NAN, NAN, None)))
         self.rows.append((ts, name, name if op is not None else _short(name), main.name, self.mark, dev,
-                          dur_us * 1e-6, src, label, grid, block, c, dims, types))
+                          dur_us * 1e-6, src, label, grid, block, c, dims, types, coll))
 
     def _inputs(self, op: Event | None) -> tuple[str | None, str | None]:
         """The op's recorded Input Dims and Input type, as the trace wrote them (JSON text)."""
@@ -497,7 +517,8 @@ class _Rows:
                  f"{UNAVAILABLE}: the range profiler recorded no DRAM counters", *NO_OP_COLUMNS)
         prop_key = next(iter(self.devices)) if self.devices else None
         self.rows.append((float(e.ts), e.name, _short(e.name), None, None, prop_key, float(e.dur) * 1e-6,
-                          "cuda_profiler_range dur", "measured: CUPTI range profiler", None, None, costs, None, None))
+                          "cuda_profiler_range dur", "measured: CUPTI range profiler", None, None, costs, None, None,
+                          NOT_COMM))
 
     def frame(self, path: Path, rank: Any) -> pd.DataFrame:
         """The rows as a canonical frame (no roofs: a trace records none; the roofs stage attaches the spec
@@ -514,6 +535,9 @@ class _Rows:
             with suppress(pa.ArrowTypeError, pa.ArrowInvalid):  # (not all str: each converted as any column is)
                 cols["kernel_name"] = cols["kernel_short_name"] = pa.array(cols["kernel_name"], pa.large_string(),
                                                                               memory_pool=COLUMN_POOL)
+        colls = cols.pop("_coll")
+        if any(c is not NOT_COMM for c in colls):  # (most traces: none, and the columns stay null)
+            cols.update(dict(zip(COLLECTIVE_COLUMNS, map(list, zip(*colls)))))
         costs = cols.pop("_cost")
         cost_codes, firsts = first_codes(costs, id)  # rows share their signature's cost tuple (one object)
         distinct = [costs[i] for i in firsts]
