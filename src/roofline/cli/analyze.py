@@ -71,11 +71,15 @@ from roofline.cli.common import (
 @click.option("--device-map", "device_map", multiple=True, metavar="NAME=KNOWN",
               help="Take the roofs of a device the profile names NAME from the table entry KNOWN (repeatable).")
 @click.option("--strict", is_flag=True, help="Exit 1 when some device has no roofs (default: a warning).")
+@click.option("--links", "links", type=click.Path(path_type=Path), default=None, metavar="FILE.toml",
+              help="Link roofs and placement the profile does not record: the NIC between nodes, GPUs per node, "
+              "an intra-node link (docs/collectives.md).")
 def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
             clock: str, device: str | None, name_rx: str | None, bound: str | None, precision: str | None,
             nvtx: str | None, top: int | None, all_rows: bool, by: str | None, latency_threshold: float,
             html_path: Path | None, captures: tuple[Path, ...] = (), counters: tuple[Path, ...] = (),
-            device_map: tuple[str, ...] = (), strict: bool = False, full_names: bool = False) -> None:
+            device_map: tuple[str, ...] = (), strict: bool = False, full_names: bool = False,
+            links: Path | None = None) -> None:
     """Hierarchical roofline of profiles: per kernel and memory level the intensity, attainable and
     achieved FLOP/s, the binding roof, the % of it reached and the time at the roof.
 
@@ -88,7 +92,8 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
     from roofline.pipeline import Options
 
     options = Options(peaks=peaks_opt, device=device, device_map=device_map, counters=counters, captures=captures,
-                      levels=levels, clock=clock, latency_threshold_pct=latency_threshold, strict=strict)
+                      levels=levels, clock=clock, latency_threshold_pct=latency_threshold, strict=strict,
+                      links=str(links) if links else None)
     from roofline.report.table import DEFAULT_TOP
 
     # the default table leads with the headline of every kernel, so it reads the whole frame; a --by summary

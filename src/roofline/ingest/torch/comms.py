@@ -147,8 +147,8 @@ def _from_c10d(c10d: Event, op: Event | None) -> tuple[Any, ...]:
         where = f"the first tensor's Input Dims × Input type ({dtype})"
     found = message_bytes(coll, in_b, out_b)  # type: ignore[arg-type]
     if found is None:
-        return (coll, src, NAN, (f"{UNAVAILABLE}: no tensor shapes recorded for {cname}: record with "
-                "torch.profiler.profile(record_shapes=True), or PyTorch 2.1+"), group, group_src, None)
+        return (coll, src, NAN, (f"{UNAVAILABLE}: no tensor shapes recorded for {cname} (or a TensorList the "
+                "trace does not expand): record with torch.profiler.profile(record_shapes=True) on PyTorch 2.1+"), group, group_src, None)
     return (coll, src, found[0], f"recorded: {found[1]}, {where}", group, group_src, None)
 
 

@@ -1,0 +1,177 @@
+"""Collectives on the roofline: each NCCL/RCCL collective's algorithm and bus bandwidth against the link it runs on.
+
+For a row with a collective (``collective``, ``message_bytes``, ``group_size`` from the reader; see
+``docs/collectives.md``), nccl-tests' definitions (https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md):
+
+* ``algorithm_bandwidth_bytes_per_s`` = S / t: ``message_bytes`` (the message as the collective moves it) over the
+  row's GPU time (its NCCL kernels' durations);
+* ``bus_bandwidth_bytes_per_s`` = algbw × ``bus_factor``: 2(n−1)/n for all-reduce, (n−1)/n for all-gather,
+  reduce-scatter and all-to-all, 1 for broadcast, reduce and send/recv, n the group size;
+* ``link_roof_bytes_per_s``: the link the collective's group runs on, one direction: inside a node the GPU's
+  NVLink/xGMI (``hardware/links.toml``), between nodes the NIC of ``--links FILE.toml``; ``link_placement`` says
+  which and whether the profile recorded it or it is assumed (a Kineto trace records no host per rank);
+* ``pct_of_link_roof`` = busbw / roof. Algorithms that reduce in the switch (NVLS) or use trees between nodes can
+  pass 100%: nccl-tests' bus factor models a ring.
+
+A value the profile does not hold is missing and its ``*_source`` says why and how to record it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from roofline.hardware.links import Link, UserLinks, intra_node
+from roofline.metrics.ops.collectives import bus_factor, kernel_collective
+from roofline.schema import UNAVAILABLE
+
+#: the columns this stage adds, with their dtypes (null on rows without a collective)
+COMM_COLUMNS: dict[str, str] = {
+    "bus_factor": "float64",
+    "bus_factor_source": "string",
+    "algorithm_bandwidth_bytes_per_s": "float64",
+    "bus_bandwidth_bytes_per_s": "float64",
+    "bus_bandwidth_bytes_per_s_source": "string",
+    "link_placement": "string",
+    "link_roof_bytes_per_s": "float64",
+    "link_roof_bytes_per_s_source": "string",
+    "pct_of_link_roof": "float64",
+}
+#: the kernels-frame columns this stage fills where the reader left them empty (NCCL kernels named by a timeline)
+FILLED = ("collective", "collective_source", "message_bytes_source")
+NO_SIZE_TIMELINE = (f"{UNAVAILABLE}: this profile records NCCL/RCCL kernels but not their message sizes: profile with "
+                    "the PyTorch profiler (2.1+: record_param_comms records In/Out msg nelems), or read the sizes "
+                    "from NCCL_DEBUG=INFO logs")
+_RANKS = re.compile(r"ranks \[([\d,\s]*)\]")
+
+
+def communication(frame: pd.DataFrame, links: UserLinks | None = None) -> pd.DataFrame:
+    """The communication columns (COMM_COLUMNS, plus FILLED where filled) for every row of ``frame``."""
+    n = len(frame)
+    out: dict[str, Any] = {c: (np.full(n, np.nan) if d == "float64" else [None] * n) for c, d in COMM_COLUMNS.items()}
+    coll = frame["collective"] if "collective" in frame else pd.Series([None] * n, index=frame.index, dtype="string")
+    filled = _from_kernel_names(frame, coll)
+    if filled is not None:
+        coll = filled[0]
+    rows = np.flatnonzero(coll.notna().to_numpy())
+    if len(rows):
+        get = {c: frame[c].to_numpy() if c in frame else np.full(n, None, dtype=object)
+               for c in ("message_bytes", "duration_s", "group_size", "group_size_source", "process_group",
+                         "device_name", "message_bytes_source")}
+        coll_v = coll.to_numpy()
+        roofs: dict[Any, tuple[Link | None, str]] = {}
+        for i in rows:
+            values = _row(coll_v[i], {k: v[i] for k, v in get.items()}, links, roofs)
+            for c, v in values.items():
+                out[c][i] = v
+    result = pd.DataFrame({c: (out[c] if d == "float64" else pd.array(out[c], dtype=d))
+                           for c, d in COMM_COLUMNS.items()}, index=frame.index)
+    if filled is not None:
+        result["collective"], result["collective_source"], result["message_bytes_source"] = filled
+    return result
+
+
+def _row(coll: str, r: dict[str, Any], links: UserLinks | None,
+         roofs: dict[Any, tuple[Link | None, str]]) -> dict[str, Any]:
+    size, t, n = r["message_bytes"], r["duration_s"], r["group_size"]
+    ok_size = size is not None and not pd.isna(size) and t is not None and not pd.isna(t) and t > 0
+    n = None if n is None or pd.isna(n) else int(n)
+    out: dict[str, Any] = {}
+    if ok_size:
+        out["algorithm_bandwidth_bytes_per_s"] = float(size) / float(t)
+    factor = bus_factor(coll, n) if n is not None else None
+    if factor is None:
+        why = r["group_size_source"] if n is None and isinstance(r["group_size_source"], str) else \
+            f"{UNAVAILABLE}: nccl-tests defines no bus factor for {coll}"
+        out["bus_factor_source"] = why
+        out["bus_bandwidth_bytes_per_s_source"] = why
+    else:
+        out["bus_factor"], out["bus_factor_source"] = factor
+        if ok_size:
+            out["bus_bandwidth_bytes_per_s"] = out["algorithm_bandwidth_bytes_per_s"] * factor[0]
+            out["bus_bandwidth_bytes_per_s_source"] = f"message_bytes / duration_s × {factor[1]}"
+        else:
+            out["bus_bandwidth_bytes_per_s_source"] = r["message_bytes_source"] if isinstance(
+                r["message_bytes_source"], str) and r["message_bytes_source"].startswith(UNAVAILABLE) else \
+                f"{UNAVAILABLE}: no message size or no GPU time for this row"
+    placement, inter = _placement(r["process_group"], n, links)
+    out["link_placement"] = placement
+    if inter:
+        if links is not None and links.inter is not None:
+            roof: Link | None = links.inter
+            out["link_roof_bytes_per_s_source"] = roof.describe()
+        else:
+            roof = None
+            out["link_roof_bytes_per_s_source"] = (f"{UNAVAILABLE}: the group spans nodes and the profile records no "
+                                                   "NIC: give it with --links FILE.toml ([inter_node])")
+    else:
+        if links is not None and links.intra is not None:
+            roof = links.intra
+            out["link_roof_bytes_per_s_source"] = roof.describe()
+        else:
+            dev = r["device_name"]
+            key = dev if isinstance(dev, str) else None
+            if key not in roofs:
+                roofs[key] = intra_node(key)
+            roof, why = roofs[key]
+            out["link_roof_bytes_per_s_source"] = (f"spec: {roof.describe()}; {why}" if roof is not None
+                                                   else f"{UNAVAILABLE}: {why}")
+    if roof is not None:
+        out["link_roof_bytes_per_s"] = roof.unidirectional_bytes_per_s
+        if "bus_bandwidth_bytes_per_s" in out:
+            out["pct_of_link_roof"] = 100.0 * out["bus_bandwidth_bytes_per_s"] / roof.unidirectional_bytes_per_s
+    return out
+
+
+def _placement(group: Any, n: int | None, links: UserLinks | None) -> tuple[str, bool]:
+    """(where the group runs, said with its evidence; whether it spans nodes)."""
+    gpn = links.gpus_per_node if links is not None else None
+    m = _RANKS.search(group) if isinstance(group, str) else None
+    ranks = [int(x) for x in m.group(1).split(",") if x.strip()] if m else []
+    if gpn is not None and ranks:
+        nodes = sorted({r // gpn for r in ranks})
+        where = "intra-node" if len(nodes) == 1 else f"inter-node ({len(nodes)} nodes)"
+        return (f"{where}: recorded process group ranks {ranks[:8]}{'…' if len(ranks) > 8 else ''} with "
+                f"gpus_per_node = {gpn} (--links)"), len(nodes) > 1
+    if gpn is not None and n is not None and n > gpn:
+        return f"inter-node: derived, a group of {n} ranks is larger than gpus_per_node = {gpn} (--links)", True
+    why = ("the profile records no host per rank" if not ranks else
+           "the profile records the group's ranks but not which node each runs on")
+    return (f"intra-node (assumed: {why}; give [placement] gpus_per_node and [inter_node] in --links FILE.toml)",
+            False)
+
+
+def _from_kernel_names(frame: pd.DataFrame, coll: pd.Series) -> tuple[pd.Series, pd.Series, pd.Series] | None:
+    """Rows of a timeline (Nsight Systems, rocprof) whose NCCL/RCCL kernel names a collective the reader did not
+    record: the collective from the name, its size unavailable (a timeline records none)."""
+    names = frame.get("kernel_name")
+    if names is None or not len(frame):
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    empty = coll.isna().to_numpy()
+    try:  # (in C++ over the whole column: a million-row frame costs milliseconds)
+        hit = pc.match_substring_regex(pa.array(names.fillna(""), pa.large_string()), r"^\s*(?:void\s+)?[nr]ccl",
+                                       ignore_case=True).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        hit = names.astype(str).str.contains(r"^\s*(?:void\s+)?[nr]ccl", case=False, regex=True).to_numpy()
+    cand = empty & hit
+    if not cand.any():
+        return None
+    coll = coll.astype("string").copy()
+    src = (frame["collective_source"].astype("string").copy() if "collective_source" in frame
+           else pd.Series(pd.NA, index=frame.index, dtype="string"))
+    size_src = (frame["message_bytes_source"].astype("string").copy() if "message_bytes_source" in frame
+                else pd.Series(pd.NA, index=frame.index, dtype="string"))
+    for i in np.flatnonzero(cand):
+        name = names.iloc[i]
+        c = kernel_collective(name)
+        if c is not None:
+            coll.iloc[i] = c
+            src.iloc[i] = f"recorded: the kernel's name ({str(name).split('(')[0]})"
+            size_src.iloc[i] = NO_SIZE_TIMELINE
+    return coll, src, size_src
