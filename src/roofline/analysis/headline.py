@@ -84,6 +84,10 @@ class Headline:
     span_s: float | None = None  # timelines: first launch to the end of the last
     gap_s: float | None = None  # timelines: the part of the span with nothing running
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # collectives' NCCL/RCCL kernel time that ran alone (exposed) and while other kernels ran (overlapped), where
+    # the profile's timeline gives both (Kineto: analysis/comm.py, docs/collectives.md); None otherwise
+    comm_exposed_s: float | None = None
+    comm_overlapped_s: float | None = None
 
     @property
     def shares(self) -> dict[str, float]:
@@ -276,7 +280,17 @@ def headline(frame: pd.DataFrame, profile: str | None = None, device: str | None
         achieved_dram_bytes_per_s=moved / total if total > 0 else math.nan,
         compute_peak=compute_peak(frame) if one_device else None,
         dram_peak=_peak(frame, "peak_dram_bytes_per_s", "dram", np.ones(len(frame), dtype=bool)) if one_device else None,
-        span_s=span, gap_s=gap, notes=tuple(notes))
+        span_s=span, gap_s=gap, notes=tuple(notes), **_comm_time(frame))
+
+
+def _comm_time(frame: pd.DataFrame) -> dict[str, float | None]:
+    """Σ exposed and Σ overlapped collective time of the rows that record them (None where none does)."""
+    if "comm_exposed_s" not in frame:
+        return {}
+    exposed, overlapped = number(frame, "comm_exposed_s"), number(frame, "comm_overlapped_s")
+    if not exposed.notna().any():
+        return {}
+    return {"comm_exposed_s": float(exposed.sum()), "comm_overlapped_s": float(overlapped.sum())}
 
 
 def _groups(frame: pd.DataFrame, keys: list[pd.Series]) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]:
@@ -347,7 +361,7 @@ def by_device(frame: pd.DataFrame) -> dict[str | None, Headline]:
 
 #: the columns a headline reads (a narrow view: slicing 130 columns, and deep-copying the provenance in ``attrs``
 #: for every slice, cost ~2 s on a 20,000-row trace)
-_NEEDED = ("source_file", "device_name", "nvtx_range", "kernel_name", "kernel_short_name", "mangled_name",
+_NEEDED = ("source_file", "comm_exposed_s", "comm_overlapped_s", "device_name", "nvtx_range", "kernel_name", "kernel_short_name", "mangled_name",
            "hlo_category", "copy_kind", "duration_s", "start_ns", "bound", "tensor_path", "flop_total",
            "peak_dram_bytes_per_s", "peak_dram_bytes_per_s_source",
            *FLOP_COLUMNS, *(source_column(c) for c in FLOP_COLUMNS),

@@ -103,6 +103,11 @@ def format_headline(h: Headline, max_reasons: int = 6) -> list[str]:
             lines.append(f"  {pct(sum(r.share for r in rest)):>6} {len(rest)} other reason(s) (--by summary --format json)")
     lines.append(kinds_line(h))
     lines.append(rates(h))
+    if h.comm_exposed_s is not None and h.comm_overlapped_s is not None:
+        comm = h.comm_exposed_s + h.comm_overlapped_s
+        lines.append(f"collectives: {_si(comm, 's')} of NCCL/RCCL kernels, {_si(h.comm_exposed_s, 's')} exposed "
+                     f"({pct(h.comm_exposed_s / h.gpu_time_s if h.gpu_time_s > 0 else math.nan)} of GPU time: no "
+                     f"other kernel ran) and {_si(h.comm_overlapped_s, 's')} overlapped with compute")
     if h.span_s:
         lines.append(f"timeline: {_si(h.span_s, 's')} from the first launch to the end of the last; "
                      f"{pct(h.gap_s / h.span_s)} of it with nothing running (gaps; outside the shares above)")
