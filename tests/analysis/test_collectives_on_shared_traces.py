@@ -12,8 +12,8 @@ from collections import Counter, defaultdict
 
 import pandas as pd
 import pytest
-from tests.conftest import shared
 
+from conftest import shared
 from roofline.pipeline import run
 
 V100 = "traces/torch_v100_2rank-nccl_rank1_large216k.pt.trace.json.gz"

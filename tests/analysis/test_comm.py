@@ -1,0 +1,177 @@
+"""Collectives on the links: a synthetic Kineto trace built from a published nccl-tests run reproduces its busbw
+column; placement, link roofs and the --links file; exposed vs overlapped on a timeline built to be known."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from conftest import cli
+from roofline.hardware.links import LinksFileError, load_links
+from roofline.pipeline import Options, run
+
+# all_reduce_perf -b 8 -e 8G -f 2 -g 1 on 16 ranks (2 nodes × 8 "NVIDIA H100 80GB HBM3"), float, sum: the
+# out-of-place columns (size B, count, time µs, algbw GB/s, busbw GB/s) as published in
+# github.com/lessizzmore/create-a3mega-ztan-fork, file "ztan-NCCL-test-result" (commit 02dd8f455c43).
+NCCL_TESTS_ALL_REDUCE_16 = [
+    (8, 2, 135.8, 0.00, 0.00), (16, 4, 123.2, 0.00, 0.00), (32, 8, 123.3, 0.00, 0.00), (64, 16, 123.4, 0.00, 0.00),
+    (128, 32, 123.0, 0.00, 0.00), (256, 64, 123.6, 0.00, 0.00), (512, 128, 126.6, 0.00, 0.01),
+    (1024, 256, 147.1, 0.01, 0.01), (2048, 512, 125.8, 0.02, 0.03), (4096, 1024, 126.9, 0.03, 0.06),
+    (8192, 2048, 131.6, 0.06, 0.12), (16384, 4096, 138.6, 0.12, 0.22), (32768, 8192, 155.2, 0.21, 0.40),
+    (65536, 16384, 159.4, 0.41, 0.77), (131072, 32768, 159.3, 0.82, 1.54), (262144, 65536, 167.1, 1.57, 2.94),
+    (524288, 131072, 174.2, 3.01, 5.64), (1048576, 262144, 203.2, 5.16, 9.68), (2097152, 524288, 254.0, 8.26, 15.48),
+    (4194304, 1048576, 364.6, 11.50, 21.57), (8388608, 2097152, 571.9, 14.67, 27.50),
+    (16777216, 4194304, 977.6, 17.16, 32.18), (33554432, 8388608, 1059.9, 31.66, 59.36),
+    (67108864, 16777216, 1261.6, 53.20, 99.74), (134217728, 33554432, 1652.2, 81.24, 152.32),
+    (268435456, 67108864, 2360.9, 113.70, 213.19), (536870912, 134217728, 3817.5, 140.63, 263.69),
+    (1073741824, 268435456, 6759.0, 158.86, 297.86), (2147483648, 536870912, 12646, 169.81, 318.40),
+    (4294967296, 1073741824, 24361, 176.31, 330.58), (8589934592, 2147483648, 47535, 180.71, 338.82),
+]
+
+
+def kineto(path: Path, collectives: list[dict], compute: list[tuple[float, float]] = (), device: str =
+           "NVIDIA H100 80GB HBM3", rank: int = 0, world: int = 16) -> Path:
+    """A PyTorch 2.4-era trace: per collective a record_param_comms op, its cudaLaunchKernel and its NCCL kernel
+    carrying the collective's args (as PyTorch writes them); ``compute``: (ts, dur) µs of other kernels."""
+    ev: list[dict] = []
+    ext = 1
+    for c in collectives:
+        args = {"Collective name": c["name"], "In msg nelems": c["in"], "Out msg nelems": c["out"],
+                "Group size": c["n"], "dtype": c.get("dtype", "Float"), "Process Group Name": "0",
+                "Process Group Description": "default_pg", "Process Group Ranks": str(c.get("ranks", list(range(c["n"]))))}
+        ts = c["ts"]
+        ev.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": ts - 5,
+                   "dur": 4, "args": {"External id": ext, **args}})
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts - 4,
+                   "dur": 2, "args": {"External id": ext, "correlation": 10_000 + ext}})
+        ev.append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                   "pid": 0, "tid": 7, "ts": ts, "dur": c["dur"],
+                   "args": {"External id": ext, "device": 0, "stream": 7, "correlation": 10_000 + ext, **args}})
+        ext += 1
+    for ts, dur in compute:
+        ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": ts - 5, "dur": 4,
+                   "args": {"External id": ext}})
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts - 4,
+                   "dur": 2, "args": {"External id": ext, "correlation": 10_000 + ext}})
+        ev.append({"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4>()",
+                   "pid": 0, "tid": 8, "ts": ts, "dur": dur,
+                   "args": {"External id": ext, "device": 0, "stream": 8, "correlation": 10_000 + ext}})
+        ext += 1
+    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": device, "computeMajor": 9, "computeMinor": 0,
+                                                     "numSms": 132}],
+           "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world}, "traceEvents": ev}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def published_trace(tmp_path: Path) -> Path:
+    cols, ts = [], 1_000_000.0
+    for size, count, t_us, _, _ in NCCL_TESTS_ALL_REDUCE_16:
+        assert size == count * 4  # float
+        cols.append({"name": "allreduce", "in": count, "out": count, "n": 16, "ts": ts, "dur": t_us})
+        ts += t_us + 1000
+    return kineto(tmp_path / "nccl_tests.pt.trace.json", cols)
+
+
+def test_synthetic_trace_of_published_nccl_tests_results_reproduces_their_busbw(tmp_path):
+    frame = run([published_trace(tmp_path)]).frame
+    rows = frame[frame["collective"] == "all_reduce"].sort_values("message_bytes")
+    assert len(rows) == len(NCCL_TESTS_ALL_REDUCE_16)
+    for (_, r), (size, _, t_us, algbw, busbw) in zip(rows.iterrows(), NCCL_TESTS_ALL_REDUCE_16):
+        assert r["message_bytes"] == size
+        assert r["bus_factor"] == pytest.approx(2 * 15 / 16)
+        # nccl-tests prints GB/s (1e9 B/s) with two decimals and its time to 4-5 digits: within that rounding
+        assert abs(r["algorithm_bandwidth_bytes_per_s"] / 1e9 - algbw) <= 0.005 + 1e-3 * algbw
+        assert abs(r["bus_bandwidth_bytes_per_s"] / 1e9 - busbw) <= 0.005 + 1e-3 * busbw
+
+
+def test_placement_is_assumed_unless_the_links_file_gives_the_node_size(tmp_path):
+    trace = published_trace(tmp_path)
+    big = lambda f: f[f["message_bytes"] == 8589934592].iloc[0]
+    r = big(run([trace]).frame)
+    assert r["link_placement"].startswith("intra-node (assumed: ")
+    assert r["link_roof_bytes_per_s"] == 450e9  # H100 SXM NVLink 4: 900 GB/s bidirectional
+    assert r["pct_of_link_roof"] == pytest.approx(100 * r["bus_bandwidth_bytes_per_s"] / 450e9)
+    links = tmp_path / "links.toml"
+    links.write_text("[placement]\ngpus_per_node = 8\n")
+    r = big(run([trace], Options(links=str(links))).frame)
+    assert r["link_placement"].startswith("inter-node (2 nodes): recorded process group ranks")
+    assert math.isnan(r["link_roof_bytes_per_s"]) and math.isnan(r["pct_of_link_roof"])
+    assert "records no NIC" in r["link_roof_bytes_per_s_source"]
+    links.write_text('[placement]\ngpus_per_node = 8\n[inter_node]\nname = "8x 400 Gb/s per node"\n'
+                     'unidirectional_bytes_per_s = 5.0e10\nsource = "a test figure"\n')
+    r = big(run([trace], Options(links=str(links))).frame)
+    assert r["link_roof_bytes_per_s"] == 5.0e10
+    assert r["link_roof_bytes_per_s_source"].startswith("8x 400 Gb/s per node: 50 GB/s per direction (user: a test figure")
+    assert r["pct_of_link_roof"] == pytest.approx(100 * r["bus_bandwidth_bytes_per_s"] / 5.0e10)
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("[inter_node]\nunidirectional_bytes_per_s = -1\nsource = 'x'\n", "positive number"),
+    ("[inter_node]\nunidirectional_bytes_per_s = 1e10\n", "source must say"),
+    ("[placement]\ngpus_per_node = 0\n", "positive integer"),
+    ("[nic]\nx = 1\n", "unknown section"),
+    ("not toml = = 1", "not TOML"),
+])
+def test_a_bad_links_file_is_a_typed_error_naming_it(tmp_path, text, says):
+    p = tmp_path / "links.toml"
+    p.write_text(text)
+    with pytest.raises(LinksFileError, match=says) as e:
+        load_links(p)
+    assert str(p) in str(e.value)
+
+
+def test_a_bad_links_file_is_one_line_and_a_nonzero_exit(tmp_path):
+    p = tmp_path / "links.toml"
+    p.write_text("[placement]\ngpus_per_node = 'eight'\n")
+    r = cli("analyze", str(published_trace(tmp_path)), "--links", str(p))
+    assert r.returncode != 0
+    assert len(r.stderr.strip().splitlines()) == 1 and str(p) in r.stderr and "gpus_per_node" in r.stderr
+
+
+def test_exposed_and_overlapped_time_of_a_known_timeline(tmp_path):
+    """Collective kernel [100, 200) µs, compute kernels [50, 120) and [150, 160) and [190, 300): overlapped
+    20 + 10 + 10 = 40 µs, exposed 60 µs; a second collective [400, 450) with no compute: all exposed."""
+    trace = kineto(tmp_path / "t.pt.trace.json",
+                   [{"name": "allreduce", "in": 1000, "out": 1000, "n": 8, "ts": 100.0, "dur": 100.0},
+                    {"name": "allreduce", "in": 1000, "out": 1000, "n": 8, "ts": 400.0, "dur": 50.0}],
+                   compute=[(50.0, 70.0), (150.0, 10.0), (190.0, 110.0)])
+    frame = run([trace]).frame
+    rows = frame[frame["collective"] == "all_reduce"].sort_values("duration_s", ascending=False)
+    assert rows["comm_overlapped_s"].tolist() == pytest.approx([40e-6, 0.0])
+    assert rows["comm_exposed_s"].tolist() == pytest.approx([60e-6, 50e-6])
+    from roofline.analysis.headline import headlines
+
+    h = headlines(frame)[0]
+    assert (h.comm_exposed_s, h.comm_overlapped_s) == pytest.approx((110e-6, 40e-6))
+    assert frame[frame["collective"].isna()]["comm_exposed_s"].isna().all()  # null on other rows
+
+
+def test_group_size_not_recorded_leaves_bus_bandwidth_unavailable_with_the_reason(tmp_path):
+    trace = kineto(tmp_path / "t.pt.trace.json", [{"name": "allreduce", "in": 1000, "out": 1000, "n": 0,
+                                                   "ts": 100.0, "dur": 10.0}])
+    r = run([trace]).frame.query("collective == 'all_reduce'").iloc[0]
+    assert r["algorithm_bandwidth_bytes_per_s"] == pytest.approx(4000 / 10e-6)
+    assert math.isnan(r["bus_bandwidth_bytes_per_s"]) and math.isnan(r["bus_factor"])
+    assert r["bus_bandwidth_bytes_per_s_source"].startswith("unavailable: ") and "Group size" in \
+        r["bus_bandwidth_bytes_per_s_source"]
+
+
+def test_all_gather_moves_n_times_its_input_and_reduce_scatter_its_whole_input(tmp_path):
+    trace = kineto(tmp_path / "t.pt.trace.json",
+                   [{"name": "_allgather_base", "in": 100, "out": 800, "n": 8, "ts": 100.0, "dur": 10.0,
+                     "dtype": "BFloat16"},
+                    {"name": "_reduce_scatter_base", "in": 800, "out": 100, "n": 8, "ts": 200.0, "dur": 20.0,
+                     "dtype": "BFloat16"}])
+    f = run([trace]).frame.set_index("collective")
+    assert f.loc["all_gather", "message_bytes"] == 1600 and f.loc["reduce_scatter", "message_bytes"] == 1600
+    assert f.loc["all_gather", "bus_bandwidth_bytes_per_s"] == pytest.approx(1600 / 10e-6 * 7 / 8)
+    assert f.loc["reduce_scatter", "bus_bandwidth_bytes_per_s"] == pytest.approx(1600 / 20e-6 * 7 / 8)
+
+
+def test_a_missing_links_file_fails_before_any_input_is_read(tmp_path):
+    with pytest.raises(LinksFileError, match="no such links file"):
+        run([tmp_path / "nothing-here.json"], Options(links=str(tmp_path / "missing.toml")))
