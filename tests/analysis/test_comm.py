@@ -3,13 +3,13 @@ column; placement, link roofs and the --links file; exposed vs overlapped on a t
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pytest
 
 from conftest import cli
+from kineto_synthetic import kineto
 from roofline.hardware.links import LinksFileError, load_links
 from roofline.pipeline import Options, run
 
@@ -30,41 +30,6 @@ NCCL_TESTS_ALL_REDUCE_16 = [
     (1073741824, 268435456, 6759.0, 158.86, 297.86), (2147483648, 536870912, 12646, 169.81, 318.40),
     (4294967296, 1073741824, 24361, 176.31, 330.58), (8589934592, 2147483648, 47535, 180.71, 338.82),
 ]
-
-
-def kineto(path: Path, collectives: list[dict], compute: list[tuple[float, float]] = (), device: str =
-           "NVIDIA H100 80GB HBM3", rank: int = 0, world: int = 16) -> Path:
-    """A PyTorch 2.4-era trace: per collective a record_param_comms op, its cudaLaunchKernel and its NCCL kernel
-    carrying the collective's args (as PyTorch writes them); ``compute``: (ts, dur) µs of other kernels."""
-    ev: list[dict] = []
-    ext = 1
-    for c in collectives:
-        args = {"Collective name": c["name"], "In msg nelems": c["in"], "Out msg nelems": c["out"],
-                "Group size": c["n"], "dtype": c.get("dtype", "Float"), "Process Group Name": "0",
-                "Process Group Description": "default_pg", "Process Group Ranks": str(c.get("ranks", list(range(c["n"]))))}
-        ts = c["ts"]
-        ev.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": ts - 5,
-                   "dur": 4, "args": {"External id": ext, **args}})
-        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts - 4,
-                   "dur": 2, "args": {"External id": ext, "correlation": 10_000 + ext}})
-        ev.append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-                   "pid": 0, "tid": 7, "ts": ts, "dur": c["dur"],
-                   "args": {"External id": ext, "device": 0, "stream": 7, "correlation": 10_000 + ext, **args}})
-        ext += 1
-    for ts, dur in compute:
-        ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": ts - 5, "dur": 4,
-                   "args": {"External id": ext}})
-        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts - 4,
-                   "dur": 2, "args": {"External id": ext, "correlation": 10_000 + ext}})
-        ev.append({"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4>()",
-                   "pid": 0, "tid": 8, "ts": ts, "dur": dur,
-                   "args": {"External id": ext, "device": 0, "stream": 8, "correlation": 10_000 + ext}})
-        ext += 1
-    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": device, "computeMajor": 9, "computeMinor": 0,
-                                                     "numSms": 132}],
-           "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world}, "traceEvents": ev}
-    path.write_text(json.dumps(doc))
-    return path
 
 
 def published_trace(tmp_path: Path) -> Path:

@@ -566,6 +566,7 @@
     mark('programs');
     function drawSteps() { state.steps = window.rooflineSteps ? window.rooflineSteps(D, state.device, esc, si) : 0; }  // timeseries.js
     drawSteps();
+    state.comm = window.rooflineComm ? window.rooflineComm(D, esc, si) : 0;  // comm.js: the collectives' section
     applyFilters();
     mark('kernels');
     var gd = document.getElementById('kernel-chart');
