@@ -178,3 +178,33 @@ def test_exposed_plus_overlapped_is_the_collectives_time_of_the_rank(rel):
     steps = [x for x in headlines(frame) if x.step is not None]
     if steps:  # per step: each step's share adds up to no more than the whole
         assert sum(x.comm_exposed_s + x.comm_overlapped_s for x in steps) <= total_us * 1e-6 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("rel", ["nsys/nsys2026.2_h100x2_mfu-before.sqlite", "nsys/nsys2026.2_h100x2_mfu-after.sqlite"])
+def test_nsys_nccl_kernels_are_collectives_with_their_exposed_time_from_the_timeline(rel):
+    """Nsight Systems names the collective in the kernel and records when each kernel ran, not the message size:
+    exposed + overlapped per device recomputed from the export's own KERNEL table (sqlite3), sizes unavailable."""
+    import sqlite3
+
+    con = sqlite3.connect(shared(rel))
+    rows = con.execute("SELECT k.start, k.end, k.deviceId, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                       "JOIN StringIds s ON s.id = k.demangledName").fetchall()
+    con.close()
+    total = over = 0.0
+    for a, b, dev, name in rows:
+        if not name.lower().startswith("nccl"):
+            continue
+        total += b - a
+        cut = sorted((max(s, a), min(t, b)) for s, t, d, n in rows
+                     if d == dev and not n.lower().startswith("nccl") and s < b and t > a)
+        end = a
+        for s, t in cut:
+            if t > end:
+                over += t - max(s, end)
+                end = t
+    frame, _ = _frame(rel)
+    coll = frame[frame["collective"].notna()]
+    assert len(coll) == sum(1 for r in rows if r[3].lower().startswith("nccl"))
+    assert coll["message_bytes_source"].str.startswith("unavailable: ").all()
+    assert (coll["comm_exposed_s"] + coll["comm_overlapped_s"]).sum() == pytest.approx(total * 1e-9, rel=1e-9)
+    assert coll["comm_overlapped_s"].sum() == pytest.approx(over * 1e-9, rel=1e-6, abs=1e-12)

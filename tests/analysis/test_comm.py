@@ -140,3 +140,25 @@ def test_all_gather_moves_n_times_its_input_and_reduce_scatter_its_whole_input(t
 def test_a_missing_links_file_fails_before_any_input_is_read(tmp_path):
     with pytest.raises(LinksFileError, match="no such links file"):
         run([tmp_path / "nothing-here.json"], Options(links=str(tmp_path / "missing.toml")))
+
+
+def test_a_timeline_without_sizes_gets_exposed_and_overlapped_time_from_its_start_times(tmp_path):
+    """An nsys export: NCCL all-reduce kernel [1000, 2000) ns, compute kernels [500, 1200) and [1900, 2500) on the
+    same device: 300 ns overlapped, 700 exposed; the collective from the kernel's name, its size unavailable."""
+    from nsys_synthetic import export_of_launches, run_sql
+
+    nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    gemm = "void gemm_kernel<float>(float const*, float*, int)"
+    dims = (1, 1, 1, 32, 1, 1)
+    path = export_of_launches(tmp_path / "t.sqlite", [(nccl, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", nccl, dims, 1),
+                                                      (gemm, "gemm_kernel", gemm, dims, 1),
+                                                      (gemm, "gemm_kernel", gemm, dims, 1)], device="NVIDIA H100 80GB HBM3")
+    run_sql(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 1000, end = 2000 WHERE correlationId = 1",
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 500, end = 1200 WHERE correlationId = 2",
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 1900, end = 2500 WHERE correlationId = 3")
+    frame = run([path]).frame
+    r = frame[frame["collective"].notna()].iloc[0]
+    assert r["collective"] == "all_reduce" and r["collective_source"].startswith("recorded: the kernel's name")
+    assert r["comm_overlapped_s"] == pytest.approx(300e-9) and r["comm_exposed_s"] == pytest.approx(700e-9)
+    assert math.isnan(r["message_bytes"]) and r["message_bytes_source"].startswith("unavailable: ")
+    assert math.isnan(r["bus_bandwidth_bytes_per_s"]) and r["link_roof_bytes_per_s"] == 450e9

@@ -40,8 +40,10 @@ COMM_COLUMNS: dict[str, str] = {
     "link_roof_bytes_per_s_source": "string",
     "pct_of_link_roof": "float64",
 }
-#: the kernels-frame columns this stage fills where the reader left them empty (NCCL kernels named by a timeline)
-FILLED = ("collective", "collective_source", "message_bytes_source")
+#: the kernels-frame columns this stage fills where the reader left them empty (NCCL kernels named by a timeline,
+#: their exposed/overlapped time from its start times)
+FILLED = ("collective", "collective_source", "message_bytes_source", "comm_exposed_s", "comm_overlapped_s",
+          "comm_overlap_source")
 NO_SIZE_TIMELINE = (f"{UNAVAILABLE}: this profile records NCCL/RCCL kernels but not their message sizes: profile with "
                     "the PyTorch profiler (2.1+: record_param_comms records In/Out msg nelems), or read the sizes "
                     "from NCCL_DEBUG=INFO logs")
@@ -55,7 +57,7 @@ def communication(frame: pd.DataFrame, links: UserLinks | None = None) -> pd.Dat
     coll = frame["collective"] if "collective" in frame else pd.Series([None] * n, index=frame.index, dtype="string")
     filled = _from_kernel_names(frame, coll)
     if filled is not None:
-        coll = filled[0]
+        coll = filled[0]  # (filled[3]: the rows with an NCCL/RCCL kernel the reader left unnamed)
     rows = np.flatnonzero(coll.notna().to_numpy())
     if len(rows):
         get = {c: frame[c].to_numpy() if c in frame else np.full(n, None, dtype=object)
@@ -70,7 +72,10 @@ def communication(frame: pd.DataFrame, links: UserLinks | None = None) -> pd.Dat
     result = pd.DataFrame({c: (out[c] if d == "float64" else pd.array(out[c], dtype=d))
                            for c, d in COMM_COLUMNS.items()}, index=frame.index)
     if filled is not None:
-        result["collective"], result["collective_source"], result["message_bytes_source"] = filled
+        result["collective"], result["collective_source"], result["message_bytes_source"] = filled[:3]
+        timed = _timeline_overlap(frame, filled[3])
+        if timed is not None:
+            result["comm_exposed_s"], result["comm_overlapped_s"], result["comm_overlap_source"] = timed
     return result
 
 
@@ -144,7 +149,59 @@ def _placement(group: Any, n: int | None, links: UserLinks | None) -> tuple[str,
             False)
 
 
-def _from_kernel_names(frame: pd.DataFrame, coll: pd.Series) -> tuple[pd.Series, pd.Series, pd.Series] | None:
+TIMELINE_OVERLAP = ("Σ of the kernel's time while another (non-collective) kernel ran on the same device "
+                    "(the timeline's start_ns and duration_s)")
+
+
+def _timeline_overlap(frame: pd.DataFrame, comm: np.ndarray) -> tuple[np.ndarray, np.ndarray, Any] | None:
+    """(exposed s, overlapped s, source) of the NCCL/RCCL kernel rows ``comm`` of a timeline that records when each
+    kernel ran (``start_ns``: Nsight Systems), where the reader left them empty; None when it records no times."""
+    if "start_ns" not in frame or "duration_s" not in frame:
+        return None
+    start = pd.to_numeric(frame["start_ns"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    dur = pd.to_numeric(frame["duration_s"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan) * 1e9
+    known = frame["comm_exposed_s"].notna().to_numpy() if "comm_exposed_s" in frame else np.zeros(len(frame), bool)
+    todo = comm & ~known & np.isfinite(start) & np.isfinite(dur)
+    if not todo.any():
+        return None
+    copy = frame["copy_kind"].notna().to_numpy() if "copy_kind" in frame else np.zeros(len(frame), bool)
+    other = ~comm & ~copy & np.isfinite(start) & np.isfinite(dur)
+    src = frame["source_file"].astype("string").fillna("") if "source_file" in frame else pd.Series("", index=frame.index)
+    dev = frame["device_id"].astype("string").fillna("") if "device_id" in frame else pd.Series("", index=frame.index)
+    key = (src + "\x00" + dev).to_numpy()
+    exposed = np.full(len(frame), np.nan)
+    overlapped = np.full(len(frame), np.nan)
+    for k in np.unique(key[todo]):
+        mine = np.flatnonzero(todo & (key == k))
+        o = np.flatnonzero(other & (key == k))
+        a, b = start[mine], start[mine] + dur[mine]
+        over = np.zeros(len(mine))
+        if len(o):
+            order = np.argsort(start[o], kind="stable")
+            s0, e0 = start[o][order], (start[o] + dur[o])[order]
+            run_end = np.maximum.accumulate(e0)
+            new = np.ones(len(s0), bool)
+            new[1:] = s0[1:] > run_end[:-1]  # a merged interval starts where the last one has ended
+            S = s0[new]
+            E = np.maximum.reduceat(e0, np.flatnonzero(new))
+            cum = np.concatenate([[0.0], np.cumsum(E - S)])
+            i = np.searchsorted(E, a, side="right")
+            j = np.searchsorted(S, b, side="left")
+            has = j > i
+            ii, jj = np.minimum(i, len(S) - 1), np.maximum(j - 1, 0)
+            over = np.where(has, cum[j] - cum[i] - np.maximum(0.0, a - S[ii]) - np.maximum(0.0, E[jj] - b), 0.0)
+        overlapped[mine] = np.maximum(over, 0.0) * 1e-9
+        exposed[mine] = dur[mine] * 1e-9 - overlapped[mine]
+    source = np.where(np.isfinite(exposed), TIMELINE_OVERLAP, None)
+    old = frame["comm_overlap_source"].to_numpy(dtype=object) if "comm_overlap_source" in frame else None
+    if old is not None:
+        exposed = np.where(known, frame["comm_exposed_s"].to_numpy(dtype="float64", na_value=np.nan), exposed)
+        overlapped = np.where(known, frame["comm_overlapped_s"].to_numpy(dtype="float64", na_value=np.nan), overlapped)
+        source = np.where(known, old, source)
+    return exposed, overlapped, pd.array(source, dtype="string")
+
+
+def _from_kernel_names(frame: pd.DataFrame, coll: pd.Series) -> tuple[pd.Series, pd.Series, pd.Series, np.ndarray] | None:
     """Rows of a timeline (Nsight Systems, rocprof) whose NCCL/RCCL kernel names a collective the reader did not
     record: the collective from the name, its size unavailable (a timeline records none)."""
     names = frame.get("kernel_name")
@@ -174,4 +231,4 @@ def _from_kernel_names(frame: pd.DataFrame, coll: pd.Series) -> tuple[pd.Series,
             coll.iloc[i] = c
             src.iloc[i] = f"recorded: the kernel's name ({str(name).split('(')[0]})"
             size_src.iloc[i] = NO_SIZE_TIMELINE
-    return coll, src, size_src
+    return coll, src, size_src, cand
