@@ -3,6 +3,7 @@ column; placement, link roofs and the --links file; exposed vs overlapped on a t
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -162,3 +163,23 @@ def test_a_timeline_without_sizes_gets_exposed_and_overlapped_time_from_its_star
     assert r["comm_overlapped_s"] == pytest.approx(300e-9) and r["comm_exposed_s"] == pytest.approx(700e-9)
     assert math.isnan(r["message_bytes"]) and r["message_bytes_source"].startswith("unavailable: ")
     assert math.isnan(r["bus_bandwidth_bytes_per_s"]) and r["link_roof_bytes_per_s"] == 450e9
+
+
+def test_by_category_and_the_summary_say_exposed_and_overlapped(tmp_path):
+    trace = kineto(tmp_path / "t.pt.trace.json",
+                   [{"name": "allreduce", "in": 1000, "out": 1000, "n": 8, "ts": 100.0, "dur": 100.0}],
+                   compute=[(50.0, 70.0)])
+    from roofline.analysis.categories import by_category
+
+    table = by_category(run([trace]).frame).set_index("category")
+    assert table.loc["communication", "comm_exposed_s"] == pytest.approx(80e-6)
+    assert table.loc["communication", "comm_overlapped_s"] == pytest.approx(20e-6)
+    assert math.isnan(table.loc["elementwise", "comm_exposed_s"])  # not 0: no collective there
+    out = cli("analyze", trace, "--by", "category").stdout
+    assert "communication: of its NCCL/RCCL kernels, 80 µs ran exposed (no other kernel running) and 20 µs " \
+           "overlapped with compute" in out
+    out = cli("analyze", trace, "--by", "summary").stdout
+    assert "collectives: 100 µs of NCCL/RCCL kernels, 80 µs exposed" in out and "20 µs overlapped with compute" in out
+    rec = json.loads(cli("analyze", trace, "--by", "summary", "--format", "json").stdout)
+    first = rec[0] if isinstance(rec, list) else rec
+    assert first["comm_exposed_s"] == pytest.approx(80e-6) and first["comm_overlapped_s"] == pytest.approx(20e-6)

@@ -193,7 +193,11 @@ def format_categories(table: pd.DataFrame) -> str:
     legend = ("legend: % time = share of the GPU time (adds up to 100); FLOP/s and B/s over the time of the rows "
               "that have FLOPs (DRAM bytes); median % roof = of the rows with a roof; categories: "
               "docs/analysis.md (op categories)")
-    return shown.to_string(index=False) + "\n" + legend
+    comm = [f"{c}: of its NCCL/RCCL kernels, {_si(e, 's')} ran exposed (no other kernel running) and {_si(o, 's')} "
+            "overlapped with compute"
+            for c, e, o in zip(table["category"], table.get("comm_exposed_s", []), table.get("comm_overlapped_s", []))
+            if isinstance(e, float) and math.isfinite(e)]
+    return shown.to_string(index=False) + "\n" + "".join(line + "\n" for line in comm) + legend
 
 
 __all__ = ["compact_list", "format_categories", "format_folded", "format_headline", "format_headlines", "pct", "rates",
