@@ -97,6 +97,7 @@ def test_a100_pytorch_2_0_collectives_from_their_c10d_callers_shapes():
     the group size."""
     ev = _events(A100)
     ops = [e for e in ev if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
+    notes = [e for e in ev if e.get("cat") == "user_annotation" and e.get("name", "").startswith("nccl:")]
     by_ext = {e["args"]["External id"]: e for e in ops if "External id" in e.get("args", {})}
     launches = {e["args"]["correlation"]: e for e in ev if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
     expected = []
@@ -118,17 +119,23 @@ def test_a100_pytorch_2_0_collectives_from_their_c10d_callers_shapes():
             c10d = max(holders, key=lambda o: o["ts"])
         coll = NAMES[c10d["name"]]
         dims, types = c10d["args"]["Input Dims"], c10d["args"]["Input type"]
-        if not c10d["name"].endswith("_base_"):
-            continue  # allreduce_: a TensorList the trace does not expand: no size recorded
+        if not c10d["name"].endswith("_base_"):  # allreduce_: a TensorList the trace does not expand; the
+            # nccl:all_reduce annotation inside record_param_comms records the tensor; no group size anywhere
+            note = min((n for n in notes if n["tid"] == op["tid"] and op["ts"] <= n["ts"] <= op["ts"] + op["dur"]),
+                       key=lambda n: n["ts"])
+            expected.append((coll, math.prod(note["args"]["Input Dims"][0]) * ELEM[note["args"]["Input type"][0]],
+                             None, k["dur"]))
+            continue
         out_n, in_n = math.prod(dims[0]), math.prod(dims[1])
         size = (out_n if coll == "all_gather" else in_n) * ELEM[types[1]]
         n = out_n // in_n if coll == "all_gather" else in_n // out_n if coll == "reduce_scatter" else None
         expected.append((coll, size, n, k["dur"]))
-    assert Counter(c for c, *_ in expected) == {"all_to_all": 45, "reduce_scatter": 10, "all_gather": 10}
+    assert Counter(c for c, *_ in expected) == {"all_to_all": 45, "reduce_scatter": 10, "all_gather": 10,
+                                                "all_reduce": 10}
     frame, _ = _frame(A100)
     _check(frame, expected)
     unsized = frame[frame["collective"].notna() & frame["message_bytes"].isna()]
-    assert set(unsized["collective"]) == {"all_reduce", "send_recv"}
+    assert set(unsized["collective"]) == {"send_recv"}  # kernels launched before the window: no op, no size
     assert unsized["message_bytes_source"].str.startswith("unavailable: ").all()
 
 

@@ -79,7 +79,36 @@ def _two_tensors(a: Any) -> tuple[int | None, int | None, Any]:
     return _numel(dims[0]), _numel(dims[1]), types[1]
 
 
-def collective(op: Event | None, caller: Event | None, margs: Any, kernel: Any) -> tuple[Any, ...]:
+class Annotations:
+    """PyTorch 2.0's ``nccl:<collective>`` annotations (``user_annotation``), which record the tensor a collective
+    sends (``Input Dims``/``Input type``) inside ``record_param_comms``: looked up by thread and time."""
+
+    def __init__(self, notes: list[Event]) -> None:
+        self.by_thread: dict[Any, list[tuple[float, Event]]] = defaultdict(list)
+        for e in notes:
+            if e.name.__class__ is str and e.name.startswith(("nccl:", "rccl:")) and e.args is not None:
+                try:
+                    self.by_thread[(e.pid, e.tid)].append((float(e.ts), e))
+                except TypeError:
+                    continue
+        for v in self.by_thread.values():
+            v.sort(key=lambda x: x[0])
+
+    def within(self, op: Event) -> Event | None:
+        """The first annotation on ``op``'s thread that starts inside its span."""
+        try:
+            found = self.by_thread.get((op.pid, op.tid))
+        except TypeError:
+            return None
+        if not found:
+            return None
+        a, b = float(op.ts), float(op.ts) + float(op.dur)
+        i = bisect.bisect_left(found, a, key=lambda x: x[0])
+        return found[i][1] if i < len(found) and found[i][0] <= b else None
+
+
+def collective(op: Event | None, caller: Event | None, margs: Any, kernel: Any,
+               notes: Annotations | None = None) -> tuple[Any, ...]:
     """The row's collective columns (COLLECTIVE_COLUMNS less the overlap), from the best record there is."""
     for a, where in ((margs, "the NCCL kernel's args"), (op.args if op is not None else None, "record_param_comms args")):
         if a is not None and a.collective is not None and canonical(a.collective) is not None:
@@ -88,7 +117,7 @@ def collective(op: Event | None, caller: Event | None, margs: Any, kernel: Any) 
     c10d = op if name.startswith("c10d::") else caller if caller is not None and str(caller.name).startswith("c10d::") \
         else None
     if c10d is not None and canonical(str(c10d.name).rstrip("_")) is not None:
-        return _from_c10d(c10d, op)
+        return _from_c10d(c10d, op, notes)
     coll = kernel_collective(kernel)
     if coll is None:
         coll = canonical(name)
@@ -121,7 +150,7 @@ def _recorded(a: Any, where: str) -> tuple[Any, ...]:
     return (coll, f"recorded: Collective name {a.collective!r} ({where})", size, size_src, group, group_src, pg)
 
 
-def _from_c10d(c10d: Event, op: Event | None) -> tuple[Any, ...]:
+def _from_c10d(c10d: Event, op: Event | None, notes: Annotations | None = None) -> tuple[Any, ...]:
     cname = str(c10d.name)
     coll = canonical(cname.rstrip("_"))
     src = f"recorded: the c10d op ({cname})"
@@ -140,11 +169,18 @@ def _from_c10d(c10d: Event, op: Event | None) -> tuple[Any, ...]:
         where = f"{cname} Input Dims × Input type ({dtype})"
     else:  # allreduce_/broadcast_: a TensorList the trace may not expand; record_param_comms' own first tensor
         n, dtype = _first_tensor(c10d.args)
+        where = f"{cname}'s first tensor"
         if n is None and op is not None and op is not c10d:
             n, dtype = _first_tensor(op.args)
+            where = "record_param_comms' first tensor"
+        if n is None and notes is not None and op is not None:
+            note = notes.within(op)
+            if note is not None:
+                n, dtype = _first_tensor(note.args)
+                where = f"the {note.name} annotation's tensor"
         in_b = collective_bytes(n, dtype) if n is not None and dtype else None
         out_b = in_b
-        where = f"the first tensor's Input Dims × Input type ({dtype})"
+        where = f"{where}: Input Dims × Input type ({dtype})"
     found = message_bytes(coll, in_b, out_b)  # type: ignore[arg-type]
     if found is None:
         return (coll, src, NAN, (f"{UNAVAILABLE}: no tensor shapes recorded for {cname} (or a TensorList the "

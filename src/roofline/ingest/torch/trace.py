@@ -46,6 +46,7 @@ from roofline.ingest.torch.comms import (
     COLLECTIVE_COLUMNS,
     NOT_COMM,
     UNNAMED,
+    Annotations,
     Busy,
     collective,
     has_comm_kernel,
@@ -205,6 +206,7 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
     rows = _Rows(devices, steps, threads)
     if any(e.name.__class__ is str and e.name[:4].lower() in ("nccl", "rccl") for e in gpu):
         rows.busy = Busy(gpu)  # collectives: their kernels' overlap with the device's other kernels
+        rows.annotations = Annotations(notes)  # (PyTorch 2.0: the tensor an nccl:<collective> annotation records)
     # annotations and launches outlive events.clear(): paged attention looks its iteration up in them
     kept = notes + list(runtimes.values())
     rows.events = kept
@@ -298,6 +300,7 @@ class _Rows:
         self.iterations: Any = None
         self.unlisted: tuple[dict[str, Any], str | None] = ({}, None)  # (the props of unlisted device ids, why)
         self.busy: Busy | None = None  # the device's non-collective kernel intervals, where there are collectives
+        self.annotations: Annotations | None = None
 
     def add(self, op: Event | None, evs: list[Event], label: str) -> None:
         if len(evs) == 1:
@@ -339,7 +342,7 @@ class _Rows:
         coll = NOT_COMM
         if is_comm(name, main.name):
             caller = self.threads.enclosing(op) if op is not None and self.threads is not None else None
-            found = collective(op, caller, margs, main.name)
+            found = collective(op, caller, margs, main.name, self.annotations)
             if found[0] is not None or (self.busy is not None and has_comm_kernel(evs)):
                 coll = (*(found if found[0] is not None else UNNAMED),
                         *(self.busy.overlap(evs) if self.busy is not None else (NAN, NAN, None)))
