@@ -183,3 +183,21 @@ def test_by_category_and_the_summary_say_exposed_and_overlapped(tmp_path):
     rec = json.loads(cli("analyze", trace, "--by", "summary", "--format", "json").stdout)
     first = rec[0] if isinstance(rec, list) else rec
     assert first["comm_exposed_s"] == pytest.approx(80e-6) and first["comm_overlapped_s"] == pytest.approx(20e-6)
+
+
+def test_the_headline_says_how_many_collectives_have_a_bus_bandwidth_and_their_median_share_of_the_roof(tmp_path):
+    """Three collectives: 300 µs and 100 µs with a group size, one without: 2 of 3 have busbw; the time-weighted
+    median share of the roof is the 300 µs one's (it holds 3/4 of the weight)."""
+    trace = kineto(tmp_path / "t.pt.trace.json",
+                   [{"name": "allreduce", "in": 1 << 24, "out": 1 << 24, "n": 8, "ts": 100.0, "dur": 300.0},
+                    {"name": "allreduce", "in": 1 << 20, "out": 1 << 20, "n": 8, "ts": 1000.0, "dur": 100.0},
+                    {"name": "allreduce", "in": 1 << 20, "out": 1 << 20, "n": 0, "ts": 2000.0, "dur": 100.0}])
+    frame = run([trace]).frame
+    from roofline.analysis.headline import headlines
+
+    h = headlines(frame)[0]
+    assert (h.comm_with_busbw, h.comm_rows) == (2, 3)
+    expected = 100 * (4 * (1 << 24) / 300e-6 * 2 * 7 / 8) / 450e9
+    assert h.comm_median_pct_of_link_roof == pytest.approx(expected)
+    assert h.comm_median_link.startswith("NVLink 4, 18 link(s): 450 GB/s per direction")
+    assert "collectives on the links: 2 of 3 with a bus bandwidth" in cli("analyze", trace, "--by", "summary").stdout

@@ -108,6 +108,13 @@ def format_headline(h: Headline, max_reasons: int = 6) -> list[str]:
         lines.append(f"collectives: {_si(comm, 's')} of NCCL/RCCL kernels, {_si(h.comm_exposed_s, 's')} exposed "
                      f"({pct(h.comm_exposed_s / h.gpu_time_s if h.gpu_time_s > 0 else math.nan)} of GPU time: no "
                      f"other kernel ran) and {_si(h.comm_overlapped_s, 's')} overlapped with compute")
+    if h.comm_rows:
+        line = (f"collectives on the links: {h.comm_with_busbw:,} of {h.comm_rows:,} with a bus bandwidth "
+                "(size and group size recorded)")
+        if h.comm_median_pct_of_link_roof is not None:
+            line += (f"; time-weighted median {h.comm_median_pct_of_link_roof:.1f}% of the link roof "
+                     f"({h.comm_median_link}); docs/collectives.md")
+        lines.append(line)
     if h.span_s:
         lines.append(f"timeline: {_si(h.span_s, 's')} from the first launch to the end of the last; "
                      f"{pct(h.gap_s / h.span_s)} of it with nothing running (gaps; outside the shares above)")
