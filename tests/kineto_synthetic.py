@@ -17,7 +17,7 @@ def kineto(path: Path, collectives: list[dict], compute: list[tuple[float, float
     for c in collectives:
         args = {"Collective name": c["name"], "In msg nelems": c["in"], "Out msg nelems": c["out"],
                 "Group size": c["n"], "dtype": c.get("dtype", "Float"), "Process Group Name": "0",
-                "Process Group Description": "default_pg", "Process Group Ranks": str(c.get("ranks", list(range(c["n"]))))}
+                "Process Group Description": "default_pg", "Process Group Ranks": str(c.get("ranks", _ranks(c["n"])))}
         ts = c["ts"]
         ev.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": ts - 5,
                    "dur": 4, "args": {"External id": ext, **args}})
@@ -41,3 +41,7 @@ def kineto(path: Path, collectives: list[dict], compute: list[tuple[float, float
            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world}, "traceEvents": ev}
     path.write_text(json.dumps(doc))
     return path
+
+
+def _ranks(n: object) -> list[int]:
+    return list(range(n)) if isinstance(n, int) and not isinstance(n, bool) and 0 < n < 4096 else []

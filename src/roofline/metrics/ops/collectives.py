@@ -9,6 +9,7 @@ traces record only ``In msg nelems``, and then the input alone is (the row says 
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -19,7 +20,9 @@ def collective_bytes(nelems: Any, dtype: Any) -> float | None:
     """Bytes of one message: elements × dtype size (NCCL args)."""
     try:
         n = float(nelems)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if not math.isfinite(n) or n < 0 or isinstance(nelems, bool):  # a damaged count is no size, never inf or < 0
         return None
     z = size(str(dtype)) or {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4,
                              "uint8": 1, "int8": 1, "byte": 1, "float8_e4m3fn": 1,
