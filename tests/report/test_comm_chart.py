@@ -54,3 +54,13 @@ def test_html_section_in_headless_chromium(tmp_path, open_page):  # noqa: F811
     cells = page.evaluate("[...document.querySelectorAll('#comm-table tbody td')].map(td => td.textContent)")
     assert len(cells) == 6 and cells[3].startswith("90") and cells[4].startswith("20")  # exposed 90 µs, overlapped 20
     assert not problems
+
+
+def test_several_ranks_get_a_marker_each(tmp_path):
+    frames = [kineto(tmp_path / f"r{r}.pt.trace.json", [{"name": "allreduce", "in": 1 << 20, "out": 1 << 20, "n": 2,
+                                                         "ts": 100.0, "dur": 40.0 + 10 * r}], rank=r, world=2)
+              for r in (0, 1)]
+    fig = comm_chart.draw(run(frames).frame)
+    gids = {a.get_gid(): a for ax in fig.axes for a in ax.collections if a.get_gid()}
+    assert set(gids) == {"comm:all_reduce:rank0", "comm:all_reduce:rank1"}
+    assert gids["comm:all_reduce:rank1"].get_offsets().tolist()[0][1] == pytest.approx(4 * (1 << 20) / 50e-6)

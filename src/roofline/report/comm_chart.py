@@ -17,6 +17,7 @@ import pandas as pd
 
 from roofline.analysis.aggregate import STEP_RANGE
 
+RANK_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 COLLECTIVE_COLOURS = {"all_reduce": "#1f77b4", "all_gather": "#2ca02c", "reduce_scatter": "#d62728",
                       "all_to_all": "#9467bd", "broadcast": "#8c564b", "reduce": "#e377c2", "send_recv": "#7f7f7f",
                       "gather": "#bcbd22", "scatter": "#17becf"}
@@ -104,16 +105,23 @@ def draw(frame: pd.DataFrame, title: str | None = None):  # type: ignore[no-unty
     ax = fig.add_subplot(111)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ranks = sorted({p["rank"] for p in pts if p["rank"] is not None})
+    shape = {r: RANK_MARKERS[i % len(RANK_MARKERS)] for i, r in enumerate(ranks)} if len(ranks) > 1 else {}
     for coll in sorted({p["collective"] for p in pts}):
         colour = COLLECTIVE_COLOURS.get(coll, "#333")
-        bus = [p for p in pts if p["collective"] == coll and p["busbw"] is not None]
-        alg = [p for p in pts if p["collective"] == coll and p["busbw"] is None and p["algbw"] is not None]
-        if bus:
-            ax.scatter([p["bytes"] for p in bus], [p["busbw"] for p in bus], s=22, color=colour, label=f"{coll} (busbw)",
-                       gid=f"comm:{coll}", zorder=3)
-        if alg:
-            ax.scatter([p["bytes"] for p in alg], [p["algbw"] for p in alg], s=22, facecolors="none", edgecolors=colour,
-                       label=f"{coll} (algbw: group size unrecorded)", gid=f"comm-alg:{coll}", zorder=3)
+        for rank in (ranks if shape else [None]):  # a marker per rank where the profiles are several ranks'
+            mine = [p for p in pts if p["collective"] == coll and (rank is None or p["rank"] == rank)]
+            bus = [p for p in mine if p["busbw"] is not None]
+            alg = [p for p in mine if p["busbw"] is None and p["algbw"] is not None]
+            tag, m = (f", rank {rank}", shape[rank]) if rank is not None else ("", "o")
+            gid = f"{coll}:rank{rank}" if rank is not None else coll
+            if bus:
+                ax.scatter([p["bytes"] for p in bus], [p["busbw"] for p in bus], s=22, color=colour, marker=m,
+                           label=f"{coll} (busbw{tag})", gid=f"comm:{gid}", zorder=3)
+            if alg:
+                ax.scatter([p["bytes"] for p in alg], [p["algbw"] for p in alg], s=22, facecolors="none", marker=m,
+                           edgecolors=colour, label=f"{coll} (algbw: group size unrecorded{tag})",
+                           gid=f"comm-alg:{gid}", zorder=3)
     xs = [p["bytes"] for p in pts]
     lo, hi = min(xs) / 2, max(xs) * 2
     for r in data["roofs"]:
