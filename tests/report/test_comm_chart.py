@@ -53,6 +53,9 @@ def test_html_section_in_headless_chromium(tmp_path, open_page):  # noqa: F811
     assert roof[2] == [450e9, 450e9]
     cells = page.evaluate("[...document.querySelectorAll('#comm-table tbody td')].map(td => td.textContent)")
     assert len(cells) == 6 and cells[3].startswith("90") and cells[4].startswith("20")  # exposed 90 µs, overlapped 20
+    line = page.evaluate("document.getElementById('headline-comm').textContent")
+    assert line.startswith("collectives: 110 µs of NCCL/RCCL kernels, 90.0 µs exposed") and "2 of 3 with a bus" in line
+    assert XSS not in page.content().split("<script")[0]
     assert not problems
 
 
