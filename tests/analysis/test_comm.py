@@ -33,6 +33,33 @@ NCCL_TESTS_ALL_REDUCE_16 = [
 ]
 
 
+# all_gather_perf -b 16M -e 1024M -i 16777216 -g 2 -d bfloat16 (2 ranks: CUDA_VISIBLE_DEVICES=0,1): out-of-place
+# (size B = total output, count = elements each rank sends, time µs, algbw, busbw), as published in NVIDIA/nccl
+# issue #1435 ("Bandwidth is different for GPU 0,1 and GPU 6,7", 2024-09-10), its first table.
+NCCL_TESTS_ALL_GATHER_2 = [
+    (16777216, 4194304, 108.8, 154.20, 77.10), (33554432, 8388608, 183.0, 183.33, 91.66),
+    (50331648, 12582912, 237.9, 211.57, 105.78), (67108864, 16777216, 292.3, 229.59, 114.79),
+    (83886080, 20971520, 354.2, 236.81, 118.41), (100663296, 25165824, 400.9, 251.11, 125.56),
+    (117440512, 29360128, 490.8, 239.27, 119.64),
+]
+
+
+def test_a_published_all_gather_run_as_a_trace_reproduces_its_busbw_with_the_size_n_times_the_input(tmp_path):
+    cols, ts = [], 1_000_000.0
+    for size, count, t_us, _, _ in NCCL_TESTS_ALL_GATHER_2:
+        assert size == 2 * count * 2  # two ranks' bf16 messages: the output all-gather writes
+        cols.append({"name": "_allgather_base", "in": count, "out": 2 * count, "n": 2, "dtype": "BFloat16",
+                     "ts": ts, "dur": t_us})
+        ts += t_us + 1000
+    frame = run([kineto(tmp_path / "ag.pt.trace.json", cols, world=2)]).frame
+    rows = frame[frame["collective"] == "all_gather"].sort_values("message_bytes")
+    assert len(rows) == len(NCCL_TESTS_ALL_GATHER_2)
+    for (_, r), (size, _, _, algbw, busbw) in zip(rows.iterrows(), NCCL_TESTS_ALL_GATHER_2):
+        assert r["message_bytes"] == size and r["bus_factor"] == 0.5
+        assert abs(r["algorithm_bandwidth_bytes_per_s"] / 1e9 - algbw) <= 0.005 + 1e-3 * algbw
+        assert abs(r["bus_bandwidth_bytes_per_s"] / 1e9 - busbw) <= 0.005 + 1e-3 * busbw
+
+
 def published_trace(tmp_path: Path) -> Path:
     cols, ts = [], 1_000_000.0
     for size, count, t_us, _, _ in NCCL_TESTS_ALL_REDUCE_16:
