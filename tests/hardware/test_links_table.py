@@ -59,3 +59,12 @@ def test_a_device_outside_the_spec_table_has_no_link_roof_and_says_why():
     link, why = intra_node("Some Future GPU")
     assert link is None and "not in the spec table" in why
     assert "V100 SXM2" in table()
+
+
+def test_roofline_devices_lists_each_gpus_links_with_both_directions_and_the_source():
+    from conftest import cli
+
+    out = cli("devices").stdout
+    assert ("  NVLink 3, 12 link(s): 300 GB/s per direction, 600 GB/s both (NVIDIA A100 Tensor Core GPU datasheet"
+            in out)
+    assert "Infinity Fabric (xGMI) 4, 7 link(s): 448 GB/s per direction, 896 GB/s both" in out
