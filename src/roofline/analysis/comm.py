@@ -219,16 +219,19 @@ def _from_kernel_names(frame: pd.DataFrame, coll: pd.Series) -> tuple[pd.Series,
     cand = empty & hit
     if not cand.any():
         return None
-    coll = coll.astype("string").copy()
-    src = (frame["collective_source"].astype("string").copy() if "collective_source" in frame
-           else pd.Series(pd.NA, index=frame.index, dtype="string"))
-    size_src = (frame["message_bytes_source"].astype("string").copy() if "message_bytes_source" in frame
-                else pd.Series(pd.NA, index=frame.index, dtype="string"))
-    for i in np.flatnonzero(cand):
-        name = names.iloc[i]
-        c = kernel_collective(name)
-        if c is not None:
-            coll.iloc[i] = c
-            src.iloc[i] = f"recorded: the kernel's name ({str(name).split('(')[0]})"
-            size_src.iloc[i] = NO_SIZE_TIMELINE
+    names_c = names.to_numpy(dtype=object)[cand]
+    found = {n: kernel_collective(n) for n in set(names_c)}  # (per distinct name: a timeline repeats a few)
+    colls = np.array([found[n] for n in names_c], dtype=object)
+    named = np.flatnonzero(cand)[np.array([c is not None for c in colls], dtype=bool)]
+    colls = colls[[c is not None for c in colls]]
+    coll = coll.astype("string").to_numpy(dtype=object, na_value=None).copy()
+    src = (frame["collective_source"].astype("string").to_numpy(dtype=object, na_value=None).copy()
+           if "collective_source" in frame else np.full(len(frame), None, dtype=object))
+    size_src = (frame["message_bytes_source"].astype("string").to_numpy(dtype=object, na_value=None).copy()
+                if "message_bytes_source" in frame else np.full(len(frame), None, dtype=object))
+    coll[named] = colls
+    src[named] = [f"recorded: the kernel's name ({str(n).split('(')[0]})" for n in names.to_numpy(dtype=object)[named]]
+    size_src[named] = NO_SIZE_TIMELINE
+    idx = frame.index
+    coll, src, size_src = (pd.Series(pd.array(v, dtype="string"), index=idx) for v in (coll, src, size_src))
     return coll, src, size_src, cand
