@@ -228,3 +228,24 @@ def test_the_headline_says_how_many_collectives_have_a_bus_bandwidth_and_their_m
     assert h.comm_median_pct_of_link_roof == pytest.approx(expected)
     assert h.comm_median_link.startswith("NVLink 4, 18 link(s): 450 GB/s per direction")
     assert "collectives on the links: 2 of 3 with a bus bandwidth" in cli("analyze", trace, "--by", "summary").stdout
+
+
+def test_by_collective_groups_calls_by_name_size_and_group(tmp_path):
+    trace = kineto(tmp_path / "t.pt.trace.json",
+                   [{"name": "allreduce", "in": 1 << 20, "out": 1 << 20, "n": 8, "ts": 100.0 + 1000 * i, "dur": d}
+                    for i, d in enumerate((100.0, 200.0, 300.0))]
+                   + [{"name": "_allgather_base", "in": 1 << 10, "out": 1 << 13, "n": 8, "ts": 9000.0, "dur": 50.0}])
+    from roofline.analysis.views import view
+
+    t = view(run([trace]).frame, "collective")
+    assert list(t["collective"]) == ["all_reduce", "all_gather"]  # longest total time first
+    ar = t.iloc[0]
+    assert (ar["calls"], ar["message_bytes"], ar["group_size"]) == (3, 4 << 20, 8)
+    assert ar["duration_s"] == pytest.approx(600e-6)
+    assert ar["median_bus_bandwidth_bytes_per_s"] == pytest.approx((4 << 20) / 200e-6 * 1.75)
+    assert ar["median_pct_of_link_roof"] == pytest.approx(100 * (4 << 20) / 200e-6 * 1.75 / 450e9)
+    out = cli("analyze", trace, "--by", "collective").stdout
+    assert out.splitlines()[0].split()[:4] == ["collective", "size", "n", "calls"]
+    assert "all_reduce" in out.splitlines()[1] and " 3 " in out.splitlines()[1]
+    csv = cli("analyze", trace, "--by", "collective", "--format", "csv").stdout
+    assert csv.splitlines()[0].startswith("collective,message_bytes,group_size,process_group,calls")

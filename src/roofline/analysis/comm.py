@@ -235,3 +235,41 @@ def _from_kernel_names(frame: pd.DataFrame, coll: pd.Series) -> tuple[pd.Series,
     idx = frame.index
     coll, src, size_src = (pd.Series(pd.array(v, dtype="string"), index=idx) for v in (coll, src, size_src))
     return coll, src, size_src, cand
+
+
+#: one row per collective identity (``--by collective``): what compare matches on, then the numbers
+BY_COLLECTIVE_KEYS = ("collective", "message_bytes", "group_size", "process_group")
+
+
+def by_collective(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (collective, message size, group size, process group), longest total time first: calls, time,
+    median algorithm and bus bandwidth, the link roof and the median % of it, exposed and overlapped time."""
+    cols = ["collective", "message_bytes", "group_size", "process_group", "calls", "duration_s", "pct_gpu_time",
+            "median_algorithm_bandwidth_bytes_per_s", "median_bus_bandwidth_bytes_per_s", "link_roof_bytes_per_s",
+            "median_pct_of_link_roof", "comm_exposed_s", "comm_overlapped_s", "link_placement"]
+    if "collective" not in frame or not frame["collective"].notna().any():
+        return pd.DataFrame({c: pd.Series(dtype="string" if c in ("collective", "process_group", "link_placement")
+                                          else "float64") for c in cols})
+    total = float(pd.to_numeric(frame["duration_s"], errors="coerce").clip(lower=0).sum())
+    c = frame[frame["collective"].notna()]
+    work = pd.DataFrame({k: c[k].astype("string").fillna("") if k in ("collective", "process_group")
+                         else pd.to_numeric(c[k], errors="coerce") if k in c else np.nan for k in BY_COLLECTIVE_KEYS})
+    for k in ("duration_s", "algorithm_bandwidth_bytes_per_s", "bus_bandwidth_bytes_per_s", "link_roof_bytes_per_s",
+              "pct_of_link_roof", "comm_exposed_s", "comm_overlapped_s"):
+        work[k] = pd.to_numeric(c[k], errors="coerce") if k in c else np.nan
+    work["link_placement"] = c["link_placement"].astype("string") if "link_placement" in c else pd.NA
+    g = work.groupby(list(BY_COLLECTIVE_KEYS), dropna=False, sort=False)
+    out = pd.DataFrame({
+        "calls": g.size(), "duration_s": g["duration_s"].sum(),
+        "median_algorithm_bandwidth_bytes_per_s": g["algorithm_bandwidth_bytes_per_s"].median(),
+        "median_bus_bandwidth_bytes_per_s": g["bus_bandwidth_bytes_per_s"].median(),
+        "link_roof_bytes_per_s": g["link_roof_bytes_per_s"].first(),
+        "median_pct_of_link_roof": g["pct_of_link_roof"].median(),
+        "comm_exposed_s": g["comm_exposed_s"].sum(min_count=1), "comm_overlapped_s": g["comm_overlapped_s"].sum(min_count=1),
+        "link_placement": g["link_placement"].first(),
+    }).reset_index()
+    out["pct_gpu_time"] = 100.0 * out["duration_s"] / total if total > 0 else np.nan
+    out["process_group"] = out["process_group"].replace("", pd.NA).astype("string")
+    out["collective"] = out["collective"].astype("string")
+    out = out.sort_values(["duration_s", "collective"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    return out[cols]

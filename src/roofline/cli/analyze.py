@@ -50,12 +50,15 @@ from roofline.cli.common import (
 @click.option("--all", "all_rows", is_flag=True,
               help="Print every row in the table, those without a roofline point too (default: the 20 longest with "
               "one; the others are summed into one line per reason).")
-@click.option("--by", type=click.Choice(["kernel", "nvtx", "program", "process", "rank", "step", "category", "summary"]),
+@click.option("--by", type=click.Choice(["kernel", "nvtx", "program", "process", "rank", "step", "category", "summary",
+                                         "collective"]),
               default=None,
               help="Aggregate to one roofline point per kernel (name and input shapes or launch configuration), NVTX "
               "range, program (input file), process (nsys), rank (Kineto) or training step (ProfilerStep#N or an NVTX "
               "'step N' range); 'category': time per op category (GEMM, attention, ...: docs/analysis.md); "
-              "'summary': the headline per profile, device and step (coverage, time by kind, MFU).")
+              "'summary': the headline per profile, device and step (coverage, time by kind, MFU); 'collective': "
+              "one row per NCCL/RCCL collective, size and group with its bus bandwidth and link roof "
+              "(docs/collectives.md).")
 @click.option("--full-names", is_flag=True, help="Print kernel names in full (default: abbreviated, told apart).")
 @click.option("--latency-threshold", type=click.FloatRange(0, 100), default=20.0, show_default=True,
               help="Under this % of every roof a kernel is called latency-limited.")
@@ -98,7 +101,7 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
 
     # the default table leads with the headline of every kernel, so it reads the whole frame; a --by summary
     # of batch datasets streams from the Parquet scan (roofline.batch.scan), never every row at once
-    if html_path is None and out is None and by and by not in ("category", "summary"):
+    if html_path is None and out is None and by and by not in ("category", "summary", "collective"):
         streamed = summarised(paths, options, by=by, top=top or (None if by else DEFAULT_TOP), name=name_rx,
                               nvtx=nvtx, bound=bound, precision=precision)
         if streamed is not None:
@@ -113,7 +116,7 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
         # name and NVTX filters pick kernels, before any grouping; bound, precision and top pick rows
         result = select(run.frame, name=name_rx, nvtx=nvtx)
         kernels_view = select(result, bound=bound, precision=precision)
-        if by in ("category", "summary"):  # views of the selected kernels, not roofline points
+        if by in ("category", "summary", "collective"):  # views of the selected kernels, not roofline points
             result = view(kernels_view, by)
         else:
             if by:

@@ -207,5 +207,33 @@ def format_categories(table: pd.DataFrame) -> str:
     return shown.to_string(index=False) + "\n" + "".join(line + "\n" for line in comm) + legend
 
 
-__all__ = ["compact_list", "format_categories", "format_folded", "format_headline", "format_headlines", "pct", "rates",
+def format_collectives(table: pd.DataFrame) -> str:
+    """``--by collective``: one line per collective, size and group, longest first."""
+    if table.empty:
+        return "(no NCCL/RCCL collectives in these profiles)"
+
+    def num(v: object, unit: str) -> str:
+        return _si(float(v), unit) if v is not None and not pd.isna(v) else "n/a"  # type: ignore[arg-type]
+
+    shown = pd.DataFrame({
+        "collective": table["collective"].astype(str),
+        "size": [num(v, "B") for v in table["message_bytes"]],
+        "n": ["n/a" if pd.isna(v) else str(int(v)) for v in table["group_size"]],
+        "calls": [f"{int(v):,}" for v in table["calls"]],
+        "time": [num(v, "s") for v in table["duration_s"]],
+        "% time": [f"{v:.1f}" for v in table["pct_gpu_time"]],
+        "algbw": [num(v, "B/s") for v in table["median_algorithm_bandwidth_bytes_per_s"]],
+        "busbw": [num(v, "B/s") for v in table["median_bus_bandwidth_bytes_per_s"]],
+        "link roof": [num(v, "B/s") for v in table["link_roof_bytes_per_s"]],
+        "% roof": ["n/a" if pd.isna(v) else f"{v:.1f}" for v in table["median_pct_of_link_roof"]],
+        "exposed": [num(v, "s") for v in table["comm_exposed_s"]],
+        "overlapped": [num(v, "s") for v in table["comm_overlapped_s"]],
+    })
+    legend = ("legend: size = nccl-tests' S (an all-gather's whole output); n = group size; algbw, busbw, % roof = "
+              "medians over the calls; link roof = one direction; n/a = not recorded (the *_source columns of "
+              "--format csv say why); docs/collectives.md")
+    return shown.to_string(index=False) + "\n" + legend
+
+
+__all__ = ["compact_list", "format_categories", "format_collectives", "format_folded", "format_headline", "format_headlines", "pct", "rates",
            "scope_title"]
