@@ -67,3 +67,10 @@ def test_several_ranks_get_a_marker_each(tmp_path):
     gids = {a.get_gid(): a for ax in fig.axes for a in ax.collections if a.get_gid()}
     assert set(gids) == {"comm:all_reduce:rank0", "comm:all_reduce:rank1"}
     assert gids["comm:all_reduce:rank1"].get_offsets().tolist()[0][1] == pytest.approx(4 * (1 << 20) / 50e-6)
+
+
+def test_the_page_draws_at_most_max_points_collectives_the_longest(tmp_path, monkeypatch):
+    monkeypatch.setattr(comm_chart, "MAX_POINTS", 2)
+    data = comm_chart.comm_data(_frame(tmp_path))
+    assert [p["collective"] for p in data["points"]] == ["all_reduce", "all_gather"]  # 50 and 40 µs; not the 20 µs
+    assert data["not_drawn"] == 1

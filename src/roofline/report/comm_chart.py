@@ -17,6 +17,8 @@ import pandas as pd
 
 from roofline.analysis.aggregate import STEP_RANGE
 
+#: collectives drawn at most (the longest); the others are counted as not drawn
+MAX_POINTS = 20_000
 RANK_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 COLLECTIVE_COLOURS = {"all_reduce": "#1f77b4", "all_gather": "#2ca02c", "reduce_scatter": "#d62728",
                       "all_to_all": "#9467bd", "broadcast": "#8c564b", "reduce": "#e377c2", "send_recv": "#7f7f7f",
@@ -37,6 +39,8 @@ def comm_data(frame: pd.DataFrame) -> dict[str, Any]:
     if not has_collectives(frame):
         return {}
     c = frame[frame["collective"].notna()]
+    if len(c) > MAX_POINTS:  # the page's JSON stays bounded: the longest collectives, the rest counted
+        c = c.sort_values("duration_s", ascending=False, kind="stable").head(MAX_POINTS)
     step = c["nvtx_range"].astype("string").str.extract(STEP_RANGE, expand=False) \
         if "nvtx_range" in c and STEP_RANGE else pd.Series(pd.NA, index=c.index)
     points = []
@@ -61,8 +65,9 @@ def comm_data(frame: pd.DataFrame) -> dict[str, Any]:
     unsized = c[c["message_bytes"].isna()] if "message_bytes" in c else c
     why = unsized["message_bytes_source"].fillna("unavailable: no size").value_counts() \
         if "message_bytes_source" in unsized else pd.Series(dtype="int64")
+    whole = int(frame["collective"].notna().sum())
     return {"points": points, "roofs": sorted(roofs.values(), key=lambda x: -x["value"]),
-            "exposure": exposure(frame), "not_drawn": int(len(c) - len(points)),
+            "exposure": exposure(frame), "not_drawn": int(whole - len(points)),
             "not_drawn_reasons": [{"reason": str(k), "rows": int(v)} for k, v in why.items()]}
 
 
