@@ -38,13 +38,13 @@ def _as_list(paths: PathsLike) -> list[str | Path]:
 
 def _options(peaks: Peaks | str | None, levels: Sequence[str], clock: str, latency_threshold_pct: float,
              device: str | None, device_map: Mapping[str, str] | Iterable[str] | None, counters: Iterable[str | Path],
-             captures: Iterable[str | Path], strict: bool) -> pipeline.Options:
+             captures: Iterable[str | Path], strict: bool, links: str | Path | None = None) -> pipeline.Options:
     pairs = tuple(f"{k}={v}" for k, v in device_map.items()) if isinstance(device_map, Mapping) \
         else tuple(device_map or ())
     return pipeline.Options(peaks=peaks if peaks is not None else "counters", device=device, device_map=pairs,
                             counters=tuple(map(Path, counters)), captures=tuple(map(Path, captures)),
                             levels=tuple(levels), clock=clock, latency_threshold_pct=latency_threshold_pct,
-                            strict=strict)
+                            strict=strict, links=str(links) if links else None)
 
 
 def read(paths: PathsLike) -> pd.DataFrame:
@@ -78,15 +78,17 @@ def read_each(paths: PathsLike) -> tuple[pd.DataFrame, list[tuple[Path, Exceptio
 def run(paths: PathsLike, peaks: Peaks | str | None = None, levels: Sequence[str] = LEVELS, clock: str = "profiled",
         latency_threshold_pct: float = pipeline.LATENCY_THRESHOLD_PCT, *, device: str | None = None,
         device_map: Mapping[str, str] | Iterable[str] | None = None, counters: Iterable[str | Path] = (),
-        captures: Iterable[str | Path] = (), strict: bool = False) -> Analysis:
+        captures: Iterable[str | Path] = (), strict: bool = False, links: str | Path | None = None) -> Analysis:
     """Every stage over profiles, files or folders or batch datasets, as ``roofline analyze`` runs them: the
     :class:`~roofline.pipeline.Analysis` holds the frame, the inputs that failed and the warnings.
 
     ``device``: the GPU of profiles that record none; ``device_map``: ``{"name in profile": "table entry"}``;
-    ``counters``: ncu reports carried onto timeline inputs; ``captures``: CUDA/HIP-graph capture traces."""
+    ``counters``: ncu reports carried onto timeline inputs; ``captures``: CUDA/HIP-graph capture traces;
+    ``links``: a links file (NIC, GPUs per node: docs/collectives.md)."""
     from roofline.result import as_result
 
-    opts = _options(peaks, levels, clock, latency_threshold_pct, device, device_map, counters, captures, strict)
+    opts = _options(peaks, levels, clock, latency_threshold_pct, device, device_map, counters, captures, strict,
+                    links)
     out = pipeline.run(_as_list(paths), opts)
     out.frame = as_result(out.frame)
     return out
@@ -96,7 +98,7 @@ def analyze(data: pd.DataFrame | PathsLike, peaks: Peaks | str | None = None, le
             clock: str = "profiled", latency_threshold_pct: float = pipeline.LATENCY_THRESHOLD_PCT, *,
             device: str | None = None, device_map: Mapping[str, str] | Iterable[str] | None = None,
             counters: Iterable[str | Path] = (), captures: Iterable[str | Path] = (),
-            strict: bool = False) -> RooflineResult:
+            strict: bool = False, links: str | Path | None = None) -> RooflineResult:
     """The roofline frame: the kernels (same rows, same order) plus the roofline columns, as a
     :class:`~roofline.result.RooflineResult` (a DataFrame displayed compactly; ``.frame`` is the plain one).
 
@@ -104,10 +106,11 @@ def analyze(data: pd.DataFrame | PathsLike, peaks: Peaks | str | None = None, le
     input that fails raises its typed error (use :func:`run` to keep going). Peaks: ``None``/``"counters"``
     (the report's own, the spec table where missing), ``"spec"``, a GPU name, a peaks file or a
     :class:`~roofline.hardware.peaks.Peaks`. With the default levels, an optional level the frame records
-    (AMD LDS) is analysed too."""
+    (AMD LDS) is analysed too. ``links``: a links file (docs/collectives.md)."""
     from roofline.result import as_result
 
-    opts = _options(peaks, levels, clock, latency_threshold_pct, device, device_map, counters, captures, strict)
+    opts = _options(peaks, levels, clock, latency_threshold_pct, device, device_map, counters, captures, strict,
+                    links)
     if isinstance(data, pd.DataFrame):
         return as_result(pipeline.from_frame(data, opts).frame)
     result = pipeline.run(_as_list(data), opts)

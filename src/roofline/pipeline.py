@@ -30,6 +30,7 @@ from roofline.hardware.peaks import LEVELS
 if TYPE_CHECKING:  # pandas and the analysis stack are imported by the stages that use them
     import pandas as pd
 
+    from roofline.hardware.links import UserLinks
     from roofline.hardware.peaks import Peaks
 
 #: the default latency threshold (% of every roof) of the analysis
@@ -58,6 +59,7 @@ class Options:
     clock: str = "profiled"
     latency_threshold_pct: float = LATENCY_THRESHOLD_PCT
     strict: bool = False  # a device without roofs counts as a failed input
+    links: str | None = None  # --links FILE.toml: link roofs and placement the profile does not record
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,7 @@ class Resolved:
     options: Options
     peaks: str | Peaks
     device_map: dict[str, str]
+    links: UserLinks | None = None
 
 
 def resolve(options: Options) -> Resolved:
@@ -207,7 +210,12 @@ def resolve(options: Options) -> Resolved:
     peaks = parse_peaks(options.peaks)
     if options.device:
         require(options.device)  # unknown names fail before any file is read
-    return Resolved(options, peaks, parse_device_map(options.device_map))
+    links = None
+    if options.links:
+        from roofline.hardware.links import load_links
+
+        links = load_links(options.links)  # a bad file fails before any input is read
+    return Resolved(options, peaks, parse_device_map(options.device_map), links)
 
 
 # ---- inputs --------------------------------------------------------------------------------------------
@@ -399,7 +407,7 @@ def analyse(kernels: pd.DataFrame, resolved: Resolved) -> pd.DataFrame:
 
     o = resolved.options
     return analyze(kernels, peaks=resolved.peaks, levels=o.levels, clock=o.clock,
-                   latency_threshold_pct=o.latency_threshold_pct)
+                   latency_threshold_pct=o.latency_threshold_pct, links=resolved.links)
 
 
 def run(paths: Iterable[str | Path], options: Options | None = None, report: Report | None = None,

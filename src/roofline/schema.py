@@ -125,6 +125,17 @@ STATUS_COLUMNS: dict[str, str] = {
     "match_method": "string",  # --counters: how the row found its counters (see docs/nsys.md)
     "counter_samples": "Int64",  # --counters: sampled launches averaged into the row's counters
     "counter_spread": "float64",  # --counters: relative std dev of those launches' FLOPs (else DRAM bytes)
+    # collectives (NCCL/RCCL; docs/collectives.md): what the profile records of each; null on other rows
+    "collective": "string",  # nccl-tests' name: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, ...
+    "collective_source": "string",
+    "message_bytes": "float64",  # nccl-tests' size S: the message as the collective moves it (all-gather: n× input)
+    "message_bytes_source": "string",
+    "group_size": "Int64",  # ranks in the collective's process group (n of the bus factor)
+    "group_size_source": "string",
+    "process_group": "string",  # "<name> (<description>): ranks [...]" where recorded
+    "comm_exposed_s": "float64",  # its NCCL/RCCL kernels' time with no other kernel running on the device
+    "comm_overlapped_s": "float64",  # their time while another (non-collective) kernel ran on the device
+    "comm_overlap_source": "string",
 }
 
 FLOP_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor")

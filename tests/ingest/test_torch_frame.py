@@ -23,6 +23,7 @@ from roofline.hardware import attach
 from roofline.hardware.attach import attach_roofs, fill_spec_peaks
 from roofline.ingest.torch import trace as torch_trace
 from roofline.ingest.torch.columns import NONE3, dim3, dim3_columns, step_column
+from roofline.ingest.torch.comms import COLLECTIVE_COLUMNS, NOT_COMM
 from roofline.ingest.torch.trace import COST_COLUMNS, NO_CACHE, ROW_COLUMNS, STEP, _Rows
 from roofline.schema import kernels_from_columns
 
@@ -41,6 +42,9 @@ def plain_frame(rows: _Rows, path: Path, rank: Any) -> pd.DataFrame:
         j = max((i for i, s in enumerate(steps) if s[0] <= t), default=None)  # the latest-starting step
         named.append(steps[j][2] if mark is STEP and j is not None and steps[j][1] >= t else None)
     cols["nvtx_range"] = named if steps else cols["nvtx_range"]
+    colls = cols.pop("_coll")  # a collective's columns (ingest/torch/comms.py), NOT_COMM on other rows
+    for i, c in enumerate(COLLECTIVE_COLUMNS):
+        cols[c] = [t[i] for t in colls]
     costs = cols.pop("_cost")
     for i, c in enumerate(COST_COLUMNS):
         cols[c] = [t[i] for t in costs]
@@ -68,7 +72,7 @@ def _cost(fp32: float, src: Any, path: Any, dram: float, evidence: Any = None) -
 def _row(ts: Any, name: Any, dev: Any, cost: tuple[Any, ...], grid: Any = None, block: Any = None,
          mark: Any = STEP, label: str = "op", dims: Any = None) -> tuple[Any, ...]:
     return (ts, name, name, f"k_{name}", mark, dev, 1e-6, "Σ dur of 1 GPU event(s) (kernel)", label, grid, block,
-            cost, dims, None)
+            cost, dims, None, NOT_COMM)
 
 
 def _odd_rows(devices: dict[Any, Any], steps: list[tuple[float, float, str]]) -> _Rows:

@@ -22,9 +22,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from roofline.analysis.comm import communication
 from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical, roofline_columns
 from roofline.analysis.render import Factor, as_string, render
 from roofline.hardware.attach import fill_spec_peaks
+from roofline.hardware.links import UserLinks
 from roofline.hardware.names import require
 from roofline.hardware.peaks import ALL_LEVELS, LEVELS, OPTIONAL_LEVELS, Peaks, recorded_levels
 from roofline.hardware.specs import tensor_key
@@ -42,8 +44,10 @@ def analyze(
     levels: Sequence[str] = LEVELS,
     clock: str = "profiled",
     latency_threshold_pct: float = LATENCY_THRESHOLD_PCT,
+    links: UserLinks | None = None,
 ) -> pd.DataFrame:
-    """The roofline frame: the kernels frame (same rows, same order) plus the roofline columns.
+    """The roofline frame: the kernels frame (same rows, same order) plus the roofline columns, and for
+    collectives their bandwidths against the links (``analysis/comm.py``; ``links``: a ``--links`` file's roofs).
 
     With the default levels, an optional level the frame records (AMD LDS) is analysed too."""
     levels = recorded_levels(kernels, tuple(levels))
@@ -62,6 +66,7 @@ def analyze(
         for c in _BOTH_COLUMNS:
             # a copy: the float columns are views of one block, which a view would keep whole (200 MB a 1M rows)
             extra[f"{c}_boost"] = boost[c].copy()
+    extra = pd.concat([extra, communication(framed, links)], axis=1)
     stale = [c for c in framed.columns if c in extra.columns or c.endswith("_boost")]
     base = framed.drop(columns=stale)
     out = pd.concat([base, extra], axis=1)

@@ -123,14 +123,16 @@ def categorize(frame: pd.DataFrame) -> pd.Series:
 
 #: the columns of :func:`by_category`, in order
 COLUMNS = ("category", "kernel_count", "duration_s", "pct_gpu_time", "cumulative_pct", "flop_total", "dram_bytes",
-           "achieved_flop_per_s", "achieved_dram_bytes_per_s", "median_pct_of_roof", "pct_time_with_point")
+           "achieved_flop_per_s", "achieved_dram_bytes_per_s", "median_pct_of_roof", "pct_time_with_point",
+           "comm_exposed_s", "comm_overlapped_s")
 
 
 def by_category(frame: pd.DataFrame, categories: pd.Series | None = None) -> pd.DataFrame:
     """One row per category, longest first: launches, time, % of GPU time (the frame's total: the shares add
     up to 100), cumulative %, FLOPs and DRAM bytes, achieved FLOP/s and DRAM bytes/s (over the time of the
     rows that have FLOPs, resp. DRAM bytes: rows without them are not counted as zero), the median % of roof
-    of its rows, and the % of its time in rows that have a roofline point.
+    of its rows, the % of its time in rows that have a roofline point, and (communication) its collectives' time
+    that ran alone (exposed) and while other kernels ran (overlapped), NaN where the profile does not give them.
 
     ``categories``: the rows' categories when already computed (:func:`categorize`)."""
     if frame.empty:
@@ -145,12 +147,16 @@ def by_category(frame: pd.DataFrame, categories: pd.Series | None = None) -> pd.
         "flop_total": flop.to_numpy(), "dram_bytes": dram.to_numpy(),
         "t_flop": dur.where(flop.notna(), 0.0).to_numpy(), "t_dram": dur.where(dram.notna(), 0.0).to_numpy(),
         "t_point": dur.where(point, 0.0).to_numpy(), "pct": number(frame, "pct_of_roof").to_numpy(),
+        "comm_exposed_s": number(frame, "comm_exposed_s").to_numpy(),
+        "comm_overlapped_s": number(frame, "comm_overlapped_s").to_numpy(),
     })
     g = work.groupby("category", sort=False)
     out = g[["kernel_count", "duration_s", "t_flop", "t_dram", "t_point"]].sum()
     out["flop_total"] = g["flop_total"].sum(min_count=1)
     out["dram_bytes"] = g["dram_bytes"].sum(min_count=1)
     out["median_pct_of_roof"] = g["pct"].median()
+    out["comm_exposed_s"] = g["comm_exposed_s"].sum(min_count=1)
+    out["comm_overlapped_s"] = g["comm_overlapped_s"].sum(min_count=1)
     total = float(dur.sum())
     out["pct_gpu_time"] = 100.0 * out["duration_s"] / total if total > 0 else np.nan
     out["achieved_flop_per_s"] = (out["flop_total"] / out["t_flop"]).where(out["t_flop"] > 0)

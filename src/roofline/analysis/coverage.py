@@ -101,7 +101,9 @@ RULES: tuple[Rule, ...] = (
           "profile a window that holds the ops that launch them"),
     _rule(r"host<->device copy|crossed the host link|over the host/peer link",
           "host-link copies: PCIe/NVLink traffic, not device memory (no link roof yet)"),
-    _rule(r"collective moves data", "collectives (communication; reduction FLOPs not modelled)"),
+    _rule(r"collective moves data", "collectives: judged on the link roofs, not this one (reduction FLOPs not modelled)",
+          "their bus bandwidth vs NVLink/xGMI/NIC: the bus_bandwidth_bytes_per_s and pct_of_link_roof columns, "
+          "communication.png (docs/collectives.md)"),
     _rule(r"Inductor Triton kernel's arithmetic", "Inductor Triton kernels: arithmetic not recorded",
           "torch._inductor.analysis.profile_analysis adds kernel_flop/kernel_num_gb to the trace"),
     _rule(r"fused MoE", "fused MoE without a recorded routing op (TopK with its k)"),

@@ -84,6 +84,16 @@ class Headline:
     span_s: float | None = None  # timelines: first launch to the end of the last
     gap_s: float | None = None  # timelines: the part of the span with nothing running
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # collectives' NCCL/RCCL kernel time that ran alone (exposed) and while other kernels ran (overlapped), where
+    # the profile's timeline gives both (Kineto: analysis/comm.py, docs/collectives.md); None otherwise
+    comm_exposed_s: float | None = None
+    comm_overlapped_s: float | None = None
+    # collectives on the links: how many have a bus bandwidth (of how many), and the time-weighted median of their
+    # % of the link roof, with that row's roof (analysis/comm.py)
+    comm_with_busbw: int = 0
+    comm_rows: int = 0
+    comm_median_pct_of_link_roof: float | None = None
+    comm_median_link: str | None = None
 
     @property
     def shares(self) -> dict[str, float]:
@@ -276,7 +286,27 @@ def headline(frame: pd.DataFrame, profile: str | None = None, device: str | None
         achieved_dram_bytes_per_s=moved / total if total > 0 else math.nan,
         compute_peak=compute_peak(frame) if one_device else None,
         dram_peak=_peak(frame, "peak_dram_bytes_per_s", "dram", np.ones(len(frame), dtype=bool)) if one_device else None,
-        span_s=span, gap_s=gap, notes=tuple(notes))
+        span_s=span, gap_s=gap, notes=tuple(notes), **_comm_time(frame))
+
+
+def _comm_time(frame: pd.DataFrame) -> dict[str, Any]:
+    """Σ exposed and Σ overlapped collective time of the rows that record them (None where none does), and the
+    collectives' standing against their link roofs."""
+    out: dict[str, Any] = {}
+    if "comm_exposed_s" in frame:
+        exposed, overlapped = number(frame, "comm_exposed_s"), number(frame, "comm_overlapped_s")
+        if exposed.notna().any():
+            out.update(comm_exposed_s=float(exposed.sum()), comm_overlapped_s=float(overlapped.sum()))
+    if "collective" in frame and frame["collective"].notna().any():
+        coll = frame[frame["collective"].notna()]
+        bus = number(coll, "bus_bandwidth_bytes_per_s")
+        out.update(comm_rows=len(coll), comm_with_busbw=int(bus.notna().sum()))
+        found = _weighted_median(number(coll, "pct_of_link_roof"), number(coll, "duration_s").fillna(0.0))
+        if found is not None:
+            src = coll["link_roof_bytes_per_s_source"].iloc[found[1]] if "link_roof_bytes_per_s_source" in coll else None
+            out.update(comm_median_pct_of_link_roof=found[0],
+                       comm_median_link=str(src).removeprefix("spec: ").split(" (")[0] if isinstance(src, str) else None)
+    return out
 
 
 def _groups(frame: pd.DataFrame, keys: list[pd.Series]) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]:
@@ -347,7 +377,8 @@ def by_device(frame: pd.DataFrame) -> dict[str | None, Headline]:
 
 #: the columns a headline reads (a narrow view: slicing 130 columns, and deep-copying the provenance in ``attrs``
 #: for every slice, cost ~2 s on a 20,000-row trace)
-_NEEDED = ("source_file", "device_name", "nvtx_range", "kernel_name", "kernel_short_name", "mangled_name",
+_NEEDED = ("source_file", "comm_exposed_s", "comm_overlapped_s", "collective", "bus_bandwidth_bytes_per_s",
+           "pct_of_link_roof", "link_roof_bytes_per_s_source", "device_name", "nvtx_range", "kernel_name", "kernel_short_name", "mangled_name",
            "hlo_category", "copy_kind", "duration_s", "start_ns", "bound", "tensor_path", "flop_total",
            "peak_dram_bytes_per_s", "peak_dram_bytes_per_s_source",
            *FLOP_COLUMNS, *(source_column(c) for c in FLOP_COLUMNS),

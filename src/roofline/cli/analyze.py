@@ -54,12 +54,15 @@ if TYPE_CHECKING:
 @click.option("--all", "all_rows", is_flag=True,
               help="Print every row in the table, those without a roofline point too (default: the 20 longest with "
               "one; the others are summed into one line per reason).")
-@click.option("--by", type=click.Choice(["kernel", "nvtx", "program", "process", "rank", "step", "category", "summary"]),
+@click.option("--by", type=click.Choice(["kernel", "nvtx", "program", "process", "rank", "step", "category", "summary",
+                                         "collective"]),
               default=None,
               help="Aggregate to one roofline point per kernel (name and input shapes or launch configuration), NVTX "
               "range, program (input file), process (nsys), rank (Kineto) or training step (ProfilerStep#N or an NVTX "
               "'step N' range); 'category': time per op category (GEMM, attention, ...: docs/analysis.md); "
-              "'summary': the headline per profile, device and step (coverage, time by kind, MFU).")
+              "'summary': the headline per profile, device and step (coverage, time by kind, MFU); 'collective': "
+              "one row per NCCL/RCCL collective, size and group with its bus bandwidth and link roof "
+              "(docs/collectives.md).")
 @click.option("--full-names", is_flag=True, help="Print kernel names in full (default: abbreviated, told apart).")
 @click.option("--latency-threshold", type=click.FloatRange(0, 100), default=20.0, show_default=True,
               help="Under this % of every roof a kernel is called latency-limited.")
@@ -78,11 +81,15 @@ if TYPE_CHECKING:
 @click.option("--runs", "runs", is_flag=True,
               help="The inputs are captures of one program (a file each, or a dataset's runs): per kernel identity "
                    "the median launch time over them and its spread (min, max).")
+@click.option("--links", "links", type=click.Path(path_type=Path), default=None, metavar="FILE.toml",
+              help="Link roofs and placement the profile does not record: the NIC between nodes, GPUs per node, "
+              "an intra-node link (docs/collectives.md).")
 def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[str, ...], peaks_opt: str,
             clock: str, device: str | None, name_rx: str | None, bound: str | None, precision: str | None,
             nvtx: str | None, top: int | None, all_rows: bool, by: str | None, latency_threshold: float,
             html_path: Path | None, captures: tuple[Path, ...] = (), counters: tuple[Path, ...] = (),
-            device_map: tuple[str, ...] = (), strict: bool = False, full_names: bool = False, runs: bool = False) -> None:
+            device_map: tuple[str, ...] = (), strict: bool = False, full_names: bool = False, runs: bool = False,
+            links: Path | None = None) -> None:
     """Hierarchical roofline of profiles: per kernel and memory level the intensity, attainable and
     achieved FLOP/s, the binding roof, the % of it reached and the time at the roof.
 
@@ -93,12 +100,13 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
     from roofline.pipeline import Options
 
     options = Options(peaks=peaks_opt, device=device, device_map=device_map, counters=counters, captures=captures,
-                      levels=levels, clock=clock, latency_threshold_pct=latency_threshold, strict=strict)
+                      levels=levels, clock=clock, latency_threshold_pct=latency_threshold, strict=strict,
+                      links=str(links) if links else None)
     from roofline.report.table import DEFAULT_TOP
 
     # the default table leads with the headline of every kernel, so it reads the whole frame; a --by summary
     # of batch datasets streams from the Parquet scan (roofline.batch.scan), never every row at once
-    if html_path is None and out is None and by and by not in ("category", "summary"):
+    if html_path is None and out is None and by and by not in ("category", "summary", "collective"):
         streamed = summarised(paths, options, by=by, top=top or (None if by else DEFAULT_TOP), name=name_rx,
                               nvtx=nvtx, bound=bound, precision=precision)
         if streamed is not None:

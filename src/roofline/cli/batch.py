@@ -38,10 +38,12 @@ from roofline.errors import path_text
               help="Dask: stop when the cluster has no worker, or finishes nothing while none of its tasks runs, "
                    "for this long (a re-run resumes).")
 @click.option("--verbose", "-v", is_flag=True, help="One line per input (status, path) on stderr.")
+@click.option("--links", "links", type=click.Path(path_type=Path), default=None, metavar="FILE.toml",
+              help="Link roofs and placement the profiles do not record (docs/collectives.md).")
 def batch(inputs: tuple[str, ...], out: Path, workers: int | None, scheduler: str | None, peaks_opt: str,
           device: str | None, run_label: str | None, retry_errors: bool, verbose: bool,
           input_timeout: float = 600.0, input_memory: float | None = None, no_compact: bool = False,
-          connect_timeout: float = 30.0, stall_timeout: float = 300.0) -> None:
+          connect_timeout: float = 30.0, stall_timeout: float = 300.0, links: Path | None = None) -> None:
     """Ingest and analyse many profiles into one Parquet dataset (kernels, roofline, runs, errors).
 
     INPUTS are files, folders, or quoted glob patterns ('runs/**/*.ncu-rep'). Every input ends in
@@ -53,7 +55,8 @@ def batch(inputs: tuple[str, ...], out: Path, workers: int | None, scheduler: st
     from roofline.pipeline import portable_peaks, resolve
 
     # workers may run in another folder: a peaks file travels as an absolute path
-    opts = Options(peaks=portable_peaks(peaks_opt), device=device, retry_errors=retry_errors)
+    opts = Options(peaks=portable_peaks(peaks_opt), device=device, retry_errors=retry_errors,
+                   links=str(links.resolve()) if links else None)
     with usage_errors():
         resolve(opts)  # a bad name or file fails before any input is read
     bar = click.progressbar(length=1, label="batch", file=raw(sys.stderr), hidden=not sys.stderr.isatty(),

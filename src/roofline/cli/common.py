@@ -123,10 +123,12 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
     reason, and idle rows are never listed (their time is in the headline)."""
     import pandas as pd
 
-    if fmt == "table" and by in ("category", "summary"):
-        from roofline.report.summary import format_categories, format_headlines
+    if fmt == "table" and by in ("category", "summary", "collective"):
+        from roofline.report.summary import format_categories, format_collectives, format_headlines
 
-        if by == "summary":
+        if by == "collective":
+            click.echo(format_collectives(result))
+        elif by == "summary":
             from roofline.analysis.headline import headlines
 
             click.echo(format_headlines(headlines(scope if scope is not None else result)))

@@ -50,6 +50,9 @@ def devices(fmt: str, explain: str | None = None, cc: str | None = None, sms: in
     if fmt == "json":
         _json(summary=None, rows=frame)
         return
+    from roofline.hardware.links import table as link_table
+
+    links = link_table()
     if fmt == "csv":
         click.echo(frame.to_csv(index=False), nl=False)
         return
@@ -62,6 +65,9 @@ def devices(fmt: str, explain: str | None = None, cc: str | None = None, sms: in
         model = " (from the architecture model)" if figs["source"].str.startswith("arch model").all() else ""
         click.echo("  " + ", ".join(f"{r.figure} {r.dense_tflop_per_s:.4g}" for r in figs.itertuples())
                    + f" (dense T/s){model}")
+        for link in links.get(gpu, {}).values():  # GPU-to-GPU links (hardware/links.toml, docs/collectives.md)
+            click.echo(f"  {link.name}: {link.unidirectional_bytes_per_s / 1e9:g} GB/s per direction, "
+                       f"{link.bidirectional_bytes_per_s / 1e9:g} GB/s both ({link.source})")
 
 
 def _json(summary: dict | None, rows: object, **extra: object) -> None:

@@ -28,9 +28,11 @@ from roofline.cli.common import analysed, exit_if_failed, fail, levels_option, p
 @click.option("--device-map", "device_map", multiple=True, metavar="NAME=KNOWN",
               help="Take the roofs of a device the profile names NAME from the table entry KNOWN (repeatable).")
 @click.option("--strict", is_flag=True, help="Exit 1 when some device has no roofs (default: a warning).")
+@click.option("--links", "links", type=click.Path(path_type=Path), default=None, metavar="FILE.toml",
+              help="Link roofs and placement the profile does not record (docs/collectives.md).")
 def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str, ...], peaks_opt: str, clock: str,
            device: str | None, top: int, latency_threshold: float, device_map: tuple[str, ...] = (),
-           strict: bool = False) -> None:
+           strict: bool = False, links: Path | None = None) -> None:
     """Write the roofline chart (PNG, SVG on request) and the interactive HTML report of profiles,
     and print the slowest kernels with their roofline figures."""
     from roofline.analysis.select import select
@@ -38,7 +40,8 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
     from roofline.report import write_report
 
     run = analysed(paths, Options(peaks=peaks_opt, device=device, device_map=device_map, levels=levels, clock=clock,
-                                  latency_threshold_pct=latency_threshold, strict=strict))
+                                  latency_threshold_pct=latency_threshold, strict=strict,
+                                  links=str(links) if links else None))
     result = run.frame
     try:
         written = write_report(result, out_dir, run.levels, clock=clock, svg=svg, top=top)

@@ -87,6 +87,13 @@ def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
             for suffix in (".png", ".svg") if svg else (".png",):
                 written.append(png.write(part, out / f"{name}{suffix}", levels, clock=clock,
                                          note=png.set_note(st, len(frame), more)))
+    from roofline.report import comm_chart
+
+    if comm_chart.has_collectives(result):  # the collectives on their links (docs/collectives.md)
+        for suffix in (".png", ".svg") if svg else (".png",):
+            drawn = comm_chart.write(result, out / f"communication{suffix}", png.title_for(result, clock))
+            if drawn is not None:
+                written.append(drawn)
     return written
 
 

@@ -33,6 +33,7 @@ from roofline._version import __version__
 from roofline.analysis.aggregate import aggregate
 from roofline.hardware.peaks import LEVELS
 from roofline.report.chart_data import LEVEL_LABELS, roofs, short_source
+from roofline.report.comm_chart import comm_data
 from roofline.report.timeseries import step_points
 from roofline.schema import PRECISIONS, get_provenance, source_column
 
@@ -257,6 +258,7 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         "groups": _groups(frame, levels) if len(frame) else [],
         "steps": step_points(frame, levels),  # the step chart (report/timeseries.py)
         "headline": _headlines(frame) if len(frame) else {},  # per device: coverage, time by kind, MFU
+        "communication": comm_data(frame) if len(frame) else {},  # collectives on the links (report/comm_chart.py)
     }
     data, dropped = finite_only(data)  # JSON has no inf/NaN: nulls, and their count as the flag
     data["meta"]["non_finite_values"] = dropped
@@ -279,6 +281,7 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         plotly_js=Markup(plotly_js()),
         report_js=Markup(_asset("report.js")),
         timeseries_js=Markup(_asset("timeseries.js")),
+        comm_js=Markup(_asset("comm.js")),
         css=Markup(_asset("report.css")),
     )
 

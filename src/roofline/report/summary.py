@@ -103,6 +103,18 @@ def format_headline(h: Headline, max_reasons: int = 6) -> list[str]:
             lines.append(f"  {pct(sum(r.share for r in rest)):>6} {len(rest)} other reason(s) (--by summary --format json)")
     lines.append(kinds_line(h))
     lines.append(rates(h))
+    if h.comm_exposed_s is not None and h.comm_overlapped_s is not None:
+        comm = h.comm_exposed_s + h.comm_overlapped_s
+        lines.append(f"collectives: {_si(comm, 's')} of NCCL/RCCL kernels, {_si(h.comm_exposed_s, 's')} exposed "
+                     f"({pct(h.comm_exposed_s / h.gpu_time_s if h.gpu_time_s > 0 else math.nan)} of GPU time: no "
+                     f"other kernel ran) and {_si(h.comm_overlapped_s, 's')} overlapped with compute")
+    if h.comm_rows:
+        line = (f"collectives on the links: {h.comm_with_busbw:,} of {h.comm_rows:,} with a bus bandwidth "
+                "(size and group size recorded)")
+        if h.comm_median_pct_of_link_roof is not None:
+            line += (f"; time-weighted median {h.comm_median_pct_of_link_roof:.1f}% of the link roof "
+                     f"({h.comm_median_link}); docs/collectives.md")
+        lines.append(line)
     if h.span_s:
         lines.append(f"timeline: {_si(h.span_s, 's')} from the first launch to the end of the last; "
                      f"{pct(h.gap_s / h.span_s)} of it with nothing running (gaps; outside the shares above)")
@@ -188,8 +200,40 @@ def format_categories(table: pd.DataFrame) -> str:
     legend = ("legend: % time = share of the GPU time (adds up to 100); FLOP/s and B/s over the time of the rows "
               "that have FLOPs (DRAM bytes); median % roof = of the rows with a roof; categories: "
               "docs/analysis.md (op categories)")
+    comm = [f"{c}: of its NCCL/RCCL kernels, {_si(e, 's')} ran exposed (no other kernel running) and {_si(o, 's')} "
+            "overlapped with compute"
+            for c, e, o in zip(table["category"], table.get("comm_exposed_s", []), table.get("comm_overlapped_s", []))
+            if isinstance(e, float) and math.isfinite(e)]
+    return shown.to_string(index=False) + "\n" + "".join(line + "\n" for line in comm) + legend
+
+
+def format_collectives(table: pd.DataFrame) -> str:
+    """``--by collective``: one line per collective, size and group, longest first."""
+    if table.empty:
+        return "(no NCCL/RCCL collectives in these profiles)"
+
+    def num(v: object, unit: str) -> str:
+        return _si(float(v), unit) if v is not None and not pd.isna(v) else "n/a"  # type: ignore[arg-type]
+
+    shown = pd.DataFrame({
+        "collective": table["collective"].astype(str),
+        "size": [num(v, "B") for v in table["message_bytes"]],
+        "n": ["n/a" if pd.isna(v) else str(int(v)) for v in table["group_size"]],
+        "calls": [f"{int(v):,}" for v in table["calls"]],
+        "time": [num(v, "s") for v in table["duration_s"]],
+        "% time": [f"{v:.1f}" for v in table["pct_gpu_time"]],
+        "algbw": [num(v, "B/s") for v in table["median_algorithm_bandwidth_bytes_per_s"]],
+        "busbw": [num(v, "B/s") for v in table["median_bus_bandwidth_bytes_per_s"]],
+        "link roof": [num(v, "B/s") for v in table["link_roof_bytes_per_s"]],
+        "% roof": ["n/a" if pd.isna(v) else f"{v:.1f}" for v in table["median_pct_of_link_roof"]],
+        "exposed": [num(v, "s") for v in table["comm_exposed_s"]],
+        "overlapped": [num(v, "s") for v in table["comm_overlapped_s"]],
+    })
+    legend = ("legend: size = nccl-tests' S (an all-gather's whole output); n = group size; algbw, busbw, % roof = "
+              "medians over the calls; link roof = one direction; n/a = not recorded (the *_source columns of "
+              "--format csv say why); docs/collectives.md")
     return shown.to_string(index=False) + "\n" + legend
 
 
-__all__ = ["compact_list", "format_categories", "format_folded", "format_headline", "format_headlines", "pct", "rates",
+__all__ = ["compact_list", "format_categories", "format_collectives", "format_folded", "format_headline", "format_headlines", "pct", "rates",
            "scope_title"]

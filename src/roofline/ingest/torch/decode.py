@@ -57,6 +57,10 @@ class Args(msgspec.Struct, gc=False):
     kernel_num_gb: Any = None
     out_nelems: Any = field(name="Out msg nelems", default=None)  # a collective's output message
     collective: Any = field(name="Collective name", default=None)
+    group_size: Any = field(name="Group size", default=None)  # a collective's process group (PyTorch 2.1+)
+    pg_name: Any = field(name="Process Group Name", default=None)
+    pg_desc: Any = field(name="Process Group Description", default=None)
+    pg_ranks: Any = field(name="Process Group Ranks", default=None)
 
 
 class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):

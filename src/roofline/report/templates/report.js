@@ -147,6 +147,15 @@
         key.appendChild(document.createTextNode(k + ' ' + pctText(v)));
       });
       box.appendChild(bar); box.appendChild(key);
+      if (h.comm_exposed_s !== null && h.comm_exposed_s !== undefined) {  // collectives (docs/collectives.md)
+        var comm = 'collectives: ' + si(h.comm_exposed_s + h.comm_overlapped_s, 's') + ' of NCCL/RCCL kernels, ' +
+          si(h.comm_exposed_s, 's') + ' exposed (' + pctText(h.gpu_time_s > 0 ? h.comm_exposed_s / h.gpu_time_s : null) +
+          ' of GPU time) and ' + si(h.comm_overlapped_s, 's') + ' overlapped with compute';
+        if (h.comm_rows) comm += '; ' + h.comm_with_busbw + ' of ' + h.comm_rows + ' with a bus bandwidth' +
+          (h.comm_median_pct_of_link_roof !== null ? ', median ' + h.comm_median_pct_of_link_roof.toPrecision(3) +
+           '% of the link roof (' + h.comm_median_link + ')' : '');
+        var cp = el('p', comm); cp.id = 'headline-comm'; box.appendChild(cp);
+      }
       if (h.reasons && h.reasons.length) {
         var ul = el('ul', undefined, 'reasons');
         h.reasons.slice(0, 3).forEach(function (r) {
@@ -566,6 +575,7 @@
     mark('programs');
     function drawSteps() { state.steps = window.rooflineSteps ? window.rooflineSteps(D, state.device, esc, si) : 0; }  // timeseries.js
     drawSteps();
+    state.comm = window.rooflineComm ? window.rooflineComm(D, esc, si) : 0;  // comm.js: the collectives' section
     applyFilters();
     mark('kernels');
     var gd = document.getElementById('kernel-chart');
