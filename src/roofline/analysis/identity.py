@@ -138,7 +138,7 @@ def per_run(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, mapping: Mappin
     for c in ("flop_total", *(f"{lv}_bytes" for lv in levels), "pct_of_roof", "bound", "binding_roof",
               "achieved_flop_per_s", *(f"intensity_{lv}_flop_per_byte" for lv in levels)):
         out[c] = groups[c].reindex(out.index) if c in groups else np.nan
-    if BUS_BANDWIDTH in f:
+    if BUS_BANDWIDTH in f and pd.to_numeric(f[BUS_BANDWIDTH], errors="coerce").notna().any():  # (all NaN: none known)
         out[BUS_BANDWIDTH] = pd.to_numeric(f[BUS_BANDWIDTH], errors="coerce").groupby(f["identity"], sort=False).median()
     out.index.name = "identity"
     return out.sort_values("total_s", ascending=False, na_position="last", kind="stable")

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from roofline.pipeline import Analysis, Options
 
 #: major.minor: a reader checks the major version
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: the headline's collective keys (comm_*, issue 35)
 SCHEMA_NAME = "roofline.output"
 
 #: what a kernel row's key hashes, in this order (docs/agents.md)
