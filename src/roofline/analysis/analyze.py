@@ -22,11 +22,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from roofline.analysis.diagnose import diagnose
 from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical, roofline_columns
 from roofline.analysis.render import Factor, as_string, render
-from roofline.hardware.peaks import ALL_LEVELS, LEVELS, OPTIONAL_LEVELS, Peaks, recorded_levels
 from roofline.hardware.attach import fill_spec_peaks
 from roofline.hardware.names import require
+from roofline.hardware.peaks import ALL_LEVELS, LEVELS, OPTIONAL_LEVELS, Peaks, recorded_levels
 from roofline.hardware.specs import tensor_key
 from roofline.schema import PRECISIONS, UNAVAILABLE, get_provenance, set_provenance, source_column
 
@@ -64,7 +65,7 @@ def analyze(
             extra[f"{c}_boost"] = boost[c].copy()
     stale = [c for c in framed.columns if c in extra.columns or c.endswith("_boost")]
     base = framed.drop(columns=stale)
-    out = pd.concat([base, extra], axis=1)
+    out = diagnose(pd.concat([base, extra], axis=1), levels, latency_threshold_pct)
     out.attrs = {}
     return set_provenance(out, get_provenance(kernels))
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from roofline.schema import UNAVAILABLE
 
+
 def roofline_analysis(
     operations: Iterable[Mapping[str, Any]], peak_compute: float, peak_bandwidth: float
 ) -> list[dict[str, Any]]:

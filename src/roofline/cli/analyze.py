@@ -100,5 +100,5 @@ def analyze(paths: tuple[Path, ...], out: Path | None, fmt: str, levels: tuple[s
     from roofline.report.table import DEFAULT_TOP
 
     print_result(result, fmt, levels, by, limit=None if (top or all_rows) else DEFAULT_TOP, total=n_rows,
-                 latency_threshold=latency_threshold)
+                 latency_threshold=latency_threshold, collect_from=kernels_view)
     exit_if_failed(run)

@@ -97,8 +97,11 @@ def exit_if_failed(analysis: Analysis) -> None:
 
 
 def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | None, limit: int | None = None,
-                 total: int | None = None, latency_threshold: float = 20.0, more: str = "--top N or --all") -> None:
-    """``limit``: rows of the table shown (the rest counted in its footer); JSON and CSV get every row."""
+                 total: int | None = None, latency_threshold: float = 20.0, more: str = "--top N or --all",
+                 collect_from: pd.DataFrame | None = None) -> None:
+    """``limit``: rows of the table shown (the rest counted in its footer); JSON and CSV get every row (with
+    their ``collect_next`` commands). ``collect_from``: the rows whose collect-next block the table prints once
+    (the longest kernels lacking counters or shapes; analysis/collect.py)."""
     if fmt == "table":
         from roofline.report.table import format_table
 
@@ -121,6 +124,11 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
             if missing:
                 click.echo(f"{prov.get('source_file', '')}: GPU time without FLOPs or bytes: " + ", ".join(
                     f"{m['op']} {100 * m['gpu_time_share']:.1f}%" for m in missing[:6]))
+        if collect_from is not None and not collect_from.empty:
+            from roofline.analysis.collect import summary
+
+            for line in summary(collect_from):
+                click.echo(line)
     elif fmt in ("json", "ndjson"):
         from roofline.report.records import stream_json
 

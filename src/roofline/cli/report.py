@@ -45,7 +45,7 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
     except OSError as exc:
         fail(f"cannot write the report to {out_dir}: {exc}")
     print_result(select(result, top=top), "table", run.levels, None, total=len(result),
-                 latency_threshold=latency_threshold, more="--top N")
+                 latency_threshold=latency_threshold, more="--top N", collect_from=result)
     for path in written:
         click.echo(f"wrote {path}")
     exit_if_failed(run)

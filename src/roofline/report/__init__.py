@@ -11,7 +11,6 @@ import pandas as pd
 
 from roofline.hardware.peaks import LEVELS
 
-
 #: file names stop at 255 bytes: a longer device name is cut and told apart by a hash of the whole
 SLUG_MAX = 60
 

@@ -31,6 +31,8 @@ from markupsafe import Markup
 
 from roofline._version import __version__
 from roofline.analysis.aggregate import aggregate
+from roofline.analysis.collect import summary as collect_summary
+from roofline.analysis.pipes import findings_summary, pipe_bound, pipe_summary
 from roofline.hardware.peaks import LEVELS
 from roofline.report.chart_data import LEVEL_LABELS, roofs, short_source
 from roofline.report.timeseries import step_points
@@ -95,10 +97,16 @@ def _column_block(frame: pd.DataFrame, levels: Sequence[str]) -> str:
     for lv in levels:
         parts[f"int_{lv}"] = _numbers(frame[f"intensity_{lv}_flop_per_byte"])
         parts[f"bytes_{lv}"] = _numbers(frame[f"{lv}_bytes"])
+    # why it sits there (analysis/diagnose.py): the pipe roof where a pipe binds below the FLOP roof, and texts
+    parts["pipe_roof"] = _numbers(frame["pipe_ceiling_flop_per_s"].where(pipe_bound(frame))
+                                  if "pipe_ceiling_flop_per_s" in frame else pd.Series(np.nan, index=frame.index))
+    why = {"pipe": pipe_summary(frame), "findings": findings_summary(frame)}
     cats = {}
     for key, col in (("bound", "bound"), ("binding", "binding_roof"), ("precision", "compute_precision"),
-                     ("nvtx", "nvtx_range"), ("device", "device_name"), ("note", "analysis_note")):
-        codes, uniques = _codes(frame[col] if col in frame else pd.Series(pd.NA, index=frame.index))
+                     ("nvtx", "nvtx_range"), ("device", "device_name"), ("note", "analysis_note"),
+                     ("pipe", "pipe"), ("findings", "findings"), ("step", "next_step"), ("collect", "collect_next")):
+        source = why[col] if col in why else frame[col] if col in frame else pd.Series(pd.NA, index=frame.index)
+        codes, uniques = _codes(source)
         parts[f"{key}_code"] = codes
         cats[key] = uniques
     names = {
@@ -201,6 +209,7 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         "level_labels": {lv: LEVEL_LABELS[lv] for lv in levels}, "precisions": list(PRECISIONS),
         "count": len(frame), "top": top, "version": __version__,
         "provenance": get_provenance(result),
+        "collect": collect_summary(frame) if len(frame) else [],  # printed once (analysis/collect.py)
     }
     data = {
         "meta": meta,

@@ -3,10 +3,11 @@
 Log-log axes in FLOP/byte and FLOP/s; a sloped roof per memory level and a flat roof per precision
 the kernels used, each labelled with its value and source; ridge points marked; one marker per
 kernel and level (a colour per kernel, a shape per level, joined by a thin line as in NERSC's
-hierarchical charts); the longest kernels labelled without overlap.
+hierarchical charts); the longest kernels labelled without overlap, with a dotted "pipe roof" across a
+kernel's points where its busiest SM pipe caps it below the FLOP roof (``analysis/pipes.py``).
 
 Every artist carries a ``gid`` (``roof:dram``, ``roof:fp32``, ``ridge:dram:fp32``, ``level:dram``
-for the kernels' markers at a level, in the order of ``chart_data.points``) so tests read the drawn
+for the kernels' markers at a level, in the order of ``chart_data.points``, ``pipe:<row>``) so tests read the drawn
 coordinates back and compare them with the data.
 """
 
@@ -20,8 +21,8 @@ import matplotlib
 matplotlib.use("Agg")  # no display on clusters; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
@@ -124,6 +125,7 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
         colours = [cmap(rank[row] % 10) for row in pts[pts["row"].isin(order.index[:JOIN_LIMIT])]
                    .groupby("row", sort=False).size().index if (pts["row"] == row).sum() > 1]
         ax.add_collection(LineCollection(joined, colors=colours, linewidths=0.6, alpha=0.6, gid="joins"))
+    _pipe_roofs(ax, frame, pts, list(order.index[:label_top]))
     _label_top(ax, frame, pts, list(order.index[:label_top]))
     handles = [Line2D([], [], color="0.3", marker=LEVEL_MARKERS[lv], ls="none", label=f"kernel at {LEVEL_LABELS[lv]}")
                for lv in levels if lv in set(pts["level"])]
@@ -150,6 +152,27 @@ def drawable(pts: pd.DataFrame, roof_list: list[Roof]) -> tuple[pd.DataFrame, li
     ok = ((cols >= lo) & (cols <= hi)).all(axis=1).to_numpy()
     kept = [r for r in roof_list if lo <= r.value <= hi]
     return pts[ok], kept, int((~ok).sum()) + len(roof_list) - len(kept)
+
+
+def _pipe_roofs(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int]) -> None:  # type: ignore[no-untyped-def]
+    """A short horizontal "pipe roof" across each of the longest kernels' points whose binding pipe caps it below
+    its FLOP roof (``analysis/pipes.py``): the FLOP/s at which that pipe would be saturated."""
+    from roofline.analysis.pipes import pipe_bound
+
+    if "pipe_ceiling_flop_per_s" not in frame:
+        return
+    bound = pipe_bound(frame)
+    y0, y1 = ax.get_ylim()
+    for row in rows:
+        ceiling = float(frame["pipe_ceiling_flop_per_s"].iloc[row])
+        if not bound[row] or not y0 < ceiling < y1:
+            continue
+        xs = pts.loc[pts["row"] == row, "intensity_flop_per_byte"]
+        lo, hi = float(xs.min()) / 1.6, float(xs.max()) * 1.6
+        pipe = str(frame["binding_pipe"].iloc[row]).upper()
+        ax.plot([lo, hi], [ceiling, ceiling], ":", color="#b15928", lw=1.3, gid=f"pipe:{row}", zorder=4)
+        ax.text(hi, ceiling, f" {pipe} pipe roof", fontsize=6.5, color="#b15928", va="center", parse_math=False,
+                gid=f"pipe-label:{row}")
 
 
 def _label_top(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int]) -> None:  # type: ignore[no-untyped-def]
