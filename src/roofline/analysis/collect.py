@@ -169,6 +169,8 @@ def plan(frame: pd.DataFrame) -> list[dict[str, object]]:
     order = [g for g in np.argsort(-time, kind="stable") if timed[g] and time[g] / total >= MIN_SHARE][:TOP]
     order += [g for g in range(len(first)) if not timed[g]][: TOP - len(order)]
     device = Source(frame, "device_name")
+    files = _factor(frame, "source_file")
+    launch = frame["kernel_id"].to_numpy(dtype=float, na_value=np.nan) if "kernel_id" in frame else np.arange(n, dtype=float)
     out: list[dict[str, object]] = []
     record_shapes = False
     for grp in order:
@@ -176,7 +178,10 @@ def plan(frame: pd.DataFrame) -> list[dict[str, object]]:
         name, kcc = label[names[members[0]]], cc.text(int(members[0]))
         share = float(np.nansum(dur[members])) / total if timed[grp] else math.nan
         longest = int(members[np.argmax(np.where(np.isfinite(dur[members]), dur[members], -1.0))])
-        before = int(np.count_nonzero(names[:longest] == names[longest]))  # its launches before the longest
+        # its launches before the longest one, in launch order (kernel_id) within its profile: frames come
+        # sorted by time, not by launch
+        same = (names == names[longest]) & (files.key() == files.key()[longest])
+        before = int(np.count_nonzero(same & (launch < launch[longest])))
         need = _sections(int(np.bitwise_or.reduce(bits[members])))
         gen = _generation(kcc, device.text(longest))
         commands = []

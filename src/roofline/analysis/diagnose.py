@@ -190,9 +190,15 @@ def over_cause(v: _Rows, r: int, levels: Sequence[str]) -> str | None:
     return None
 
 
+def _slot(precision: str) -> str:
+    """The FLOP column a precision's count is in (``mixed``, ``none``: fp32's, the roof drawn for them)."""
+    base = precision.split(":")[0]
+    return base if base in ("fp64", "fp32", "fp16", "tensor") else "fp32"
+
+
 def _over_compute(v: _Rows, r: int) -> str | None:
     precision = v.text("compute_precision", r)
-    slot = precision.split(":")[0] if precision.split(":")[0] in ("fp64", "fp32", "fp16", "tensor") else "fp32"
+    slot = _slot(precision)
     flop_src = v.text(f"flop_{slot}_source", r)
     measured = flop_src.startswith(("counters", "measured"))
     names = v.kernels(r)
@@ -368,11 +374,11 @@ def _keys(frame: pd.DataFrame, rows: np.ndarray, columns: Sequence[str]) -> list
         if isinstance(s.dtype, pd.CategoricalDtype):
             codes = np.asarray(s.cat.codes).astype(np.int64)
             out.append((codes if every else codes[rows]) + 1)
+        elif null_count(frame, c) == len(frame):  # (a column no row of this format has: no key)
+            continue
         elif pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
             values = s.to_numpy(dtype=float, na_value=np.nan)
             out.append(pd.factorize(values if every else values[rows], use_na_sentinel=True)[0].astype(np.int64) + 1)
-        elif null_count(frame, c) == len(frame):  # (a column no row of this format has: no key)
-            continue
         else:
             keys = Factor(frame, c, rows=mask).key().astype(np.int64)
             out.append(keys if every else keys[rows])
@@ -418,14 +424,19 @@ def _over_keys(frame: pd.DataFrame, rows: np.ndarray, levels: Sequence[str]) -> 
         full = np.zeros(len(rows), np.int64)
         full[compute] = part
         parts.append(full)
-    at = rows[compute]
-    for slot in ("fp64", "fp32", "fp16", "tensor"):  # only a compute roof's cause reads how its FLOPs were counted
-        if not len(at) or null_count(frame, f"flop_{slot}_source") == len(frame):
-            continue
-        src = Source(frame, f"flop_{slot}_source")
-        full = np.zeros(len(rows), np.int64)
-        full[compute] = src.starts_with(at, "counters") | src.starts_with(at, "measured")
-        parts.append(full)
+    # only a compute roof's cause reads how its FLOPs were counted: the source of its precision's slot, by prefix
+    prec = _keys(frame, rows, ["compute_precision"])
+    codes = prec[0] - 1 if prec else np.full(len(rows), -1)
+    labels = list(frame["compute_precision"].cat.categories) if prec and \
+        isinstance(frame["compute_precision"].dtype, pd.CategoricalDtype) else []
+    slot_of = np.array([["fp64", "fp32", "fp16", "tensor"].index(_slot(p)) for p in labels] + [1], np.int64)[codes]
+    measured = np.zeros(len(rows), np.int64)
+    for j, slot in enumerate(("fp64", "fp32", "fp16", "tensor")):
+        pick = compute & (slot_of == j)
+        if pick.any() and null_count(frame, f"flop_{slot}_source") < len(frame):
+            src = Source(frame, f"flop_{slot}_source")
+            measured[pick] = src.starts_with(rows[pick], "counters") | src.starts_with(rows[pick], "measured")
+    parts.append(measured)
     for c, scale in (("flop_tensor", None), ("sm_clock_hz", 1e6)):  # what the causes read of them: > 0, and MHz
         x = frame[c].to_numpy(dtype=float, na_value=np.nan)[rows] if c in frame else np.zeros(len(rows))
         parts.append((x > 0).astype(np.int64) if scale is None
@@ -462,7 +473,7 @@ def diagnose(result: pd.DataFrame, levels: Sequence[str], latency_threshold_pct:
     lat_rows = np.flatnonzero(latency_mask)
     recorded = np.zeros(len(lat_rows), bool)
     for c in _LATENCY_COLUMNS:
-        if c in out:
+        if len(lat_rows) and null_count(out, c) < n:
             recorded |= out[c].notna().to_numpy()[lat_rows]
 
     def latency_note(r: int) -> str:

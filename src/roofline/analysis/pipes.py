@@ -157,6 +157,10 @@ def null_count(frame: pd.DataFrame, name: str) -> int:
     s = frame[name]
     if isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow":
         return int(s.array.__arrow_array__().null_count)
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return len(s) if not len(s.cat.categories) else int(np.count_nonzero(np.asarray(s.cat.codes) < 0))
+    if s.dtype == np.float64:
+        return int(np.count_nonzero(np.isnan(s.to_numpy())))
     return int(s.isna().sum())
 
 

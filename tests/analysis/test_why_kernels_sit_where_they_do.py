@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 import roofline
-from conftest import REPORTS, analysed, kernel_row, ncu_actions, shared
+from browser import browser, open_page  # noqa: F401 - pytest fixtures
+from conftest import REPORTS, analysed, cli, kernel_row, ncu_actions, shared
 from roofline.analysis import collect
 from roofline.analysis.diagnose import evidence_data, match
 from roofline.analysis.pipes import CO_CRITICAL_POINTS, binding, findings, pipe_bound, pipe_columns
@@ -305,7 +306,11 @@ def test_collect_next_names_the_basic_reports_kernel_and_its_missing_sections():
     sections = {s.identifier() for s in next(ncu_actions(path)).sections()}  # LaunchStats, Occupancy, SpeedOfLight, ...
     lines = collect.summary(frame)
     text = "\n".join(lines)
-    assert "Baseline" in text and "ncu --kernel-name Baseline --launch-skip" in text
+    # --launch-skip: the launches of Baseline before its longest one, as the report orders them (ncu_report)
+    times = [a["gpu__time_duration.sum"].value() for a in ncu_actions(path)]
+    assert f"ncu --kernel-name Baseline --launch-skip {int(np.argmax(times))} --launch-count 1" in text
+    longest_first = frame.sort_values("duration_s", ascending=False)  # (as the CLI's table orders them)
+    assert collect.summary(longest_first) == lines
     needed = ["SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalSingleRooflineChart", "ComputeWorkloadAnalysis",
               "WarpStateStats"]
     for s in needed:
@@ -336,14 +341,10 @@ def test_collect_next_for_pascal_names_nvprof_and_the_last_nsight_compute():
 
 
 def test_cli_prints_collect_next_once_and_json_carries_it():
-    from click.testing import CliRunner
-
-    from roofline.cli import cli as main
-
-    path = str(shared(BASIC))
-    table = CliRunner().invoke(main, ["analyze", path])
-    assert table.exit_code == 0 and table.output.count("collect next (") == 1
-    out = CliRunner().invoke(main, ["analyze", path, "--format", "json"])
+    path = shared(BASIC)
+    table = cli("analyze", path)
+    assert table.returncode == 0 and table.stdout.count("collect next (") == 1
+    out = cli("analyze", path, "--format", "json")
     records = json.loads(out.stdout)
     assert all(r["collect_next"].startswith("ncu --kernel-name Baseline") for r in records)
     assert all(r["next_step"] for r in records) and all("binding_pipe" in r for r in records)
@@ -364,3 +365,25 @@ def test_diagnose_groups_rows_so_a_large_frame_renders_each_text_once():
     out = analysed(rows)
     assert out["analysis_note"].nunique() == 1 and out["next_step"].nunique() == 1
     assert np.all(out["analysis_note"].cat.codes.to_numpy() == 0)
+
+
+def test_html_report_shows_the_pipe_findings_next_step_and_collect_next(tmp_path, open_page):
+    from roofline.report import html
+
+    frame = roofline.run([shared("ncu/sm89_rtx4060_kmeans-cartoonizer_full.ncu-rep")]).frame
+    page, problems = open_page(html.write(frame, tmp_path / "report.html"))
+    # the collect-next block, once, naming the launch whose replay did not complete
+    assert page.locator("#collect").is_visible()
+    assert "ncu --kernel-name update_centroids" in page.locator("#collect-list").inner_text()
+    # the details of the LSU-bound kernel: its binding pipe, pipe roof and next step
+    k = page.evaluate("window.rooflineReport.kernels.name.findIndex(n => n.includes('assign_pixels_to_centroids'))")
+    page.evaluate(f"window.rooflineReport.showDetails({k})")
+    details = page.locator("#details-list").inner_text()
+    assert "binding pipe" in details and "LSU (loads, stores, shared memory)" in details
+    assert "pipe roof" in details and "next step" in details and "issue fewer load/store instructions" in details
+    # the chart's pipe roofs: dotted lines at the pipe ceilings of the pipe-bound kernels
+    ys = sorted(page.evaluate("document.getElementById('kernel-chart').data.filter(t => (t.meta || '').startsWith('pipe:'))"
+                              ".map(t => t.y[0])"))
+    bound = frame[pipe_bound(frame)]
+    assert ys == pytest.approx(sorted(bound["pipe_ceiling_flop_per_s"]), rel=1e-4)  # (5 significant digits in the page)
+    assert problems == []
