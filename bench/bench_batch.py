@@ -8,6 +8,7 @@
    of this one) must not grow with the number of inputs.
 
     PYTHONPATH=src .venv/bin/python bench/bench_batch.py [--files 1000] [--rounds 2] [--sim 10000]
+    PYTHONPATH=src .venv/bin/python bench/bench_batch.py --dask-rss 5 --files 500 [--mix all|ncu|no-ncu-rep]
 """
 
 from __future__ import annotations
@@ -48,8 +49,10 @@ def _copies(src: Path, folder: Path, n: int) -> Path:
 
 
 def _batch(inputs: Path, out: Path, *extra: str) -> dict:
-    subprocess.run([sys.executable, "-m", "roofline", "batch", str(inputs), "-o", str(out), *extra],
-                   check=True, capture_output=True, text=True, env=ENV)
+    done = subprocess.run([sys.executable, "-m", "roofline", "batch", str(inputs), "-o", str(out), *extra],
+                          check=False, capture_output=True, text=True, env=ENV)
+    if done.returncode not in (0, 1):  # 1: some inputs failed (a mix holds CPU-only traces)
+        raise SystemExit(f"batch exit {done.returncode}: {done.stderr[-2000:]}")
     (log,) = (out / "_batches").glob("*.json")
     return json.loads(log.read_text())
 
@@ -67,7 +70,13 @@ def main() -> None:
     ap.add_argument("--report", type=Path, default=DEFAULT)
     ap.add_argument("--sim", type=int, default=10_000, help="inputs of the simulated batch (0: skip)")
     ap.add_argument("--tiny", type=Path, default=TINY)
+    ap.add_argument("--dask-rss", type=int, default=0, metavar="N",
+                    help="only: N consecutive batches of --files inputs of the bench_dataset mix (--mix) on one Dask "
+                    "LocalCluster (2 single-thread worker processes); each worker's resident MB after each batch")
+    ap.add_argument("--mix", choices=["all", "ncu", "no-ncu-rep"], default="all")
     args = ap.parse_args()
+    if args.dask_rss:
+        return dask_rss(args.dask_rss, args.files, args.mix)
     from distributed import LocalCluster
 
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -97,6 +106,40 @@ def main() -> None:
                     print(f"| {d['inputs']} | {label} | {d['ok']} | {d['failed']} | {d['files_per_s']:.1f} | "
                           f"{d['elapsed_s']:.1f} | {d['vmhwm_mb']:.0f} |", flush=True)
                 shutil.rmtree(folder)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def _rss_mb() -> float:
+    with open(f"/proc/{os.getpid()}/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def dask_rss(batches: int, files: int, kind: str) -> None:
+    """Issue 36: a Dask worker's resident memory across consecutive batches (each into a new dataset, so every
+    input is read each time), read on the workers themselves after each batch."""
+    from distributed import Client, LocalCluster
+
+    sys.path.insert(0, str(REPO / "bench"))
+    from bench_dataset import mix
+
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with tempfile.TemporaryDirectory() as tmp, LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                                            dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        t = Path(tmp)
+        inputs = mix(t / "in", files, "all" if kind == "no-ncu-rep" else kind)
+        if kind == "no-ncu-rep":  # without NVIDIA's ncu_report (which keeps ~1.7 MB per report it opened)
+            for p in inputs:
+                if p.suffix in (".ncu-rep", ".nsight-cuprof-report"):
+                    p.unlink()
+        print(f"{sum(1 for p in (t / 'in').rglob('*') if p.is_file())} inputs ({kind}); worker RSS MB after each batch")
+        print("| batch | files/s | worker 1 MB | worker 2 MB |")
+        print("|---|---|---|---|")
+        for b in range(batches):
+            log = _batch(t / "in", t / f"ds{b}", "--scheduler", cluster.scheduler_address)
+            rss = sorted(client.run(_rss_mb).values())
+            print(f"| {b + 1} | {log['files_per_s']:.1f} | " + " | ".join(f"{r:.0f}" for r in rss) + " |", flush=True)
+            shutil.rmtree(t / f"ds{b}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

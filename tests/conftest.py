@@ -27,6 +27,23 @@ def shared(rel: str) -> Path:
     return p
 
 
+def fixture_names() -> list[str]:
+    """Every shared fixture input, relative to SHARED (the tests that cover every fixture use this list)."""
+    out = []
+    for kind in ("ncu", "traces", "nsys", "rocprof"):
+        folder = SHARED / kind
+        if folder.exists():
+            out += [f"{kind}/{p.name}" for p in sorted(folder.iterdir())
+                    if p.name not in ("MANIFEST.md", "reference", "derived", "vllm_decode_full-graph", "capture_traces")]
+    # the capture traces of graph-mode replays are Kineto traces too (one folder per replay, an index beside them)
+    captures = sorted(p.relative_to(SHARED).as_posix() for p in (SHARED / "traces" / "capture_traces").glob("*/*.json.gz"))
+    return out + ["traces/vllm_decode_full-graph/graph_execution.pt.trace.json.gz", *captures]
+
+
+#: CSV exports record no device: the --device the CLI asks for
+CSV_DEVICE = {"sm70": "V100 SXM2", "sm75": "T4", "sm80": "A100 SXM4 40GB"}
+
+
 def ncu_fixtures(*suffixes: str) -> list[str]:
     """Names of the ncu fixtures (collected at import time; an empty list fails in CI)."""
     if not NCU.exists():
@@ -78,15 +95,27 @@ def analysed(rows: list[dict]):
 
 
 def read_or_typed_error(path: Path) -> None:
-    """What a damaged input must do: read and analyse, or raise a RooflineError (nothing else)."""
+    """What a damaged input must do: read and analyse, or raise a RooflineError (nothing else).
+
+    Run with ``ROOFLINE_DEBUG`` set: the pipeline's last net (an unexpected ValueError/TypeError/... of a
+    reader becomes a typed error naming the file) is off, so a reader site that does not check its values
+    fails here instead of passing as typed."""
     import roofline
     from roofline import errors
 
+    saved = os.environ.get("ROOFLINE_DEBUG")
+    os.environ["ROOFLINE_DEBUG"] = "1"
     try:
-        k = roofline.read(path)
-    except errors.RooflineError:
-        return
-    roofline.analyze(k)
+        try:
+            k = roofline.read(path)
+        except errors.RooflineError:
+            return
+        roofline.analyze(k)
+    finally:
+        if saved is None:
+            del os.environ["ROOFLINE_DEBUG"]
+        else:
+            os.environ["ROOFLINE_DEBUG"] = saved
 
 
 def cli(*args, env_extra=None):

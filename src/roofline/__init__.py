@@ -5,6 +5,8 @@
     >>> result = roofline.analyze(kernels)             # kernels + roofline columns
     >>> result = roofline.analyze("run.sqlite", counters=["top.ncu-rep"])   # paths: the CLI's pipeline
     >>> run = roofline.run(["a.ncu-rep", "traces/"])   # frame, failures and warnings (keeps going)
+    >>> result.summary(); roofline.by_category(result)  # the headline; time per op category
+    >>> roofline.plot(result)                          # the report's kernel chart as a plotly Figure
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from roofline.errors import RooflineError
 # The public functions are imported on first use (PEP 562): `import roofline` (and so the
 # `roofline --version`/`--help` start-up) does not pay for pandas and the analysis stack.
 _LAZY = {"analyze": "roofline.api", "run": "roofline.api", "roofline_analysis": "roofline.analysis",
+         "summary": "roofline.api", "by_category": "roofline.api", "plot": "roofline.api", "compare": "roofline.api",
          "read": "roofline.api", "read_each": "roofline.api", "read_metrics": "roofline.ingest", "sniff": "roofline.ingest",
          "read_table": "roofline.schema", "write_table": "roofline.schema",
          "open_dataset": "roofline.batch.dataset"}
 
 if TYPE_CHECKING:
     from roofline.analysis import roofline_analysis
-    from roofline.api import analyze, read, read_each, run
+    from roofline.api import analyze, by_category, compare, plot, read, read_each, run, summary
     from roofline.batch.dataset import open_dataset
     from roofline.ingest import read_metrics, sniff
     from roofline.schema import read_table, write_table
@@ -40,19 +43,23 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted(__all__)  # the public names only (not the module's imports and helpers)
 
 __all__ = [
+    "RooflineError",
     "__version__",
+    "analyze",
+    "by_category",
+    "compare",
+    "open_dataset",
+    "plot",
     "read",
     "read_each",
     "read_metrics",
-    "sniff",
-    "analyze",
-    "run",
-    "roofline_analysis",
     "read_table",
+    "roofline_analysis",
+    "run",
+    "sniff",
+    "summary",
     "write_table",
-    "open_dataset",
-    "RooflineError",
 ]

@@ -5,6 +5,9 @@
     >>> result = roofline.analyze("run.sqlite", counters=["top.ncu-rep"], device_map={"X": "H100 SXM"})
     >>> run = roofline.run(["a.ncu-rep", "b/"])                    # keeps going past bad inputs
     >>> run.frame, run.failures, run.messages
+    >>> result.summary(), roofline.by_category(result)              # the headline; time per op category
+    >>> roofline.plot(result)                                      # the HTML report's kernel chart (plotly)
+    >>> roofline.compare("before.ncu-rep", "after.ncu-rep")        # kernel by kernel
 
 Whatever the CLI does with options, these do with keyword arguments: they are the same pipeline.
 """
@@ -22,6 +25,7 @@ from roofline.hardware.peaks import LEVELS, Peaks
 
 if TYPE_CHECKING:
     from roofline.pipeline import Analysis
+    from roofline.result import RooflineResult
 
 PathsLike = str | Path | Iterable[str | Path]
 
@@ -80,32 +84,83 @@ def run(paths: PathsLike, peaks: Peaks | str | None = None, levels: Sequence[str
 
     ``device``: the GPU of profiles that record none; ``device_map``: ``{"name in profile": "table entry"}``;
     ``counters``: ncu reports carried onto timeline inputs; ``captures``: CUDA/HIP-graph capture traces."""
+    from roofline.result import as_result
+
     opts = _options(peaks, levels, clock, latency_threshold_pct, device, device_map, counters, captures, strict)
-    return pipeline.run(_as_list(paths), opts)
+    out = pipeline.run(_as_list(paths), opts)
+    out.frame = as_result(out.frame)
+    return out
 
 
 def analyze(data: pd.DataFrame | PathsLike, peaks: Peaks | str | None = None, levels: Sequence[str] = LEVELS,
             clock: str = "profiled", latency_threshold_pct: float = pipeline.LATENCY_THRESHOLD_PCT, *,
             device: str | None = None, device_map: Mapping[str, str] | Iterable[str] | None = None,
             counters: Iterable[str | Path] = (), captures: Iterable[str | Path] = (),
-            strict: bool = False) -> pd.DataFrame:
-    """The roofline frame: the kernels (same rows, same order) plus the roofline columns.
+            strict: bool = False) -> RooflineResult:
+    """The roofline frame: the kernels (same rows, same order) plus the roofline columns, as a
+    :class:`~roofline.result.RooflineResult` (a DataFrame displayed compactly; ``.frame`` is the plain one).
 
     ``data`` is a kernels frame (``roofline.read``) or profiles (paths, as :func:`run`); with paths, the first
     input that fails raises its typed error (use :func:`run` to keep going). Peaks: ``None``/``"counters"``
     (the report's own, the spec table where missing), ``"spec"``, a GPU name, a peaks file or a
     :class:`~roofline.hardware.peaks.Peaks`. With the default levels, an optional level the frame records
     (AMD LDS) is analysed too."""
+    from roofline.result import as_result
+
     opts = _options(peaks, levels, clock, latency_threshold_pct, device, device_map, counters, captures, strict)
     if isinstance(data, pd.DataFrame):
-        return pipeline.from_frame(data, opts).frame
+        return as_result(pipeline.from_frame(data, opts).frame)
     result = pipeline.run(_as_list(data), opts)
     if result.failures:
         first = result.failures[0]
         if first.error is not None:
             raise first.error
         raise pipeline.OptionError(first.message)
-    return result.frame
+    return as_result(result.frame)
 
 
-__all__ = ["analyze", "read", "read_each", "run"]
+def _frame(result: pd.DataFrame | Analysis | PathsLike) -> pd.DataFrame:
+    """A roofline frame from a result, a run (its frame) or profiles (analysed)."""
+    if isinstance(result, pd.DataFrame):
+        return result
+    if isinstance(result, pipeline.Analysis):
+        return result.frame
+    return analyze(result)
+
+
+def summary(result: pd.DataFrame | Analysis | PathsLike) -> pd.DataFrame:
+    """The headline per profile, device and step: GPU time, the % of it with a roofline point, time by kind (they
+    add up to 100%), achieved FLOP/s and bytes/s and their % of the peak (MFU, MBU), the first reason without a
+    point. ``headlines()`` of a result gives them as objects, with every reason and its fix."""
+    from roofline.analysis.views import view
+
+    return view(_frame(result), "summary")
+
+
+def by_category(result: pd.DataFrame | Analysis | PathsLike) -> pd.DataFrame:
+    """Time per op category (GEMM, attention, convolution, …; docs/analysis.md), longest first: launches, time,
+    % of GPU time (adding up to 100), cumulative %, achieved FLOP/s and DRAM bytes/s, median % of roof."""
+    from roofline.analysis.views import view
+
+    return view(_frame(result), "category")
+
+
+def plot(result: pd.DataFrame | Analysis | PathsLike, device: str | None = None,
+         levels: Sequence[str] | None = None, title: str | None = None) -> object:
+    """The HTML report's kernel roofline chart as a plotly Figure, for one device (default: the one with the
+    most drawable time): the result's roofs and one point per kernel and memory level, coloured by bound."""
+    from roofline.result import plot as draw
+
+    return draw(_frame(result), device=device, levels=levels, title=title)
+
+
+def compare(before: pd.DataFrame | Analysis | PathsLike, after: pd.DataFrame | Analysis | PathsLike,
+            levels: Sequence[str] = LEVELS, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Kernel-by-kernel diff of two results (or profiles, analysed first): one row per matched pair, new or
+    vanished kernel, both points and the changes (``roofline compare``; docs/compare.md)."""
+    from roofline.analysis.compare import compare as diff
+
+    return diff(_frame(before), _frame(after), levels=levels, mapping=mapping)
+
+
+__all__ = ["analyze", "by_category", "compare", "plot", "read", "read_each", "run", "summary"]

@@ -87,6 +87,13 @@ class CorruptReportError(InputError):
     kind = "corrupt"
 
 
+class ReaderCrashedError(CorruptReportError):
+    """A native reader (NVIDIA's ``ncu_report``) killed the child process reading this file: the file is
+    damaged in a way its structure check cannot see (``roofline.ingest.isolate``)."""
+
+    kind = "reader-crashed"
+
+
 class InputTooLargeError(InputError):
     """An input past a configured size bound (e.g. a gzip stream expanding past its cap)."""
 

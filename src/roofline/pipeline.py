@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from roofline.errors import NoGpuWorkError, RooflineError, path_text
+from roofline.errors import CorruptReportError, NoGpuWorkError, RooflineError, SchemaError, path_text
 from roofline.hardware.peaks import LEVELS
 
 if TYPE_CHECKING:  # pandas and the analysis stack are imported by the stages that use them
@@ -86,6 +86,7 @@ class Inputs:
     datasets: list[Path] = field(default_factory=list)
     empty_folders: list[Path] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)  # files in the folders that are not profiles (capture indexes)
 
     @property
     def count(self) -> int:
@@ -109,6 +110,39 @@ class Analysis:
     @property
     def failed(self) -> int:
         return len(self.failures)
+
+    # what a notebook shows and asks of a run: the frame's (roofline.result.RooflineResult)
+    def summary(self) -> pd.DataFrame:
+        """The headline per profile, device and step (coverage, time by kind, MFU): ``roofline.summary``."""
+        from roofline.analysis.views import view
+
+        return view(self.frame, "summary")
+
+    def by_category(self) -> pd.DataFrame:
+        """Time per op category, longest first: ``roofline.by_category``."""
+        from roofline.analysis.views import view
+
+        return view(self.frame, "category")
+
+    def compact(self, top: int | None = 20) -> pd.DataFrame:
+        from roofline.result import compact
+
+        return compact(self.frame, top)
+
+    def _problems(self) -> str:
+        return f"{self.failed} of {self.inputs} input(s) failed; {len(self.messages)} message(s) in .messages"
+
+    def __repr__(self) -> str:
+        from roofline.result import as_result
+
+        return repr(as_result(self.frame)) + "\n" + self._problems()
+
+    def _repr_html_(self) -> str:
+        import html
+
+        from roofline.result import as_result
+
+        return as_result(self.frame)._repr_html_() + f"<p><small>{html.escape(self._problems())}</small></p>"
 
 
 Report = Callable[[Message], None]
@@ -197,7 +231,7 @@ def expand(paths: Iterable[str | Path], globs: bool = False, absolute: bool = Fa
         found: set[Path] = set()
         for pattern in map(str, given):
             if Path(pattern).is_dir():
-                hits = [Path(p) for p in expand_folders([pattern])]
+                hits = [Path(p) for p in expand_folders([pattern], out.skipped)]
             elif globs and glob.has_magic(pattern):
                 hits = glob_files(pattern)
             else:
@@ -212,7 +246,7 @@ def expand(paths: Iterable[str | Path], globs: bool = False, absolute: bool = Fa
         out.files = sorted(unique_real(sorted(found, key=lambda p: (len(p.parts), str(p)))))
         return out
     out.datasets = [p for p in given if is_dataset(p)]
-    out.files = expand_folders([p for p in given if p not in out.datasets])
+    out.files = expand_folders([p for p in given if p not in out.datasets], out.skipped)
     for p in given:  # a folder given by name that holds no profile (e.g. a folder named x.ncu-rep) is said
         if p not in out.datasets and p.is_dir() and not expand_folders([p]) and (out.files or len(given) > 1):
             out.empty_folders.append(p)
@@ -225,16 +259,26 @@ def read_one(path: Path) -> pd.DataFrame:
     """One input's kernels frame, as its reader gives it (what the profile records: no spec-table roofs yet);
     raises the input's typed error."""
     from roofline.ingest.registry import reader_for
+    from roofline.ingest.validate import DAMAGE_TYPES, checked, damage_error
 
-    return reader_for(path).read(path)  # type: ignore[misc]
+    try:
+        frame = reader_for(path).read(path)  # type: ignore[misc]
+    except SchemaError as exc:  # a reader's values that do not fit the schema (text in a count): the file, said
+        raise CorruptReportError(path, f"damaged: its values do not fit the schema ({exc})") from None
+    except DAMAGE_TYPES as exc:  # a field of a type or size no reader site expected: the file, said
+        if debug_enabled():
+            raise
+        raise damage_error(path, exc) from None
+    return checked(frame)  # implausible numbers: unavailable, noted
 
 
 def read_dataset(path: Path) -> pd.DataFrame:
-    """A batch dataset stands for its kernels, as ingested (roofs attached: the stage leaves them as they are)."""
+    """A batch dataset stands for its kernels, as ingested (roofs attached: the stage leaves them as they are).
+    Only the canonical columns are read (the selection is pushed into the Parquet scan)."""
     from roofline.batch.dataset import open_dataset
     from roofline.schema import kernel_columns
 
-    return open_dataset(path, "kernels")[list(kernel_columns())]
+    return open_dataset(path, "kernels", columns=kernel_columns())[list(kernel_columns())]
 
 
 @contextlib.contextmanager
@@ -263,6 +307,7 @@ def read_inputs(inputs: Inputs, report: Report | None = None,
     A CPU-only profile is not a failure: it is reported and its provenance says why it has no rows. With
     ``ROOFLINE_DEBUG`` set, a bug in a reader (an untyped exception) is raised instead of recorded."""
     from roofline.ingest import concat
+    from roofline.ingest.validate import warnings_of
 
     say = report or (lambda m: None)
     frames: list[pd.DataFrame] = [read_dataset(p) for p in inputs.datasets]
@@ -270,18 +315,23 @@ def read_inputs(inputs: Inputs, report: Report | None = None,
     for p in inputs.empty_folders:
         failures.append(Failure(str(p), f"{path_text(p)}: a folder with no profile files in it"))
         say(Message("error", failures[-1].message))
+    for p in inputs.skipped:
+        say(Message("info", f"{path_text(p)}: the capture folder's index (capture traces and their batch sizes, "
+                            "read with the replay's --capture), not a profile: skipped"))
     no_gpu: list[dict[str, str]] = []
     with (progress or _no_bar)(inputs.files) as bar:
         for path in bar:
             try:
                 frames.append(read_one(path))
+                for line in warnings_of(frames[-1]):
+                    say(Message("warning", line))
             except NoGpuWorkError as exc:  # a valid CPU-only profile: nothing to draw, not a failure (issue 17)
                 say(Message("info", f"{exc} (no GPU kernels: not an error)"))
                 no_gpu.append({"source_file": exc.path, "no_gpu_work": exc.problem})
             except RooflineError as exc:
                 failures.append(Failure(str(path), str(exc), exc))
                 say(Message("error", str(exc)))
-            except Exception as exc:  # noqa: BLE001 - one odd file must not stop the others
+            except Exception as exc:
                 if debug_enabled():
                     raise
                 text = f"{path_text(path)}: unexpected {type(exc).__name__} while reading: {exc} (a bug; please report it)"
@@ -291,7 +341,9 @@ def read_inputs(inputs: Inputs, report: Report | None = None,
         raise NoInputsError("no profile files found in " + ", ".join(map(path_text, inputs.given)))
     out = concat(frames)
     if no_gpu:  # the empty (or partial) result says which inputs had no GPU work
-        out.attrs["roofline.provenance"] = [*out.attrs.get("roofline.provenance", []), *no_gpu]
+        from roofline.schema import get_provenance, set_provenance
+
+        set_provenance(out, [*get_provenance(out), *no_gpu])
     return out, failures
 
 
@@ -388,6 +440,41 @@ def run(paths: Iterable[str | Path], options: Options | None = None, report: Rep
                     levels=recorded_levels(frame, options.levels), missing_roofs=len(missing))
 
 
+def summarise(paths: Iterable[str | Path], options: Options | None = None, *, by: str | None, top: int | None,
+              name: str | None = None, nvtx: str | None = None, bound: str | None = None,
+              precision: str | None = None, report: Report | None = None) -> tuple[Analysis, int] | None:
+    """The summary of batch datasets without loading every row: with ``by``, one row per group; else the ``top``
+    longest rows; filtered as ``analysis.select`` does. Streams each dataset's kernels through the roofs stage
+    and the analysis one record batch at a time (:mod:`roofline.batch.scan`), so memory does not grow with
+    the dataset. Returns the analysis and the number of rows before ``top``, or None when ``paths`` are not all
+    datasets (or options join other inputs in): the caller then runs :func:`run`."""
+    from roofline.hardware.attach import attach_roofs
+
+    options = options or Options()
+    inputs = expand(paths)
+    if inputs.files or inputs.empty_folders or not inputs.datasets or options.counters or options.captures:
+        return None
+    resolved = resolve(options)
+    from roofline.batch.scan import summarise as stream
+
+    def rows(kernels: pd.DataFrame) -> pd.DataFrame:
+        try:
+            return analyse(attach_roofs(kernels, options.device, resolved.device_map), resolved)
+        except ValueError as exc:  # levels or clock the analysis does not know
+            raise OptionError(str(exc)) from None
+
+    done = stream(inputs.datasets, rows, missing_roof_messages, tuple(options.levels), by=by, top=top, name=name,
+                  nvtx=nvtx, bound=bound, precision=precision, latency_threshold_pct=options.latency_threshold_pct)
+    for m in done.messages:
+        if report is not None:
+            report(m)
+    failures = [Failure("", m.text) for m in done.messages] if options.strict else []
+    from roofline.schema import empty_kernels_frame
+
+    return Analysis(frame=done.frame, kernels=empty_kernels_frame(), failures=failures, messages=done.messages,
+                    inputs=inputs.count, levels=done.levels, missing_roofs=len(done.messages)), done.total
+
+
 def analyse_file(path: Path, options: Options) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One input through every stage (the batch's unit of work): its kernels as attached and its roofline
     frame. Raises the input's typed error."""
@@ -427,4 +514,4 @@ def option_values(options: Options) -> dict[str, Any]:
 __all__ = ["Analysis", "Failure", "Inputs", "Message", "NoInputsError", "OptionError", "Options", "Resolved",
            "analyse", "analyse_file", "captures_given", "expand", "from_frame", "join_counters",
            "missing_roof_messages", "parse_device_map", "parse_peaks", "portable_peaks", "read_inputs", "read_one",
-           "resolve", "run"]
+           "resolve", "run", "summarise"]

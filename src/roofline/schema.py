@@ -9,7 +9,7 @@ A quantity that could not be derived is NaN and its ``*_source`` column starts w
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -303,25 +303,64 @@ def conform_metrics(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------------------------
-# Provenance: a list of one dict per input file, kept in ``frame.attrs`` and Parquet metadata.
+# Provenance: one dict per input file, kept in ``frame.attrs`` (in an immutable holder) and Parquet metadata.
+
+
+class Provenance(tuple):  # type: ignore[type-arg]
+    """The provenance records of a frame: an immutable tuple that pandas' deep copies share instead of copying.
+
+    pandas deep-copies ``DataFrame.attrs`` on nearly every operation (a column read, ``isna``, a groupby):
+    with one record per input that is quadratic at dataset scale (issue 36: 8.9 ms per copy at 500 records,
+    83% of ``report DATASET``). This holder's ``__deepcopy__`` returns itself, so a copy costs O(1) whatever
+    the number of inputs; every ``get_provenance``/``set_provenance`` caller is unchanged. Measured against a
+    side object carried beside the frames (/tmp probe, pandas 3.1, 500 records, 100 x (column read, isna,
+    groupby) on a 100k-row frame): list in attrs 4.71 s, this holder 0.054 s, no attrs at all 0.088 s; the
+    holder needs no change in the ~20 readers and stages that pass frames along, a side object would.
+
+    The records are never changed in place: :func:`get_provenance` hands out copies, :func:`set_provenance`
+    makes a new holder.
+    """
+
+    __slots__ = ()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Provenance:
+        return self
+
+    def __copy__(self) -> Provenance:
+        return self
+
+    def __eq__(self, other: object) -> bool:  # equal to a list of the same records, as the list it replaced was
+        return isinstance(other, (list, tuple)) and tuple.__eq__(self, tuple(other))
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None  # type: ignore[assignment]  # (records are dicts: never hashable)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles (to batch workers, Dask) as a plain holder of dicts
+        return (Provenance, (tuple(self),))
 
 
 def get_provenance(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return list(frame.attrs.get(PROVENANCE_KEY, []))
+    return [dict(r) for r in frame.attrs.get(PROVENANCE_KEY, ())]
 
 
-def set_provenance(frame: pd.DataFrame, records: list[dict[str, Any]]) -> pd.DataFrame:
-    frame.attrs[PROVENANCE_KEY] = [dict(r) for r in records]
+def set_provenance(frame: pd.DataFrame, records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    frame.attrs[PROVENANCE_KEY] = Provenance(dict(r) for r in records)
     return frame
 
 
 def merge_provenance(frames: list[pd.DataFrame]) -> list[dict[str, Any]]:
-    seen: list[dict[str, Any]] = []
+    """Every frame's records, each once, in order (linear: records are compared by their JSON text)."""
+    seen: set[str] = set()
+    out: list[dict[str, Any]] = []
     for f in frames:
-        for rec in get_provenance(f):
-            if rec not in seen:
-                seen.append(rec)
-    return seen
+        for rec in f.attrs.get(PROVENANCE_KEY, ()):
+            key = json.dumps(rec, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                out.append(rec)
+    return out
 
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> Path:

@@ -9,11 +9,18 @@ import pandas as pd
 import pytest
 
 import roofline
-from roofline.analysis.compare import CompareError, compare, gate, group_changes, normalise_name, parse_rules, program_change
-
+from browser import _browser, _open
 from conftest import analysed, kernel_row, shared
 from conftest import cli as _cli
-from browser import _browser, _open
+from roofline.analysis.compare import (
+    CompareError,
+    compare,
+    gate,
+    group_changes,
+    normalise_name,
+    parse_rules,
+    program_change,
+)
 
 A10G = "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"
 

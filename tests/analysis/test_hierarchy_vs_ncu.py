@@ -13,8 +13,8 @@ import math
 import pytest
 
 import roofline
-
-from conftest import ncu_actions as _actions, shared
+from conftest import ncu_actions as _actions
+from conftest import shared
 
 HIERARCHICAL = [
     "ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep",  # ncu 2025.1, lts2xbar / lsu_writeback_mem_lg
@@ -42,7 +42,7 @@ def _first(a, names):
 def _own_values(a):
     """(column, report's own value) pairs from the section expressions."""
     out = []
-    peak = lambda base, unit: (  # noqa: E731
+    peak = lambda base, unit: (
         None if _v(a, base + ".sum.peak_sustained") is None or _v(a, f"{unit}__cycles_elapsed.avg.per_second") is None
         else _v(a, base + ".sum.peak_sustained") * _v(a, f"{unit}__cycles_elapsed.avg.per_second")
     )

@@ -21,11 +21,10 @@ import pandas as pd
 import pytest
 
 import roofline
-from roofline.batch import DatasetError, Options, open_dataset, run_batch
-from roofline.batch.dataset import MANIFEST
-
 from conftest import SHARED, shared
 from conftest import cli as _cli
+from roofline.batch import DatasetError, Options, open_dataset, run_batch
+from roofline.batch.dataset import MANIFEST
 
 # one worker runs this module: its datasets are module fixtures built once (pytest-xdist --dist loadgroup)
 pytestmark = pytest.mark.xdist_group("batch")
@@ -213,4 +212,4 @@ def test_dataset_versions_are_checked(local, tmp_path):
     (tmp_path / "full" / "x.txt").write_text("x")
     res = _cli("batch", shared("ncu"), "-o", tmp_path / "full")
     assert res.returncode == 1 and "is not a roofline dataset" in res.stderr and "Traceback" not in res.stderr
-    assert open_dataset(local, "runs", engine="pyarrow").schema.metadata[b"roofline.dataset_version"] == b"1"
+    assert open_dataset(local, "runs", engine="pyarrow").schema.metadata[b"roofline.dataset_version"] == b"2"

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 import roofline
-from roofline import errors
-from roofline.schema import kernel_columns
 from conftest import OWN, shared
 from conftest import cli as _cli
+from roofline import errors
+from roofline.schema import kernel_columns
 
 T4 = "ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep"
 A10G = "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"

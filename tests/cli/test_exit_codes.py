@@ -11,11 +11,10 @@ import sys
 
 import numpy as np
 
-from roofline import samples
-from roofline.analysis.compare import compare, parse_rules, unevaluated
-
 from conftest import analysed, kernel_row
 from conftest import cli as _cli
+from roofline import samples
+from roofline.analysis.compare import compare, parse_rules, unevaluated
 
 A10G = samples.path("a10g-sgemm")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import shared
 from conftest import cli as _cli
+from conftest import shared
 
 T4 = "ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep"
 CUTLASS = "ncu/sm80_a100_cutlass-b2b-int8-gemm_full-nvtx.ncu-rep"

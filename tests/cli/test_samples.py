@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 import roofline
-from roofline import samples
-from roofline.errors import RooflineError
-
 from conftest import REPO
 from conftest import cli as _cli
+from roofline import samples
+from roofline.errors import RooflineError
 
 HERE = Path(samples.__file__).parent  # the installed package's folder (src/ in a checkout)
 

@@ -7,8 +7,7 @@ import math
 import pytest
 
 from roofline.hardware.archs import COMPUTE_KEYS, arch_for, arch_rows, load_archs
-from roofline.hardware.names import resolve
-from roofline.hardware.names import lookup, require
+from roofline.hardware.names import lookup, require, resolve
 from roofline.hardware.specs import load_specs
 
 NVIDIA_CCS = ["6.0", "6.1", "7.0", "7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "10.3", "12.0"]

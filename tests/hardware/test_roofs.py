@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import roofline
+from conftest import CSV_DEVICE, fixture_names, shared
 from conftest import ncu_actions as _actions
-from conftest import shared
-from roofline.hardware.roofs import missing_roofs
 from roofline.hardware.attach import fill_spec_peaks
+from roofline.hardware.roofs import missing_roofs
 from roofline.schema import kernels_from_columns
 
 
@@ -203,22 +203,6 @@ def test_ga102_pro_full_report_gets_full_rate_tensor_roof_and_a_derived_l2_roof(
     assert g["peak_flop_per_s_tensor"] == pytest.approx(512 * 82 * g["sm_clock_hz"], rel=1e-9)
 
 
-def _fixture_names() -> list[str]:
-    from conftest import SHARED
-
-    out = []
-    for kind in ("ncu", "traces", "nsys", "rocprof"):
-        folder = SHARED / kind
-        if folder.exists():
-            out += [f"{kind}/{p.name}" for p in sorted(folder.iterdir())
-                    if p.name not in ("MANIFEST.md", "reference", "derived", "vllm_decode_full-graph", "capture_traces")]
-    # the capture traces of graph-mode replays are Kineto traces too (one folder per replay, an index beside them)
-    captures = sorted(p.relative_to(SHARED).as_posix() for p in (SHARED / "traces" / "capture_traces").glob("*/*.json.gz"))
-    return out + ["traces/vllm_decode_full-graph/graph_execution.pt.trace.json.gz", *captures]
-
-
-#: CSV exports record no device: the --device the CLI asks for
-_CSV_DEVICE = {"sm70": "V100 SXM2", "sm75": "T4", "sm80": "A100 SXM4 40GB"}
 #: the gaps a fixture may have, each because the profile does not say (matched against the stated reason)
 _KNOWN_GAPS = {
     "torch1.8-dev_gpu-unrecorded": "names no GPU",  # the 2021 trace records no deviceProperties
@@ -227,7 +211,7 @@ _KNOWN_GAPS = {
 }
 
 
-@pytest.mark.parametrize("rel", _fixture_names())
+@pytest.mark.parametrize("rel", fixture_names())
 def test_every_fixture_device_gets_its_roofs_each_with_a_source_or_says_why(rel):
     """Every device of every shared fixture: a compute roof for each precision its kernels use and a DRAM
     roof, each with a source; the gaps are the three the profiles themselves leave open, and say why."""
@@ -241,7 +225,7 @@ def test_every_fixture_device_gets_its_roofs_each_with_a_source_or_says_why(rel)
         assert "cpu-only" in rel
         return
     if path.suffix == ".csv":
-        k.loc[k["device_name"].isna(), "device_name"] = _CSV_DEVICE[path.name[:4]]
+        k.loc[k["device_name"].isna(), "device_name"] = CSV_DEVICE[path.name[:4]]
         k = fill_spec_peaks(k)
     result = roofline.analyze(k)
     gaps = list(missing_roofs(result))

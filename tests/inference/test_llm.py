@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 
 import roofline
+from conftest import OWN, shared
+from conftest import cli as _cli
 from roofline.hardware.names import require
 from roofline.inference import ModelConfigError, estimate, load_model
 from roofline.inference.plot import measured_point
-
-from conftest import OWN, shared
-from conftest import cli as _cli
 
 #: published parameter counts (model cards / safetensors totals; Mixtral: total and active)
 PUBLISHED = {"llama-2-7b": 6.738e9, "llama-2-13b": 13.016e9, "llama-2-70b": 68.977e9, "llama-3-8b": 8.030e9,

@@ -170,3 +170,28 @@ def test_merged_database_with_two_processes_and_a_lone_rocpd_form_pmc_perf(tmp_p
     shutil.copy(shared(MI200) / "sysinfo.csv", wl)
     assert sniff(wl / "pmc_perf.csv") == "rocprof-compute"
     assert len(read(wl / "pmc_perf.csv")) == 4
+
+
+def test_rocpd_counter_rows_read_without_pandas_a_null_is_missing_and_text_is_named(tmp_path):
+    """The counter events go from fetchall into one float array (issue 36): a NULL value is missing (the
+    dispatch's sum of the other instance rows, as SQL's SUM does), a text value a typed error naming the table."""
+    from roofline.errors import CorruptReportError
+    from roofline.ingest.amd import rocpd
+
+    nulled, texted = tmp_path / "null.db", tmp_path / "text.db"
+    for path in (nulled, texted):
+        shutil.copy(DB, path)
+    with sqlite3.connect(nulled) as con:
+        pmc = next(r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE name LIKE 'rocpd_pmc_event_%'"))
+        info = pmc.replace("rocpd_pmc_event", "rocpd_info_pmc")
+        fma = con.execute(f'SELECT id FROM "{info}" WHERE name = ?', ("SQ_INSTS_VALU_FMA_F32",)).fetchone()[0]
+        ids = [r[0] for r in con.execute(f'SELECT id FROM "{pmc}" WHERE pmc_id = ? AND event_id = 4', (fma,))]
+        con.execute(f'UPDATE "{pmc}" SET value = NULL WHERE id = ?', (ids[0],))  # one of its 4 instance rows
+    before, after = _read(DB).iloc[3], _read(nulled).iloc[3]
+    assert len(ids) == 4 and after["flop_fp32"] == 64 * (1000 + 2 * 3 * 2500)  # 3 instances of 2500 FMA left
+    assert before["flop_fp32"] == 64 * (1000 + 2 * 4 * 2500)
+    with sqlite3.connect(texted) as con:
+        con.execute(f'UPDATE "{pmc}" SET value = ? WHERE id = ?', ("lots", ids[0]))
+    with pytest.raises(CorruptReportError, match=r"rocpd_pmc_event_0198.*\.value: 'lots' is not a number") as err:
+        rocpd.read(texted)
+    assert str(texted) in str(err.value)

@@ -39,7 +39,7 @@ def _x(row: dict[str, str], name: str) -> float:
 
 
 def _expected_bytes(row: dict[str, str], arch: str) -> dict[str, float]:
-    x = lambda n: _x(row, n)  # noqa: E731
+    x = lambda n: _x(row, n)
     if arch == "gfx90a":
         hbm = (32 * x("TCC_EA_RDREQ_32B_sum") + 64 * (x("TCC_EA_RDREQ_sum") - x("TCC_EA_RDREQ_32B_sum"))
                + 64 * x("TCC_EA_WRREQ_64B_sum") + 32 * (x("TCC_EA_WRREQ_sum") - x("TCC_EA_WRREQ_64B_sum")))

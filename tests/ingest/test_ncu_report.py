@@ -7,10 +7,10 @@ import math
 import pytest
 
 import roofline
+from conftest import REPORTS, shared
+from conftest import ncu_actions as _actions
 from roofline.metrics.tensor import OPCODE_METRIC, tensor_flops_from_opcodes
 from roofline.schema import kernel_columns
-
-from conftest import REPORTS, ncu_actions as _actions, shared
 
 T4 = "ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep"
 A10G = "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from conftest import shared
-from nsys_synthetic import run_sql as _sql
 from nsys_synthetic import KERNELS, make_export
+from nsys_synthetic import run_sql as _sql
 from roofline.errors import CorruptReportError, FormatMismatchError, UnsupportedFormatError
 from roofline.hardware.attach import attach_roofs
 from roofline.ingest.nsys import export as nsys

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from conftest import shared
+from nsys_synthetic import run_sql as _sql
 from roofline.errors import CorruptReportError, NoKernelsError, RooflineError
 from roofline.ingest.nsys import export as nsys
-from nsys_synthetic import run_sql as _sql
 
 BEFORE = "nsys/nsys2026.2_h100x2_mfu-before.sqlite"
 CLOVER = "nsys/nsys2024.5_a100x2_cloverleaf-mpi-cuda.sqlite"

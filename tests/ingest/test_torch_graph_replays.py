@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 
 import roofline
-
 from conftest import shared
 
 PROPS = [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0, "numSms": 132}]

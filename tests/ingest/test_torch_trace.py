@@ -10,10 +10,9 @@ import pandas as pd
 import pytest
 
 import roofline
+from conftest import SHARED, read_or_typed_error, shared
 from roofline import errors
 from roofline.metrics.ops import cost
-
-from conftest import SHARED, read_or_typed_error, shared
 
 TRACES = sorted(p.name for p in (SHARED / "traces").glob("*.pt.trace.json*")) if (SHARED / "traces").exists() else []
 if not TRACES and os.environ.get("CI"):

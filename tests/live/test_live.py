@@ -17,8 +17,8 @@ else:
     torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from roofline.live import ModulePoint, RooflineAnalyzer, measure_peaks  # noqa: E402
-from roofline.live.peaks import _CACHE  # noqa: E402
+from roofline.live import ModulePoint, RooflineAnalyzer, measure_peaks
+from roofline.live.peaks import _CACHE
 
 
 def test_measure_peaks_cpu_positive_repeatable_and_cached():

@@ -10,10 +10,9 @@ import math
 
 import pytest
 
+from conftest import SHARED, shared
 from roofline.metrics.ops import cost
 from roofline.metrics.ops.args import bind
-
-from conftest import SHARED, shared
 
 TABLES = sorted(p for p in (SHARED / "traces/reference/tracelens").glob("*.csv")
                 if not p.name.endswith(("unified_perf_summary.csv", "kernel_summary.csv"))) \
@@ -46,7 +45,7 @@ def _convention(name, r, c, ref_flops, ref_bytes):
     """The documented convention that explains a row's difference (docs/traces.md, "Differences from
     TraceLens"), checked with its arithmetic; None when none does."""
     dims, types, conc = (_parse(r[k]) for k in ("Input Dims_first", "Input type_first", "Concrete Inputs_first"))
-    close = lambda a, b: abs(a - b) <= 5e-3 * max(abs(b), 1)  # noqa: E731
+    close = lambda a, b: abs(a - b) <= 5e-3 * max(abs(b), 1)
     if name == "aten::copy_":  # 1. a copy does no arithmetic: TraceLens counts 1 FLOP per element
         return "copy: 0 FLOP" if c.flops == 0 and close(ref_flops, _numel(dims[0])) and (
             close(c.bytes, ref_bytes) or math.isnan(ref_bytes)) else None

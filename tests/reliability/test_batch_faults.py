@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import OWN
+from conftest import cli as _cli
 from roofline.batch import open_dataset, run_batch
 from roofline.batch.dataset import DatasetLock, init_dataset, writer_gone
 from roofline.errors import path_text
-
-from conftest import OWN
-from conftest import cli as _cli
 
 TINY = OWN / "tiny_metrics.csv"
 
@@ -54,17 +53,21 @@ def test_non_utf8_file_and_folder_names_are_read_and_stored_escaped(tmp_path):
     assert "n\\xe9.csv" in one.stdout
 
 
-def test_a_part_that_cannot_be_written_fails_that_input_only(tmp_path):
+def test_a_part_that_cannot_be_written_fails_its_inputs_only_and_the_next_run_reads_them_again(tmp_path):
     files = _inputs(tmp_path / "in")
     root = tmp_path / "ds"
     init_dataset(root)
-    (root / "kernels").mkdir()
-    (root / "kernels" / "run=runA").write_text("a file where a partition folder goes")
+    (root / "kernels").write_text("a file where the kernels folder goes")
     summary = run_batch([tmp_path / "in"], root, workers=1)
-    assert (summary.inputs, summary.ok, summary.failed) == (4, 1, 3)
+    assert (summary.inputs, summary.ok, summary.failed) == (4, 0, 4)
     errors = open_dataset(root, "errors")
-    assert sorted(errors["error_kind"].astype(str)) == ["unknown-format", "write-error", "write-error"]
-    assert _sources(root, "runs") == [path_text(files[2])]  # the one outside run=runA
+    assert sorted(errors["error_kind"].astype(str)) == ["unknown-format", "write-error", "write-error", "write-error"]
+    assert open_dataset(root, "runs").empty
+    (root / "kernels").unlink()
+    again = run_batch([tmp_path / "in"], root, workers=1)  # no --retry-errors: the writes failed, not the inputs
+    assert (again.ok, again.failed, again.skipped, again.skipped_failed) == (3, 0, 1, 1)
+    assert _sources(root, "runs") == sorted(path_text(f) for f in files[:3])
+    assert _sources(root, "errors") == [str(files[3])]
 
 
 def test_a_second_writer_is_locked_out_with_a_clear_message(tmp_path):
@@ -120,12 +123,14 @@ def test_on_a_dask_cluster_non_utf8_names_and_unwritable_parts_lose_no_input(tmp
     _inputs(tmp_path / "in")
     root = tmp_path / "ds"
     init_dataset(root)
-    (root / "roofline").mkdir()
-    (root / "roofline" / "run=runA").write_text("not a folder")
+    (root / "roofline").write_text("not a folder")
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         summary = run_batch([tmp_path / "in"], root, scheduler=cluster.scheduler_address)
-    assert (summary.inputs, summary.ok, summary.failed) == (4, 1, 3)
-    assert len(_sources(root, "runs")) + len(_sources(root, "errors")) == 4
+        assert (summary.inputs, summary.ok, summary.failed) == (4, 0, 4)
+        assert len(_sources(root, "runs")) + len(_sources(root, "errors")) == 4
+        (root / "roofline").unlink()
+        again = run_batch([tmp_path / "in"], root, scheduler=cluster.scheduler_address)
+    assert (again.ok, again.skipped) == (3, 1)
     assert any("/r\\xff/c.csv" in s for s in _sources(root, "runs"))
 
 

@@ -19,9 +19,9 @@ import pytest
 
 import roofline
 from conftest import OWN, shared
+from conftest import cli as _cli
 from roofline import errors
 from roofline.ingest.ncu.report import check_structure
-from conftest import cli as _cli
 
 TINY = OWN / "tiny_metrics.csv"
 

@@ -10,10 +10,8 @@ import numpy as np
 import pytest
 
 import roofline
-
-from roofline.report import html
-
 from conftest import analysed, kernel_row, shared
+from roofline.report import html
 
 
 def test_report_on_durations_of_1e308_writes_finite_json_with_a_flag(tmp_path):

@@ -16,12 +16,21 @@ import numpy as np
 import pytest
 
 import roofline
-from roofline.report import compare_html, html
-
 from browser import (  # noqa: F401 - browser and open_page are pytest fixtures
-    ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, READY, _browser, _need_chromium, _open, _screenshot, _watch, browser, open_page,
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    READY,
+    _browser,
+    _need_chromium,
+    _open,
+    _screenshot,
+    _watch,
+    browser,
+    open_page,
 )
 from conftest import analysed, kernel_row, shared
+from roofline.report import compare_html, html
 
 XSS = "<script>alert(1)</script>"
 QUOTES = "k\"'><img src=x onerror=alert(2)>&amp;"
@@ -268,4 +277,117 @@ def test_diff_page_shows_units(tmp_path, open_page):
     assert sorted(float(t[:-3]) for t in times) == pytest.approx(sorted(base["duration_s"] * 1e3), rel=5e-3)
     changes = page.locator(f"#diff-table tbody tr td:nth-child({heads.index('Δ time (%)') + 1})").all_text_contents()
     assert sorted(changes) == sorted(["0.0 %", "-50.0 %", "-20.0 %", "+20.0 %"])
+    assert problems == []
+
+
+def test_roof_sets_share_one_legend_entry_per_roof_kind_and_toggle_together(tmp_path, open_page):
+    # 30 kernels of one GPU, each measured against its own DRAM bandwidth (a roof set each): the legend lists
+    # each kind of roof once (DRAM, L2, L1, fp32), not 30 times, and a click on DRAM hides all 30 DRAM roofs
+    rows = [kernel_row(kernel_id=i, kernel_name=f"k{i}", kernel_short_name=f"k{i}", duration_s=1e-3 * (i + 1),
+                       peak_dram_bytes_per_s=1e12 * (1.2 ** i)) for i in range(30)]
+    path = html.write(analysed(rows), tmp_path / "sets.html")
+    page, problems = open_page(path)
+    roofs = page.evaluate("document.getElementById('kernel-chart').data.filter(t => (t.meta || '').startsWith('roof:'))"
+                          ".map(t => [t.meta, t.legendgroup, t.showlegend !== false, t.name, t.hovertemplate])")
+    assert len([r for r in roofs if r[1] == "roof:dram"]) == 30
+    shown = [r for r in roofs if r[2]]
+    assert sorted(r[1] for r in shown) == ["roof:dram", "roof:fp32", "roof:l1", "roof:l2"]
+    dram = next(r for r in shown if r[1] == "roof:dram")
+    assert dram[3].endswith("… 30 roof sets") and "[roof set" not in dram[3]
+    assert all("[roof set" in r[4] for r in roofs if r[1] == "roof:dram")  # each line's hover names its own set
+    page.locator("#kernel-chart .legend .traces", has_text="30 roof sets").first.locator(".legendtoggle").click(force=True)
+    # (plotly tells a click from a double click after its delay: wait for the toggle, do not sleep)
+    page.wait_for_function("document.getElementById('kernel-chart').data"
+                           ".filter(t => t.legendgroup === 'roof:dram').every(t => t.visible === 'legendonly')",
+                           timeout=10_000)
+    others = page.evaluate("document.getElementById('kernel-chart').data.filter(t => t.legendgroup === 'roof:l2')"
+                           ".map(t => t.visible)")
+    assert "legendonly" not in others  # the other kinds stay drawn
+
+
+def _demo_page(tmp_path, open_page, width=1280, height=800):
+    from roofline import samples
+
+    res = roofline.analyze(roofline.read([samples.path(n) for n in samples.names()]))
+    path = html.write(res, tmp_path / "demo.html", title="roofline demo")
+    page, problems = open_page(path)
+    page.set_viewport_size({"width": width, "height": height})
+    page.evaluate("window.scrollTo(0, 0)")
+    return res, page, problems
+
+
+def _box(page, selector):
+    return page.locator(selector).first.bounding_box()
+
+
+def test_first_view_shows_the_headline_the_device_selector_and_the_kernel_chart(tmp_path, open_page):
+    """Issue 32: at 1280x800 the first view holds the headline (GPU time, coverage, time by kind, MFU), the device
+    selector and the whole kernel chart; screenshot docs/img/report-first-view.png (ROOFLINE_SCREENSHOTS)."""
+    from roofline.analysis.headline import by_device
+
+    res, page, problems = _demo_page(tmp_path, open_page)
+    for sel in ("#f-device", "#headline", "#kernel-chart"):
+        box = _box(page, sel)
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 800, (sel, box)
+    assert _box(page, "#headline")["y"] < _box(page, "#kernel-chart")["y"]
+    device = page.locator("#f-device").input_value()
+    want = by_device(res)[device]
+    text = page.locator("#headline").inner_text()
+    assert text.startswith("GPU time ") and f"on {device}: " in text and "of it has a roofline point" in text
+    assert f"{100 * want.coverage:.1f}% of it has a roofline point" in text
+    assert f"{100 * want.mfu:.1f}% of the {want.compute_peak.key} peak" in text and "MFU" in text and "MBU" in text
+    # the time-by-kind bar: one segment per kind with time, widths adding up to the whole bar
+    shares = page.evaluate("""() => [...document.querySelectorAll('#kinds-bar span')].map(s =>
+        [s.dataset.kind, parseFloat(s.style.width)])""")
+    assert {k for k, _ in shares} == {k for k, v in want.shares.items() if v > 0}
+    assert sum(w for _, w in shares) == pytest.approx(100.0, abs=0.01)
+    assert sum(_level_counts(page).values()) > 0  # the chart has points on it
+    _screenshot(page, "report-first-view.png", full_page=False)
+    assert problems == []
+
+
+def test_level_boxes_only_for_levels_with_data_and_si_ticks(tmp_path, open_page):
+    res, page, problems = _demo_page(tmp_path, open_page)
+    page.select_option("#f-device", "NVIDIA H100 80GB HBM3")  # a trace: DRAM bytes only
+    assert page.locator("#f-level-box-dram").is_visible()
+    assert not page.locator("#f-level-box-l2").is_visible() and not page.locator("#f-level-box-l1").is_visible()
+    ticks = page.locator("#kernel-chart .ytick text").all_text_contents() + \
+        page.locator("#kernel-chart .xtick text").all_text_contents()
+    assert ticks and all(re.fullmatch(r"\d+(?:[numkMGTPE]|µ)?", t) for t in ticks), ticks  # never 10¹⁶ beside 100T
+    page.select_option("#f-device", "NVIDIA A10G")  # an ncu report with L2 and L1 bytes
+    assert all(page.locator(f"#f-level-box-{lv}").is_visible() for lv in ("dram", "l2", "l1"))
+    assert problems == []
+
+
+def test_notes_are_listed_once_and_rows_carry_their_numbers(tmp_path, open_page):
+    res, page, problems = _demo_page(tmp_path, open_page, 1400, 1000)
+    page.select_option("#f-device", "NVIDIA H100 80GB HBM3")
+    notes = page.locator("#notes-list li").all_text_contents()
+    assert notes and len(notes) == len(set(notes)) and any("a PyTorch trace has no cache counters" in n for n in notes)
+    cells = page.locator("#stats-table td.notes").all_text_contents()
+    assert cells and all(re.fullmatch(r"[\d,]*( \(not drawn\))?", c) for c in cells), cells[:5]
+    numbers = {int(x) for c in cells for x in c.split(" ")[0].split(",") if x}
+    values = page.evaluate("[...document.querySelectorAll('#notes-list li')].map(li => li.value)")
+    assert numbers <= set(values)
+    assert problems == []
+
+
+def test_header_lists_many_devices_compactly_and_a_device_with_nothing_drawable_says_why(tmp_path, open_page):
+    """A trace recorded without shapes is not "a report without FLOP or memory counters": the page names the
+    cause and its fix."""
+    files = [shared("ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"),
+             shared("traces/torch_h100_cuda-sync-unittest_uncompressed.pt.trace.json")]
+    res = roofline.analyze(roofline.read(files))
+    page_text = html.render(res)
+    assert "NVIDIA A10G, NVIDIA H100 ·" in page_text  # two devices: both named
+    many = [f"GPU {i}" for i in range(16)]
+    assert html.devices_text(many) == "16 devices: GPU 0, GPU 1, GPU 2, … (13 more)"
+    path = html.write(res, tmp_path / "why.html")
+    page, problems = open_page(path)
+    assert page.locator("#f-device").input_value() == "NVIDIA A10G"  # the drawable device first
+    page.select_option("#f-device", "NVIDIA H100")
+    note = page.locator("#device-note").inner_text()
+    assert note.startswith("Nothing drawable on NVIDIA H100") and "no shapes recorded" in note
+    assert "record_shapes=True" in note and "no FLOP or memory counters" not in note
+    assert "no shapes recorded" in page.locator("#headline").inner_text()
     assert problems == []

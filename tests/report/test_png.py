@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 
 import roofline
+from conftest import analysed, kernel_row, shared
 from roofline.report import png, write_charts
 from roofline.report.chart_data import roofs
-
-from conftest import analysed, kernel_row, shared
 
 XSS = "<script>alert(1)</script>"
 
@@ -48,8 +47,19 @@ def test_roofs_ridges_and_points_read_back_equal_the_data():
         legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
         assert "1 kernel(s) without FLOPs or bytes: not drawn" in legend
         assert any(t.startswith("DRAM/HBM 2 TB/s (counters") for t in legend)
-        labels = [t.get_text() for t in fig.axes[0].texts]
-        assert "k3" in labels  # the longest kernel is named
+        # the longest kernel is numbered 1 beside its point and named in the key beside the legend
+        labels = {t.get_gid(): t.get_text() for t in fig.axes[0].texts}
+        assert labels["label:3"] == "1"
+        key = next(t.get_text() for t in fig.texts if t.get_gid() == "key")
+        assert key.splitlines()[1].split()[0] == "1" and key.splitlines()[1].endswith("k3")
+        # points are coloured by their bound, with the HTML report's colours, and the legend says which
+        from matplotlib.colors import to_hex
+
+        from roofline.report.figure import BOUND_COLOURS
+
+        drawn = res.loc[0:3, "bound"].tolist()
+        assert [to_hex(c) for c in scatters["level:dram"].get_facecolors()] == [BOUND_COLOURS[b] for b in drawn]
+        assert set(drawn) <= set(legend)
     finally:
         plt.close(fig)
 
@@ -61,8 +71,13 @@ def test_empty_profile_says_there_is_nothing_to_plot(tmp_path):
         assert any("nothing to plot" in t.get_text() for t in fig.axes[0].texts)
     finally:
         plt.close(fig)
-    res = analysed([kernel_row()]).iloc[0:0]
-    assert [p.name for p in write_charts(res, tmp_path, svg=True)] == ["roofline.png", "roofline.svg"]
+    # nothing drawable: no chart at all (an empty chart says nothing), and the reason for the table
+    from roofline.report import undrawable_reasons
+
+    assert write_charts(res, tmp_path, svg=True) == [] and not list(tmp_path.iterdir())
+    (line,) = undrawable_reasons(res)
+    assert line.startswith("no chart for GPU: nothing drawable (1 row(s))") and "no FLOPs" in line
+    assert write_charts(analysed([kernel_row()]).iloc[0:0], tmp_path) == []
 
 
 @pytest.mark.parametrize("name", ["ncu/sm75_t4_wmma-gemm-fp16_full-hier.ncu-rep", "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep",
@@ -136,3 +151,92 @@ def test_a_device_with_two_roof_sets_gets_one_chart_per_set_drawing_the_roofs_it
     # the HTML's roof list (chart_data.roofs) holds both sets, each labelled
     labels = [r.label for r in roofs(res) if r.kind == "compute"]
     assert len(labels) == 2 and "roof set 2 of 2: 2 kernel(s)" in labels[1]
+
+
+def _boxes(fig):
+    """The drawn number labels' text boxes (display pixels), and the legend, key and note boxes."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    labels = []
+    for t in fig.axes[0].texts:
+        if (t.get_gid() or "").startswith("label:"):
+            t.update_positions(r)
+            labels.append(Text.get_window_extent(t, r))
+    others = {t.get_gid(): t.get_window_extent(r) for t in fig.texts if t.get_gid() in ("key", "note")}
+    others["legend"] = fig.axes[0].get_legend().get_window_extent(r)
+    return labels, others, fig.axes[0].get_window_extent(r)
+
+
+@pytest.mark.parametrize("rel", [None, "traces/torch2.6_h100_qwen1.5-0.5b_infer_flops-flag.pt.trace.json.gz",
+                                 "traces/torch2.6_h100_owlv2-large_infer_flops-flag_132k.pt.trace.json.gz",
+                                 "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"])
+def test_labels_read_back_from_the_drawn_chart_do_not_intersect(rel):
+    """Issue 32: labels overlapped (A10G, the H100 demo trace, SD3.5): the label boxes, read back from the
+    drawn figure, intersect neither each other nor the legend or key; notes sit below the axes."""
+    if rel is None:  # the demo's H100 trace: 60 points in three clumps
+        from roofline import samples
+
+        res = roofline.analyze(samples.path("h100-bert-small"))
+    else:
+        res = roofline.analyze(shared(rel))
+    res = res[(res["device_name"] == res["device_name"].iloc[0]).to_numpy()]
+    fig = png.draw(res, label_top=15, note="a note that must not cover the x axis label " * 6)
+    try:
+        labels, others, axes = _boxes(fig)
+        assert len(labels) >= 4
+        for i, a in enumerate(labels):
+            assert all(not a.overlaps(b) for b in labels[i + 1:]), "two labels intersect"
+            assert all(not a.overlaps(o) for o in others.values())
+            assert axes.contains(a.x0, a.y0) and axes.contains(a.x1, a.y1)  # inside the plot, not over the legend
+        assert not others["legend"].overlaps(axes) and not others["key"].overlaps(axes)
+        xlabel = fig.axes[0].xaxis.label.get_window_extent(fig.canvas.get_renderer())
+        assert others["note"].y1 < xlabel.y0  # the note is below the x axis label, not over it
+    finally:
+        plt.close(fig)
+
+
+def test_roofs_of_one_value_share_one_line_and_one_label():
+    """Two roofs of equal value (here fp16 = tensor) are drawn as one line: the legend names both in one entry."""
+    res = analysed([kernel_row(flop_fp16=1e9, flop_tensor=1e9, peak_flop_per_s_fp16=3e14,
+                               peak_flop_per_s_fp16_source="counters: test", peak_flop_per_s_tensor_source="counters: test")])
+    fig = png.draw(res)
+    try:
+        lines = _lines(fig)
+        assert lines["roof:fp16"].get_data()[1][0] == lines["roof:tensor"].get_data()[1][0] == 3e14
+        legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        joint = [t for t in legend if "fp16" in t or "tensor" in t]
+        assert len(joint) == 1 and joint[0].startswith("fp16 = tensor 300 TFLOP/s") and "the same roof" in joint[0]
+    finally:
+        plt.close(fig)
+
+
+def test_si_ticks_one_per_decade():
+    res = analysed([kernel_row(kernel_id=i, flop_fp32=10 ** (8 + i)) for i in range(3)])
+    fig = png.draw(res)
+    try:
+        fig.canvas.draw()
+        ticks = [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_text()]
+        assert ticks and all(t[-1] in "kMGTP" or t[-1].isdigit() for t in ticks) and not any("^" in t for t in ticks)
+    finally:
+        plt.close(fig)
+
+
+def test_the_headline_chart_is_the_device_with_the_most_drawable_time(tmp_path):
+    """The A100 basic-set report holds 10 s of kernels and nothing drawable, the A10G one 1 ms of drawable ones:
+    roofline.png is the A10G's, the A100 gets no chart, and the reason is the true one."""
+    from roofline.report import undrawable_reasons
+
+    res = roofline.analyze(roofline.read([shared("ncu/sm80_a100_mistic-cub-154launches_basic.ncu-rep"),
+                                          shared("ncu/sm86_a10g_gemm-variants_roofline.ncu-rep")]))
+    paths = write_charts(res, tmp_path)
+    assert [p.name for p in paths] == ["roofline.png"]
+    fig = png.draw(res[(res["device_name"] == "NVIDIA A10G").to_numpy()])
+    try:
+        assert "NVIDIA A10G" in fig.axes[0].get_title()
+    finally:
+        plt.close(fig)
+    (line,) = undrawable_reasons(res)
+    assert line.startswith("no chart for NVIDIA A100-PCIE-40GB: nothing drawable (154 row(s)): no FLOP counters")
+    assert "collect with ncu --set full" in line

@@ -4,10 +4,10 @@ checked in real headless Chromium (the browser fixtures of tests/report/test_htm
 from __future__ import annotations
 
 import pytest
-from conftest import analysed, kernel_row, shared
-from browser import _screenshot, browser, open_page  # noqa: F401 - pytest fixtures (one Chromium per module)
 
 import roofline
+from browser import _screenshot, browser, open_page  # noqa: F401 - pytest fixtures (one Chromium per module)
+from conftest import analysed, kernel_row, shared
 from roofline.report import html
 from roofline.report.timeseries import step_points
 

@@ -5,6 +5,12 @@ from roofline.analysis.hierarchy import hierarchical, roofline_columns
 from roofline.analysis.roofline import effective_peak, roofline_analysis
 
 __all__ = [
-    "analyze", "apply_peaks", "at_boost_clock", "choose_peaks", "hierarchical", "roofline_columns",
-    "effective_peak", "roofline_analysis",
+    "analyze",
+    "apply_peaks",
+    "at_boost_clock",
+    "choose_peaks",
+    "effective_peak",
+    "hierarchical",
+    "roofline_analysis",
+    "roofline_columns",
 ]

@@ -38,21 +38,24 @@ def aggregate(
     """One roofline row per group (and device), longest total time first."""
     if by not in GROUPINGS:
         raise ValueError(f"by must be one of {', '.join(GROUPINGS)}; got {by!r}")
-    key = GROUPINGS[by]
     if frame.empty:
         return pd.DataFrame(columns=[by, "device_name", "kernel_count", "duration_s"])
+    return finish(partial(frame, by, levels), by, levels, latency_threshold_pct)
+
+
+def partial(frame: pd.DataFrame, by: str = "program", levels: Sequence[str] = LEVELS) -> pd.DataFrame:
+    """The sums and counts a group's row is made of, one row per (group, device): partials of several frames
+    (record batches of a dataset larger than memory) :func:`combine` into those of their union."""
     work = frame.copy()
-    work["_group"] = work[key].astype("string").fillna("(none)") if key in work else "(none)"
-    if by == "step" and key in work:
-        work["_group"] = work[key].astype("string").str.extract(STEP_RANGE, flags=re.IGNORECASE)[0] \
-            .fillna(NO_STEP)
-    work["_device"] = work["device_name"].astype("string").fillna(UNKNOWN_DEVICE)
+    keys = ["_group", "_device", "_config"][:len(found := group_keys(work, by))]
+    for k, values in zip(keys, found):
+        work[k] = values
     dur = pd.to_numeric(work["duration_s"], errors="coerce")
     timed = (dur > 0).fillna(False).to_numpy()
     # kernels without a positive time cannot contribute to a rate: leave all their quantities out
     work["_untimed"] = ~timed
     work["_dur"] = dur.where(timed)
-    sums = ["duration_s", *FLOP_COLUMNS, *(f"{lv}_bytes" for lv in levels)]
+    sums = _sums(levels)
     for c in sums:
         work[c] = pd.to_numeric(work[c], errors="coerce").where(timed)
     for p, fc in zip(PRECISIONS, FLOP_COLUMNS):
@@ -71,42 +74,108 @@ def aggregate(
         work[f"_bww_{lv}"] = bw * work["_dur"]
         work[f"_bwd_{lv}"] = work["_dur"].where(bw.notna())  # time of the kernels that have this roof
 
-    g = work.groupby(["_group", "_device"], sort=False, dropna=False)
-    out = g[sums].sum(min_count=1)
-    missing = work[sums].isna().groupby([work["_group"], work["_device"]], sort=False, dropna=False).sum()
-    untimed = g["_untimed"].sum()
+    g = work.groupby(keys, sort=False, dropna=False)
+    weighted = [*(f"_{w}_{p}" for p in PRECISIONS for w in ("t", "pkw", "pkd")),
+                *(f"_{w}_{lv}" for lv in levels for w in ("bww", "bwd"))]
+    out = g[[*sums, *weighted]].sum(min_count=1)
+    missing = work[sums].isna().groupby([work[k] for k in keys], sort=False, dropna=False).sum()
+    out[[f"_missing_{c}" for c in sums]] = missing.to_numpy()
+    out["_untimed"] = g["_untimed"].sum()
     out["kernel_count"] = g.size()
+    for p in PRECISIONS:
+        out[f"_nopeak_{p}"] = g[f"_nopeak_{p}"].sum()
+    out["_tensor_paths"] = g["tensor_path"].agg(_distinct) if "tensor_path" in work else [frozenset()] * len(out)
+    if by == "rank" and "rank_source" in work:
+        out["_rank_sources"] = g["rank_source"].agg(_distinct)
+    return out
+
+
+def group_keys(frame: pd.DataFrame, by: str) -> list[pd.Series | str]:
+    """Each row's group and device as :func:`aggregate` groups them, and for ``kernel`` its shapes or launch
+    configuration (TraceLens-style: a name with other shapes or another launch is another row)."""
+    key = GROUPINGS[by]
+    group: pd.Series | str = frame[key].astype("string").fillna("(none)") if key in frame else "(none)"
+    if by == "step" and key in frame:
+        group = frame[key].astype("string").str.extract(STEP_RANGE, flags=re.IGNORECASE)[0].fillna(NO_STEP)
+    keys = [group, frame["device_name"].astype("string").fillna(UNKNOWN_DEVICE)]
+    return [*keys, kernel_config(frame)] if by == "kernel" else keys
+
+
+def combine(partials: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The partials of several frames as the partial of their union (groups in order of first appearance)."""
+    both = pd.concat(partials)
+    g = both.groupby(level=list(range(both.index.nlevels)), sort=False, dropna=False)
+    sets = [c for c in ("_tensor_paths", "_rank_sources") if c in both]
+    out = g[[c for c in both.columns if c not in sets]].sum(min_count=1)
+    for c in [c for c in out.columns if c.startswith(("_missing_", "_nopeak_")) or c in ("_untimed", "kernel_count")]:
+        out[c] = out[c].fillna(0).astype("int64")
+    for c in sets:
+        out[c] = g[c].agg(lambda s: frozenset().union(*(x for x in s if isinstance(x, frozenset))))
+    return out
+
+
+def finish(sums_: pd.DataFrame, by: str = "program", levels: Sequence[str] = LEVELS,
+           latency_threshold_pct: float = LATENCY_THRESHOLD_PCT) -> pd.DataFrame:
+    """The groups' roofline rows from their :func:`partial` (or :func:`combine`d partials)."""
+    sums = _sums(levels)
+    out = sums_[[*sums, "kernel_count"]].copy()
+    untimed = sums_["_untimed"]
+    missing = sums_[[f"_missing_{c}" for c in sums]].set_axis(sums, axis=1)
     for p, fc in zip(PRECISIONS, FLOP_COLUMNS):
-        t_at_peak = g[f"_t_{p}"].sum(min_count=1)
-        harmonic = (out[fc] / t_at_peak).where(g[f"_nopeak_{p}"].sum() == 0)
-        weighted = g[f"_pkw_{p}"].sum(min_count=1) / g[f"_pkd_{p}"].sum(min_count=1)
+        nopeak = sums_[f"_nopeak_{p}"]
+        harmonic = (out[fc] / sums_[f"_t_{p}"]).where(nopeak == 0)
+        weighted = sums_[f"_pkw_{p}"] / sums_[f"_pkd_{p}"]
         out[f"peak_flop_per_s_{p}"] = np.where(out[fc] > 0, harmonic, weighted)
         out[source_column(f"peak_flop_per_s_{p}")] = np.where(
-            g[f"_nopeak_{p}"].sum() > 0, f"{UNAVAILABLE}: some kernels with {p} work have no {p} roof",
+            nopeak > 0, f"{UNAVAILABLE}: some kernels with {p} work have no {p} roof",
             f"{p} peaks of the group's kernels: FLOP-weighted harmonic mean")
     for lv in levels:
-        out[f"peak_{lv}_bytes_per_s"] = g[f"_bww_{lv}"].sum(min_count=1) / g[f"_bwd_{lv}"].sum(min_count=1)
+        out[f"peak_{lv}_bytes_per_s"] = sums_[f"_bww_{lv}"] / sums_[f"_bwd_{lv}"]
         out[source_column(f"peak_{lv}_bytes_per_s")] = f"mean of the kernels' {lv} roofs, weighted by their time"
         out[source_column(f"{lv}_bytes")] = UNAVAILABLE + f": no {lv} bytes for any timed kernel of the group"
-    out["tensor_path"] = g["tensor_path"].agg(_only) if "tensor_path" in work else pd.NA
-    if by == "rank" and "rank_source" in work:  # nsys: where each rank came from, or why there is none
-        out["rank_source"] = g["rank_source"].agg(lambda s: "; ".join(sorted(set(s.dropna().astype(str)))) or pd.NA)
+    out["tensor_path"] = [next(iter(x)) if len(x) == 1 else pd.NA for x in sums_["_tensor_paths"]]
+    if "_rank_sources" in sums_:  # nsys: where each rank came from, or why there is none
+        out["rank_source"] = ["; ".join(sorted(x)) or pd.NA for x in sums_["_rank_sources"]]
     out[source_column("flop_fp32")] = UNAVAILABLE + ": no FLOP counters in any timed kernel of the group"
 
     rows = hierarchical(out.reset_index(drop=True), levels, latency_threshold_pct)
     rows.index = out.index
-    partial = _partial_notes(missing.sub(untimed, axis=0), out["kernel_count"] - untimed, untimed)
+    partial_ = _partial_notes(missing.sub(untimed, axis=0), out["kernel_count"] - untimed, untimed)
     note = rows["analysis_note"].astype(object)
     ranked = [f"rank from {x}" if isinstance(x, str) and not x.startswith(UNAVAILABLE) else
               (f"rank {x}" if isinstance(x, str) else None)
               for x in (out["rank_source"] if "rank_source" in out else [None] * len(out))]
     rows["analysis_note"] = pd.Series(
-        ["; ".join(x for x in (r, p, n) if isinstance(x, str) and x) or None for r, p, n in zip(ranked, partial, note)],
+        ["; ".join(x for x in (r, p, n) if isinstance(x, str) and x) or None for r, p, n in zip(ranked, partial_, note)],
         index=rows.index, dtype="string",
     )
     result = pd.concat([out[["kernel_count", *sums]], rows], axis=1).reset_index()
-    result = result.rename(columns={"_group": by, "_device": "device_name"})
+    result = result.rename(columns={"_group": by, "_device": "device_name", "_config": "kernel_config"})
     return result.sort_values("duration_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+
+
+def _sums(levels: Sequence[str]) -> list[str]:
+    return ["duration_s", *FLOP_COLUMNS, *(f"{lv}_bytes" for lv in levels)]
+
+
+def _distinct(s: pd.Series) -> frozenset:
+    return frozenset(s.dropna().astype(str))
+
+
+def kernel_config(frame: pd.DataFrame) -> pd.Series:
+    """What tells launches of one kernel name apart (``--by kernel``): a trace op's input shapes as recorded,
+    else the launch configuration 'grid [x, y, z] block [x, y, z]' ('(none)' where neither is recorded)."""
+    def dims(prefix: str) -> pd.Series:
+        cols = [frame[f"{prefix}_{a}"] if f"{prefix}_{a}" in frame else pd.Series(pd.NA, index=frame.index)
+                for a in "xyz"]
+        text = "[" + cols[0].astype("string") + ", " + cols[1].astype("string") + ", " + cols[2].astype("string") + "]"
+        return text
+
+    launch = ("grid " + dims("grid") + " block " + dims("block")).astype("string")
+    shapes = frame["op_input_dims"].astype("string") if "op_input_dims" in frame \
+        else pd.Series(pd.NA, index=frame.index, dtype="string")
+    shapes = shapes.where(shapes.notna() & (shapes != "") & (shapes != "[]"))
+    return shapes.fillna(launch).fillna("(none)")
 
 
 def _only(s: pd.Series) -> object:

@@ -170,14 +170,14 @@ def at_boost_clock(kernels: pd.DataFrame) -> pd.DataFrame:
         values = pd.to_numeric(out[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
         if col in ("peak_dram_bytes_per_s", "peak_l2_bytes_per_s"):
             mask = ok & ~np.isnan(values)
-            suffix = lambda r: " (as profiled: no boost value for this clock domain)"  # noqa: E731
+            suffix = lambda r: " (as profiled: no boost value for this clock domain)"
         else:
             # only roofs taken at the profiled SM clock move: counters, or spec figures scaled to it
             moves = np.array([v.startswith("counters") or "profiled SM clock" in v or "(as profiled" in v
                               for v in src.values] + [False])
             mask = ok & moves[src.codes] & ~np.isnan(values)
             values = np.where(mask, values * factor, values)
-            suffix = lambda r: f"; rescaled to the boost clock {boost_mhz[r]:.0f} MHz (× {factor3[r]:g})"  # noqa: E731
+            suffix = lambda r: f"; rescaled to the boost clock {boost_mhz[r]:.0f} MHz (× {factor3[r]:g})"
         text = render([src.key(), mask, np.where(mask, clock_key, 0)], n,
                       lambda r, src=src, mask=mask, suffix=suffix: (src.text(r) + suffix(r)) if mask[r]
                       else (src.text(r) if src.codes[r] >= 0 else None))
@@ -186,4 +186,4 @@ def at_boost_clock(kernels: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-__all__ = ["analyze", "apply_peaks", "at_boost_clock", "choose_peaks", "roofline_columns", "CLOCKS"]
+__all__ = ["CLOCKS", "analyze", "apply_peaks", "at_boost_clock", "choose_peaks", "roofline_columns"]

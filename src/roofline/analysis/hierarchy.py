@@ -49,6 +49,8 @@ UNEXPLAINED = ("no recorded evidence explains it: check the peak source (spec vs
                "clock basis and how the FLOPs/bytes were counted")
 #: the latency-limited note part (diagnose.py adds the evidence where the profile records it)
 LATENCY_NOTE = "under {threshold:g}% of every roof: latency- or occupancy-limited"
+#: a missing value whose source says nothing (a reader's gap): never an empty "()" in a note
+_UNSAID = "the profile does not say why"
 
 LEVEL_HINTS = {
     "dram": "ncu --section SpeedOfLight_RooflineChart (dram__bytes)",
@@ -518,8 +520,8 @@ class _Texts:
                 parts.append(f"{_BAD_DURATION[dur_kind]}: nothing achieved can be computed, so no bound")
             for j, lv in enumerate(levels):
                 if absent[j][r]:
-                    what = (f"no {lv.upper()} bytes ({self.bytes_src[j].text(r)})" if v["no_bytes"][j][r]
-                            else f"no {lv.upper()} roof ({self.bw_src[j].text(r)})")
+                    what = (f"no {lv.upper()} bytes ({self.bytes_src[j].text(r) or _UNSAID})" if v["no_bytes"][j][r]
+                            else f"no {lv.upper()} roof ({self.bw_src[j].text(r) or _UNSAID})")
                     parts.append(f"{lv.upper()} level absent: {what}")
             if no_level[r]:
                 parts.append("no memory level available: no roofline point")

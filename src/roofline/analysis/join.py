@@ -99,9 +99,8 @@ def join_counters(timeline: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFram
             _flag(out, rows, f"counters matched by {name.split(':')[0]}")
         if "device_name" in out:  # FLOPs carry across GPUs, cache and DRAM bytes may not: say so
             mine = out["device_name"].to_numpy(dtype=object, na_value=None)[rows]
-            theirs = hit["_device"].to_numpy(dtype=object)
-            other = np.array([a is not None and b is not None and b is not pd.NA and a != b
-                              for a, b in zip(mine, theirs)], dtype=bool)
+            theirs = _known(hit["_device"])
+            other = np.array([a is not None and b is not None and a != b for a, b in zip(mine, theirs)], dtype=bool)
             for dev in set(theirs[other].tolist()):
                 _flag(out, rows[other & (theirs == dev)], f"counters profiled on another GPU ({dev})")
         todo[rows] = False
@@ -204,8 +203,7 @@ def _carry_peaks(out: pd.DataFrame, hit: pd.DataFrame, rows: np.ndarray) -> None
     if "device_name" not in out:
         return
     dev = out["device_name"].to_numpy(dtype=object, na_value=None)[rows]
-    same = np.array([d is not None and d == h for d, h in zip(dev, hit["_device"].to_numpy(dtype=object))],
-                    dtype=bool)
+    same = np.array([d is not None and d == h for d, h in zip(dev, _known(hit["_device"]))], dtype=bool)
     for p in CARRIED_PEAKS:
         if p not in hit or p not in out:
             continue
@@ -221,6 +219,13 @@ def _carry_peaks(out: pd.DataFrame, hit: pd.DataFrame, rows: np.ndarray) -> None
         out[source_column(p)] = pd.array(src, dtype="string")
 
 
+def _known(values: pd.Series) -> np.ndarray:
+    """A column's values as objects, every kind of missing (None, NaN, pd.NA of a string or nullable column: a
+    CSV export names no device) as None, so comparing them is a plain bool."""
+    return np.array([None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
+                     for v in values.astype(object)], dtype=object)
+
+
 def _tensor_paths(out: pd.DataFrame, carried: list[tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
     """The tensor data path measured by ncu replaces the timeline's, and the tensor roof follows it:
     the rows whose path changed get their spec roof again (hardware/specs.py, by device name)."""
@@ -229,8 +234,9 @@ def _tensor_paths(out: pd.DataFrame, carried: list[tuple[np.ndarray, np.ndarray]
     path = out["tensor_path"].to_numpy(dtype=object, na_value=None, copy=True)
     changed = np.zeros(len(out), dtype=bool)
     for rows, paths in carried:
+        paths = _known(pd.Series(paths, dtype=object))
         take = np.array([p is not None for p in paths], dtype=bool)
-        changed[rows[take]] |= path[rows[take]] != paths[take]
+        changed[rows[take]] |= np.array([a != b for a, b in zip(path[rows[take]], paths[take])], dtype=bool)
         path[rows[take]] = paths[take]
     if not changed.any():
         return out
@@ -267,7 +273,7 @@ def unmatched_summary(joined: pd.DataFrame) -> dict[str, Any]:
         "kernel_time_s": total,
         "unmatched_time_s": float(dur[lost].sum()),
         "unmatched_time_share": float(dur[lost].sum()) / total if total else None,
-        "launches": int(len(kernels)),
+        "launches": len(kernels),
         "unmatched_launches": int(lost.sum()),
         "by_method": {str(k): int(v) for k, v in methods.items()},
         "unmatched_kernels": [{"kernel_name": k, "time_s": float(r["sum"]), "launches": int(r["count"])}

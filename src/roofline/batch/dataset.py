@@ -1,58 +1,100 @@
-"""The batch dataset on disk: layout, explicit Arrow schemas, atomic writes, and reading it back.
+"""The batch dataset on disk: layout, explicit Arrow schemas, and reading it back.
 
-Layout (one Parquet file per input file and table, named by the input's id, so a re-run or a
-second worker writing the same input replaces a file instead of adding a duplicate)::
+Layout 2 (issue 36: parts per chunk of inputs, not three files per input)::
 
     dataset/
-      _roofline_dataset.json          versions and table schemas; checked on every read
-      kernels/run=<run>/<file_id>.parquet    canonical kernel rows, as ingested
-      roofline/run=<run>/<file_id>.parquet   peaks used + roofline columns, keyed by (file_id, row)
-      runs/run=<run>/<file_id>.parquet       one row per input that was read: hash, format, provenance
-      errors/run=<run>/<file_id>.parquet     one row per input that failed: type and message
-      _state/<ab>/<file_id>                   "<sha256> ok|failed": what a re-run may skip
+      _roofline_dataset.json       versions and table schemas; checked on every read and before every write
+      kernels/<part>.parquet       canonical kernel rows, as ingested          key (file_id, part, row)
+      roofline/<part>.parquet      peaks used + roofline columns               key (file_id, part, row)
+      runs/<part>.parquet          one row per input read: hash, format, provenance   (file_id, part, gen)
+      errors/<part>.parquet        one row per input that failed: type and message    (file_id, part, gen)
+      <table>/compact.parquet      what compaction made of the live rows (``roofline dataset compact``)
 
-An input's ``runs`` (or ``errors``) row is written after its data, so a reader that keeps only
-kernels whose ``file_id`` has a ``runs`` row never sees half an input, even after a SIGKILL.
-Names starting with ``.`` or ``_`` are invisible to Arrow's dataset reader: temporary files use
-that to stay out of sight until they are renamed into place.
+A part holds the rows of a chunk of inputs; its name is unique (``<gen>-<writer>-<n>``). Nothing is ever
+rewritten in place: an input read again gets new rows in a new part with a higher generation (``gen``, one
+per batch), and the *live* row of an input is its ``runs``/``errors`` row with the highest ``(gen, part)``.
+Kernel and roofline rows count only where their ``(file_id, part)`` is that live row's, so rows of an input
+read again, of a part whose ``runs`` rows were never written (a kill mid-chunk), or of a part moved aside,
+are never seen. The resume state is those two tables (a few columns per input): no file per input.
+
+Layout 1 (one part per input and table under ``run=<run>/``, ``_state/`` markers) is still read; a batch
+or ``roofline dataset compact`` upgrades it to layout 2 (:mod:`roofline.batch.compact`).
+Names starting with ``.`` or ``_`` are invisible to Arrow's dataset reader: temporaries stay out of sight.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
-import re
-import socket
-import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
 from roofline._version import __version__
-from roofline.errors import RooflineError, path_text
+from roofline.batch.files import (  # noqa: F401 - re-exported: the dataset's public names
+    LOCK,
+    DamagedPartError,
+    DatasetError,
+    DatasetGoneError,
+    DatasetLock,
+    _host,
+    _zombie,
+    atomic_write_bytes,
+    check_part,
+    temporary,
+    writer_gone,
+)
+from roofline.errors import path_text
 from roofline.schema import SCHEMA_VERSION, kernel_dtypes, set_provenance
 
 #: bump when a table's columns change meaning; readers refuse versions they do not know
-DATASET_VERSION = "1"
-READABLE_DATASET_VERSIONS = ("1",)
+DATASET_VERSION = "2"
+READABLE_DATASET_VERSIONS = ("1", "2")
 MANIFEST = "_roofline_dataset.json"
 TABLES = ("kernels", "roofline", "runs", "errors")
-
-
-class DatasetError(RooflineError):
-    """A folder that is not a roofline dataset, or one written by an incompatible version."""
-
+#: the part name of compacted rows (one file per table; generation 0, below every batch's)
+COMPACT = "compact"
+#: input-level tables (one row per input) and row-level ones
+INPUT_TABLES = ("runs", "errors")
 
 _ARROW = {"string": pa.string(), "Int64": pa.int64(), "float64": pa.float64(), "boolean": pa.bool_(),
           "category": pa.string(), "int64": pa.int64(), "bool": pa.bool_(), "object": pa.string()}
-_KEY = [pa.field("file_id", pa.string(), nullable=False), pa.field("run", pa.string(), nullable=False),
-        pa.field("row", pa.int64(), nullable=False)]
+_KEY_V1 = [pa.field("file_id", pa.string(), nullable=False), pa.field("run", pa.string(), nullable=False),
+           pa.field("row", pa.int64(), nullable=False)]
+_ID = [pa.field("file_id", pa.string(), nullable=False), pa.field("run", pa.string(), nullable=False),
+       pa.field("part", pa.string(), nullable=False)]
+_ROW_KEY = [*_ID, pa.field("row", pa.int64(), nullable=False)]
+_INPUT_KEY = [*_ID, pa.field("gen", pa.int64(), nullable=False)]
+#: bookkeeping columns of layout 2 that readers do not hand out
+INTERNAL = ("part", "gen")
 _PEAK_COLUMNS = [c for c in kernel_dtypes() if c.startswith("peak_")]
+
+RUN_COLUMNS: dict[str, str] = {
+    "source_file": "string",  # absolute path, as the batch saw it
+    "content_sha256": "string",
+    "size_bytes": "Int64",
+    "format": "string",
+    "kernels": "Int64",
+    "device_names": "string",  # ';'-joined, as recorded in the profile
+    "peaks": "string",  # the --peaks choice the roofline table was computed with
+    "provenance_json": "string",  # the reader's provenance record(s), without wall-clock fields
+    "roofline_version": "string",
+}
+ERROR_COLUMNS: dict[str, str] = {
+    "source_file": "string",
+    "content_sha256": "string",
+    "size_bytes": "Int64",
+    "format": "string",  # what the content looked like ("unknown" when nothing matched)
+    "error_type": "string",  # the exception class, e.g. CorruptReportError
+    "error_kind": "string",  # roofline's short kind for input errors, e.g. "corrupt"
+    "message": "string",
+}
 
 
 def _extra_dtypes() -> dict[str, str]:
@@ -86,61 +128,47 @@ def _roofline_analysis_dtypes() -> dict[str, str]:
     return out | {c: "float64" for lv in OPTIONAL_LEVELS for c in level_columns(lv)}
 
 
-def _schema_of(dtypes: dict[str, str], key: list[pa.Field]) -> pa.Schema:
+def table_dtypes(table: str) -> dict[str, str]:
+    if table == "roofline":
+        return ({c: kernel_dtypes()[c] for c in _PEAK_COLUMNS} | _extra_peak_dtypes()
+                | _roofline_analysis_dtypes())
+    return {"kernels": _kernel_table_dtypes(), "runs": RUN_COLUMNS, "errors": ERROR_COLUMNS}[table]
+
+
+def _schema_of(dtypes: dict[str, str], key: list[pa.Field], version: str) -> pa.Schema:
     return pa.schema(key + [pa.field(c, _ARROW[d]) for c, d in dtypes.items()],
-                     metadata={b"roofline.dataset_version": DATASET_VERSION.encode()})
+                     metadata={b"roofline.dataset_version": version.encode()})
 
 
-def table_schemas() -> dict[str, pa.Schema]:
-    """The explicit Arrow schema of every table (built once per process)."""
-    global _SCHEMAS
-    if _SCHEMAS is None:
-        roof = table_dtypes("roofline")
-        file_key = [f for f in _KEY if f.name != "row"]
-        _SCHEMAS = {
-            "kernels": _schema_of(_kernel_table_dtypes(), _KEY),
-            "roofline": _schema_of(roof, _KEY),
-            "runs": _schema_of(RUN_COLUMNS, file_key),
-            "errors": _schema_of(ERROR_COLUMNS, file_key),
-        }
-    return _SCHEMAS
-
-
-_SCHEMAS: dict[str, pa.Schema] | None = None
-
-RUN_COLUMNS: dict[str, str] = {
-    "source_file": "string",  # absolute path, as the batch saw it
-    "content_sha256": "string",
-    "size_bytes": "Int64",
-    "format": "string",
-    "kernels": "Int64",
-    "device_names": "string",  # ';'-joined, as recorded in the profile
-    "peaks": "string",  # the --peaks choice the roofline table was computed with
-    "provenance_json": "string",  # the reader's provenance record(s), without wall-clock fields
-    "roofline_version": "string",
-}
-ERROR_COLUMNS: dict[str, str] = {
-    "source_file": "string",
-    "content_sha256": "string",
-    "size_bytes": "Int64",
-    "format": "string",  # what the content looked like ("unknown" when nothing matched)
-    "error_type": "string",  # the exception class, e.g. CorruptReportError
-    "error_kind": "string",  # roofline's short kind for input errors, e.g. "corrupt"
-    "message": "string",
-}
+@functools.lru_cache(maxsize=2)
+def table_schemas(version: str = DATASET_VERSION) -> dict[str, pa.Schema]:
+    """The explicit Arrow schema of every table of a layout (built once per process)."""
+    if version == "1":
+        keys = {"kernels": _KEY_V1, "roofline": _KEY_V1, "runs": _KEY_V1[:2], "errors": _KEY_V1[:2]}
+    else:
+        keys = {"kernels": _ROW_KEY, "roofline": _ROW_KEY, "runs": _INPUT_KEY, "errors": _INPUT_KEY}
+    return {t: _schema_of(table_dtypes(t), keys[t], version) for t in TABLES}
 
 
 def run_partition(run: str) -> str:
-    """A file-system-safe partition folder name for a run label."""
+    """Layout 1's file-system-safe partition folder name for a run label."""
+    import re
+
     return "run=" + (re.sub(r"[^A-Za-z0-9._-]+", "_", run).strip("._") or "_")
 
 
-def part_path(root: Path, table: str, run: str, file_id: str) -> Path:
-    return root / table / run_partition(run) / f"{file_id}.parquet"
+def part_path(root: Path, table: str, part: str) -> Path:
+    return root / table / f"{part}.parquet"
 
 
-def state_path(root: Path, file_id: str) -> Path:
-    return root / "_state" / file_id[:2] / file_id
+# ---- the manifest --------------------------------------------------------------------------------------
+
+def manifest_body(version: str = DATASET_VERSION) -> bytes:
+    body = {"dataset_version": version, "kernel_schema_version": SCHEMA_VERSION,
+            "created_by": f"roofline {__version__}",
+            "tables": {t: s.remove_metadata().to_string(show_schema_metadata=False)
+                       for t, s in table_schemas(version).items()}}
+    return json.dumps(body, indent=2).encode()
 
 
 def init_dataset(root: Path) -> None:
@@ -155,172 +183,157 @@ def init_dataset(root: Path) -> None:
         if root.exists() and any(root.iterdir()):
             raise DatasetError(f"{path_text(root)}: exists, is not empty and is not a roofline dataset (no {MANIFEST})")
         root.mkdir(parents=True, exist_ok=True)
-        body = {"dataset_version": DATASET_VERSION, "kernel_schema_version": SCHEMA_VERSION,
-                "created_by": f"roofline {__version__}",
-                "tables": {t: s.remove_metadata().to_string(show_schema_metadata=False)
-                           for t, s in table_schemas().items()}}
-        atomic_write_bytes(manifest, json.dumps(body, indent=2).encode())
+        atomic_write_bytes(manifest, manifest_body())
     except OSError as exc:  # a parent that is a file, a read-only file system: the user's to fix
         raise DatasetError(f"{path_text(root)}: cannot create the dataset: {exc.strerror or exc}") from None
-
-
-LOCK = "_roofline.lock"
-
-
-class DatasetLock:
-    """One writer per dataset: an exclusive ``flock`` on ``<dataset>/_roofline.lock``, held for a batch.
-
-    The kernel drops the lock when its holder dies (even by SIGKILL), so a killed batch never leaves
-    the dataset locked. ``flock`` is per host on some network file systems: two hosts writing one
-    dataset are not excluded there.
-    """
-
-    def __init__(self, root: Path) -> None:
-        import fcntl
-
-        self.path = root / LOCK
-        try:
-            self.fh = open(self.path, "a+")  # noqa: SIM115 - held open for the batch
-        except OSError as exc:  # a read-only dataset, a folder where the lock file goes
-            raise DatasetError(f"{path_text(self.path)}: cannot open the dataset's lock file: "
-                               f"{exc.strerror or exc}") from None
-        try:
-            fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self.fh.seek(0)
-            holder = self.fh.read().strip() or "another process"
-            self.fh.close()
-            raise DatasetError(f"{path_text(root)}: another batch is writing this dataset ({holder}); wait for it to "
-                               "finish or give another --out") from None
-        self.fh.seek(0)
-        self.fh.truncate()
-        self.fh.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        self.fh.flush()
-
-    def release(self) -> None:
-        import fcntl
-
-        if not self.fh.closed:
-            self.fh.truncate(0)  # no holder any more (and equal datasets stay byte-identical)
-            fcntl.flock(self.fh, fcntl.LOCK_UN)
-            self.fh.close()
-
-    def __enter__(self) -> DatasetLock:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.release()
 
 
 def check_manifest(root: Path) -> dict[str, Any]:
     manifest = root / MANIFEST
     if not manifest.is_file():
-        raise DatasetError(f"{root}: not a roofline dataset (no {MANIFEST})")
+        raise DatasetError(f"{path_text(root)}: not a roofline dataset (no {MANIFEST})")
     try:
         body = json.loads(manifest.read_text())
     except (OSError, ValueError) as exc:
-        raise DatasetError(f"{manifest}: unreadable manifest: {exc}") from None
+        raise DatasetError(f"{path_text(manifest)}: unreadable manifest: {exc}") from None
     version = body.get("dataset_version") if isinstance(body, dict) else None
     if version not in READABLE_DATASET_VERSIONS:
-        raise DatasetError(f"{root}: dataset version {version!r}; this roofline {__version__} reads "
+        raise DatasetError(f"{path_text(root)}: dataset version {version!r}; this roofline {__version__} reads "
                            f"{', '.join(READABLE_DATASET_VERSIONS)}")
     return body
+
+
+def layout_version(root: Path) -> str:
+    return str(check_manifest(root)["dataset_version"])
 
 
 def is_dataset(path: str | Path) -> bool:
     return (Path(path) / MANIFEST).is_file()
 
 
-def temporary(path: Path) -> Path:
-    """The temporary file a writer fills before renaming it to ``path``: hidden from Arrow (leading
-    '.'), and naming its writer (host, pid) so a later batch removes it only once the writer is gone."""
-    return path.with_name(f".{path.name}.{_host()}.{os.getpid()}.tmp")
+# ---- the parts of a table ------------------------------------------------------------------------------
 
-
-def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
-
-
-def writer_gone(tmp: Path, stale_s: float = 24 * 3600) -> bool:
-    """Whether the writer of a temporary file is gone: its pid is dead on this host; on another
-    host (a Dask worker), the file has not changed for ``stale_s``."""
-    parts = tmp.name.rsplit(".", 3)  # .<name>.<host>.<pid>.tmp
-    if len(parts) == 4 and parts[3] == "tmp" and parts[2].isdigit():
-        host, pid = parts[1], int(parts[2])
-        if host == _host():
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-            except PermissionError:
-                return False  # alive, someone else's
-            return _zombie(pid)  # killed but not yet reaped (its parent died with it): gone all the same
-    try:
-        return time.time() - tmp.stat().st_mtime > stale_s
-    except OSError:
-        return False
-
-
-def _zombie(pid: int) -> bool:
-    """Whether a pid that still exists is a zombie (Linux /proc; elsewhere: assume alive)."""
-    try:
-        stat_line = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    # "pid (comm) S ...": comm may hold spaces and parentheses, the state follows the last ')'
-    return stat_line.rpartition(")")[2].split()[:1] == ["Z"]
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary(path)
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def write_part(root: Path, table: str, run: str, file_id: str, frame: pd.DataFrame) -> None:
-    """Write one input's rows of one table, typed by the table's schema, atomically."""
-    schema = table_schemas()[table]
-    frame = frame.copy()
-    frame["file_id"] = file_id
-    frame["run"] = run
-    if "row" in schema.names:
-        frame["row"] = range(len(frame))
-    cols = {}
-    for field in schema:
-        s = frame[field.name] if field.name in frame.columns else pd.Series([None] * len(frame), dtype="object")
-        if isinstance(s.dtype, pd.CategoricalDtype):
-            s = s.astype("string")
-        cols[field.name] = pa.array(s, type=field.type, from_pandas=True)
-    table_ = pa.Table.from_pydict(cols, schema=schema)
-    path = part_path(root, table, run, file_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary(path)
-    try:
-        pq.write_table(table_, tmp)
-        os.replace(tmp, path)
-    finally:  # a failed write leaves nothing behind
-        tmp.unlink(missing_ok=True)
-
-
-def remove_parts(root: Path, run: str, file_id: str, tables: tuple[str, ...] = TABLES) -> None:
-    for t in tables:
-        try:
-            part_path(root, t, run, file_id).unlink()
-        except (FileNotFoundError, NotADirectoryError):  # no part, or no partition folder: nothing to remove
-            pass
-
-
-def _arrow_table(root: Path, table: str, filter_: Any = None) -> pa.Table:
+def part_files(root: Path, table: str, version: str = DATASET_VERSION) -> list[Path]:
+    """The parts of a table, sorted, each checked to be a whole Parquet file (:class:`DamagedPartError`
+    names the first that is not). Layout 2's parts lie in the table's folder, layout 1's in its ``run=*``
+    folders: each layout's reader sees only its own (a layout-1 dataset being upgraded holds both)."""
     folder = root / table
-    schema = table_schemas()[table]
     if not folder.is_dir():
-        return schema.empty_table()
-    dataset = ds.dataset(folder, schema=schema, format="parquet")  # '.'/'_' names (temporaries) are skipped
-    return dataset.to_table(filter=filter_)
+        return []
+    files = sorted(folder.glob("run=*/*.parquet" if version == "1" else "*.parquet"))
+    files = [f for f in files if not f.name.startswith((".", "_"))]  # temporaries
+    for f in files:
+        check_part(f)
+    return files
+
+
+def _scan(root: Path, table: str, version: str, columns: Sequence[str] | None = None,
+          filter_: Any = None) -> ds.Dataset:
+    schema = table_schemas(version)[table]
+    return ds.dataset(part_files(root, table, version), schema=schema, format="parquet")
+
+
+def _read(root: Path, table: str, version: str, columns: Sequence[str] | None = None,
+          filter_: Any = None) -> pa.Table:
+    try:
+        return _scan(root, table, version).to_table(columns=list(columns) if columns else None, filter=filter_)
+    except (pa.ArrowInvalid, OSError) as exc:  # damaged inside (its magic bytes intact): Arrow names the file
+        raise DatasetError(f"{path_text(root)}: a damaged {table} part: {exc}") from None
+
+
+# ---- which rows are live ---------------------------------------------------------------------------------
+
+_STATE_COLUMNS = ["file_id", "run", "part", "gen", "content_sha256"]
+_SEP = "\x1f"  # between file_id and part in a row's key (neither holds it)
+
+
+def _keys(t: pa.Table) -> pa.Array | pa.ChunkedArray:
+    return pc.binary_join_element_wise(t.column("file_id"), t.column("part"), _SEP)
+
+
+@dataclass
+class Live:
+    """Which rows of a dataset count. ``inputs``: one row per input, its live ``runs``/``errors`` row's key
+    (file_id, run, part, gen), content hash, ``status`` ("ok"/"failed") and ``error_kind``. ``stale``: the keys
+    (file_id, part) of every other row of those two tables, and ``failed``: of the live failed ones. A kernels
+    or roofline row counts when its part holds live ``runs`` rows (``ok_parts``, pushed into the scan) and its
+    key is neither stale nor failed (few, checked on each batch in order)."""
+
+    version: str
+    inputs: pa.Table
+    stale: pa.Array
+    failed: pa.Array
+
+    @property
+    def ok(self) -> pa.Table:
+        return self.inputs.filter(pc.equal(self.inputs.column("status"), "ok"))
+
+    def scan_filter(self) -> Any:
+        """What the scan of a row table may skip: parts (layout 1: inputs) with no live ``runs`` row."""
+        if self.version == "1":
+            return ds.field("file_id").isin(self.ok.column("file_id"))
+        return ds.field("part").isin(pc.unique(self.ok.column("part")))
+
+    def rows(self, t: pa.Table) -> pa.Table:
+        """The rows of a kernels/roofline batch that count (order kept), the scan filter already applied."""
+        if self.version == "1" or t.num_rows == 0:
+            return t
+        drop = pa.concat_arrays([self.stale, self.failed])
+        return t if len(drop) == 0 else t.filter(pc.invert(pc.is_in(_keys(t), value_set=drop)))
+
+    def input_rows(self, t: pa.Table) -> pa.Table:
+        """The rows of a runs/errors table that are live (order kept)."""
+        if self.version == "1" or t.num_rows == 0 or len(self.stale) == 0:
+            return t
+        return t.filter(pc.invert(pc.is_in(_keys(t), value_set=self.stale)))
+
+
+def live_state(root: Path, runs: Sequence[str] | None = None, version: str | None = None) -> Live:
+    """The :class:`Live` rows of a dataset (of these run labels): read from the ``runs`` and ``errors`` tables'
+    key columns, the newest row of each input winning."""
+    version = version or layout_version(root)
+    only = ds.field("run").isin(list(runs)) if runs is not None else None
+    cols = _STATE_COLUMNS if version != "1" else ["file_id", "run", "content_sha256"]
+    ok = _read(root, "runs", version, cols, only)
+    bad = _read(root, "errors", version, [*cols, "error_kind"], only)
+    if version == "1":  # one part per input, replaced in place: every row is live
+        ok = ok.append_column("part", pa.array([""] * ok.num_rows, pa.string())) \
+            .append_column("gen", pa.array([0] * ok.num_rows, pa.int64()))
+        bad = bad.append_column("part", pa.array([""] * bad.num_rows, pa.string())) \
+            .append_column("gen", pa.array([0] * bad.num_rows, pa.int64()))
+    ok = ok.append_column("status", pa.array(["ok"] * ok.num_rows, pa.string())) \
+        .append_column("error_kind", pa.nulls(ok.num_rows, pa.string()))
+    bad = bad.append_column("status", pa.array(["failed"] * bad.num_rows, pa.string()))
+    names = [*_STATE_COLUMNS, "status", "error_kind"]
+    both = pa.concat_tables([ok.select(names), bad.select(names)])
+    empty = pa.array([], pa.string())
+    if both.num_rows == 0:
+        return Live(version, both, empty, empty)
+    # the newest row per input: sorted by (file_id, gen desc, part desc), the first of each file_id
+    both = both.take(pc.sort_indices(both, [("file_id", "ascending"), ("gen", "descending"),
+                                            ("part", "descending")]))
+    fid = both.column("file_id").combine_chunks()
+    first = pc.not_equal(fid[1:], fid[:-1]) if len(fid) > 1 else pa.array([], pa.bool_())
+    keep = pa.concat_arrays([pa.array([True]), first.cast(pa.bool_())])
+    live = both.filter(keep)
+    stale = _keys(both.filter(pc.invert(keep))).combine_chunks() if version != "1" else empty
+    failed = live.filter(pc.equal(live.column("status"), "failed"))
+    return Live(version, live, stale, _keys(failed).combine_chunks() if version != "1" else empty)
+
+
+def live_inputs(root: Path, runs: Sequence[str] | None = None, version: str | None = None) -> pa.Table:
+    """One row per input: its live ``runs``/``errors`` row's key (file_id, run, part, gen), its content hash,
+    ``status`` ("ok"/"failed") and ``error_kind`` (null when ok). What resume and every reader start from."""
+    return live_state(root, runs, version).inputs
+
+
+def next_generation(root: Path) -> int:
+    """The generation of the next batch's rows: above every row written so far (compacted rows are 0)."""
+    if layout_version(root) == "1":
+        return 1
+    gens = [_read(root, t, "2", ["gen"]).column("gen") for t in INPUT_TABLES]
+    top = max((pc.max(g).as_py() or 0 for g in gens if len(g)), default=0)
+    return int(top) + 1
 
 
 def _pandas(table: pa.Table, dtypes: dict[str, str]) -> pd.DataFrame:
@@ -331,47 +344,136 @@ def _pandas(table: pa.Table, dtypes: dict[str, str]) -> pd.DataFrame:
 
 
 def open_dataset(path: str | Path, table: str = "roofline", engine: str = "pandas",
-                 runs: list[str] | None = None) -> pd.DataFrame | pa.Table:
+                 runs: list[str] | None = None, columns: Sequence[str] | None = None,
+                 filter: Any = None) -> pd.DataFrame | pa.Table:
     """Read a batch dataset back.
 
     ``table``: ``"roofline"`` (kernel rows with the peaks used and every roofline column: what
     :func:`roofline.analyze` gives for the inputs), ``"kernels"`` (as ingested), ``"runs"`` (one row
-    per input read) or ``"errors"`` (one row per input that failed). Kernel rows of an input that
-    has no ``runs`` row (a batch killed while writing it) are left out. ``engine="pyarrow"`` returns
-    an Arrow table. Pandas frames carry the inputs' provenance in ``attrs`` as ``roofline.read`` does.
-    ``runs``: only these run labels (the other partitions are not read). The table is loaded whole:
-    reading peaks at about 6x the result's size, so select runs for datasets of millions of rows.
+    per input read) or ``"errors"`` (one row per input that failed). Only live rows are read: an input's
+    latest reading, and no rows of an input whose ``runs`` row was never written (a batch killed while
+    writing it). ``engine="pyarrow"`` returns an Arrow table. Pandas frames carry the inputs' provenance
+    in ``attrs`` as ``roofline.read`` does.
+
+    Pushed into the Parquet scan: ``runs`` (only these run labels), ``columns`` (only these columns;
+    the key columns ``file_id``, ``run`` and, for row tables, ``row`` are always there) and ``filter``
+    (a ``pyarrow.dataset`` expression on the table's columns, e.g. ``ds.field("kernel_name") == "gemm"``).
+    A damaged part is a :class:`DamagedPartError` naming it.
     """
     root = Path(path)
-    check_manifest(root)
+    version = layout_version(root)
     if table not in TABLES:
-        raise DatasetError(f"{root}: no table {table!r}; tables are {', '.join(TABLES)}")
-    only = ds.field("run").isin(runs) if runs is not None else None
-    runs_t = _arrow_table(root, "runs", only)
-    if table in ("runs", "errors"):
-        out = runs_t if table == "runs" else _arrow_table(root, "errors", only)
-        out = out.sort_by([("source_file", "ascending")])
-        if engine == "pyarrow":
-            return out
-        return _pandas(out, RUN_COLUMNS if table == "runs" else ERROR_COLUMNS)
-    done = ds.field("file_id").isin(runs_t.column("file_id"))
-    kernels = _arrow_table(root, "kernels", done)
-    if table == "roofline":
-        roof = _arrow_table(root, "roofline", done).drop_columns(["run"])
-        kernels = kernels.drop_columns(_PEAK_COLUMNS).join(roof, keys=["file_id", "row"], join_type="inner")
-    kernels = kernels.sort_by([("run", "ascending"), ("source_file", "ascending"), ("row", "ascending")])
-    if engine == "pyarrow":
-        return kernels
-    dtypes = _kernel_table_dtypes() | (table_dtypes("roofline") if table == "roofline" else {})
-    frame = _pandas(kernels, dtypes)
+        raise DatasetError(f"{path_text(root)}: no table {table!r}; tables are {', '.join(TABLES)}")
+    live = live_state(root, runs, version)
+    out = live_table(root, table, live, runs, columns, filter)
+    if table in INPUT_TABLES:
+        out = out.sort_by([("source_file", "ascending")]) if "source_file" in out.column_names else out
+    else:
+        keys = [k for k in ("run", "source_file", "file_id", "row") if k in out.column_names]
+        out = out.sort_by([(k, "ascending") for k in keys])
+    out = out.drop_columns([c for c in INTERNAL if c in out.column_names])
+    if engine == "pyarrow":  # (joins and sorts drop the schema's metadata: it says the layout read)
+        return out.replace_schema_metadata(table_schemas(version)[table].metadata)
+    dtypes = _kernel_table_dtypes() | (table_dtypes("roofline") if table == "roofline" else {}) \
+        if table not in INPUT_TABLES else table_dtypes(table)
+    frame = _pandas(out, dtypes)
+    if table in INPUT_TABLES:
+        return frame
     front = [c for c in kernel_dtypes() if c in frame.columns]
     frame = frame[front + [c for c in frame.columns if c not in front]].reset_index(drop=True)
-    provenance = [json.loads(p) for p in runs_t.sort_by("source_file").column("provenance_json").to_pylist() if p]
-    return set_provenance(frame, [rec for recs in provenance for rec in recs])
+    return set_provenance(frame, provenance(root, live))
 
 
-def table_dtypes(table: str) -> dict[str, str]:
-    if table == "roofline":
-        return ({c: kernel_dtypes()[c] for c in _PEAK_COLUMNS} | _extra_peak_dtypes()
-                | _roofline_analysis_dtypes())
-    return {"kernels": _kernel_table_dtypes(), "runs": RUN_COLUMNS, "errors": ERROR_COLUMNS}[table]
+def _with_keys(columns: Sequence[str] | None, table: str, version: str) -> list[str] | None:
+    if columns is None:
+        return None
+    keys = ["file_id", "run"] + (["part"] if version != "1" else []) + (["row"] if table not in INPUT_TABLES else [])
+    schema = table_schemas(version)[table]
+    unknown = [c for c in columns if c not in schema.names]
+    if unknown:
+        raise DatasetError(f"no columns {unknown} in the {table} table")
+    return keys + [c for c in columns if c not in keys]
+
+
+def _and(*exprs: Any) -> Any:
+    given = [e for e in exprs if e is not None]
+    out = given[0] if given else None
+    for e in given[1:]:
+        out = out & e
+    return out
+
+
+def live_table(root: Path, table: str, live: Live, runs: Sequence[str] | None = None,
+               columns: Sequence[str] | None = None, filter_: Any = None) -> pa.Table:
+    """The live rows of one table (the roofline table joined to its kernels), columns and filter pushed down."""
+    version = live.version
+    by_run = ds.field("run").isin(list(runs)) if runs is not None else None
+    if table in INPUT_TABLES:
+        got = _read(root, table, version, _with_keys(columns, table, version), _and(by_run, filter_))
+        return live.input_rows(got)
+    if table == "kernels":
+        return row_table(root, "kernels", live, _with_keys(columns, "kernels", version), _and(by_run, filter_))
+    roof_cols = table_schemas(version)["roofline"].names
+    kcols = None if columns is None else [c for c in columns if c not in roof_cols]
+    rcols = None if columns is None else [c for c in columns if c in roof_cols]
+    kernels = row_table(root, "kernels", live, _with_keys(kcols, "kernels", version), by_run)
+    kernels = kernels.drop_columns([c for c in _PEAK_COLUMNS if c in kernels.column_names])
+    roof = row_table(root, "roofline", live, _with_keys(rcols, "roofline", version), by_run)
+    keys = ["file_id", "row"] + (["part"] if version != "1" else [])
+    roof = roof.drop_columns([c for c in roof.column_names if c in kernels.column_names and c not in keys])
+    joined = _side_by_side(kernels, roof, keys)
+    # a filter may name roofline columns (bound, pct_of_roof): applied to the joined rows
+    return joined if filter_ is None else joined.filter(filter_)
+
+
+def _side_by_side(kernels: pa.Table, roof: pa.Table, keys: list[str]) -> pa.Table:
+    """The roofline columns beside their kernel rows. A part's two tables hold the same rows in the same order
+    (written from one chunk; compacted both in one sort order) and are filtered alike: placed side by side
+    when their keys agree row by row (checked), joined on the keys otherwise."""
+    if kernels.num_rows == roof.num_rows and all(kernels.column(k).equals(roof.column(k)) for k in keys):
+        out = kernels
+        for name in roof.column_names:
+            if name not in keys:
+                out = out.append_column(roof.schema.field(name), roof.column(name))
+        return out
+    return kernels.join(roof, keys=keys, join_type="inner")
+
+
+def row_table(root: Path, table: str, live: Live, columns: list[str] | None, where: Any) -> pa.Table:
+    """The live rows of the kernels or roofline table (the part filter prunes whole files: a part's column
+    statistics hold its one name)."""
+    return live.rows(_read(root, table, live.version, columns, _and(live.scan_filter(), where)))
+
+
+def provenance(root: Path, live: Live) -> list[dict[str, Any]]:
+    """The provenance records of the live inputs, in source_file order (from their ``runs`` rows)."""
+    ok = live.ok
+    runs_t = live.input_rows(_read(root, "runs", live.version,
+                                   _with_keys(["source_file", "provenance_json"], "runs", live.version),
+                                   ds.field("file_id").isin(ok.column("file_id"))))
+    texts = runs_t.sort_by("source_file").column("provenance_json").to_pylist()
+    return [rec for t in texts if t for rec in json.loads(t)]
+
+
+def iter_live(path: str | Path, table: str = "kernels", columns: Sequence[str] | None = None,
+              filter: Any = None, runs: Sequence[str] | None = None,
+              batch_rows: int = 1 << 17, live: Live | None = None) -> Iterator[pa.Table]:
+    """The live rows of a row table (``kernels`` or ``roofline``) in record batches of at most ``batch_rows``,
+    in file order, columns and filter pushed into the scan: memory is one batch, whatever the dataset's size
+    (the key columns are included, as in :func:`open_dataset`; no sorting)."""
+    root = Path(path)
+    if table not in ("kernels", "roofline"):
+        raise DatasetError(f"iter_live reads kernels or roofline, not {table!r}")
+    live = live or live_state(root, runs)
+    by_run = ds.field("run").isin(list(runs)) if runs is not None else None
+    scanner = _scan(root, table, live.version).scanner(columns=_with_keys(columns, table, live.version),
+                                                       filter=_and(live.scan_filter(), by_run, filter),
+                                                       batch_size=batch_rows)
+    try:
+        for batch in scanner.to_batches():
+            if batch.num_rows:
+                rows = live.rows(pa.Table.from_batches([batch]))
+                if rows.num_rows:
+                    yield rows
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DatasetError(f"{path_text(root)}: a damaged {table} part: {exc}") from None

@@ -1,46 +1,32 @@
-"""Run :func:`~roofline.batch.worker.process_file` over many inputs: in-process, on a local
-process pool, or on an existing Dask distributed cluster. No scheduler or queue of our own: the
-pool or Dask hands out the files; the driver only keeps a bounded window of tasks in flight and
-counts summaries, so its memory does not grow with the number of inputs.
+"""Run :func:`~roofline.batch.worker.process_chunk` over many inputs: on the local pool
+(:mod:`roofline.batch.pool`) or on an existing Dask distributed cluster (:mod:`roofline.batch.cluster`).
+No scheduler or queue of our own: the driver cuts the inputs into chunks, keeps a bounded window of them in
+flight and counts summaries; the workers write the rows. At the end the dataset is compacted
+(:mod:`roofline.batch.compact`) when what the batch added is worth it.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import multiprocessing
 import os
 import resource
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from roofline.batch import dataset as dset
-from roofline.batch.worker import (
-    Options,
-    content_sha256,
-    file_id,
-    process_chunk,
-    process_file,
-)
+from roofline.batch.chunks import CHUNK_TARGET_S, MAX_CHUNK, ChunkSizer, make_chunk  # noqa: F401 - re-exported
+from roofline.batch.cluster import DaskSettings
+from roofline.batch.files import new_token
+from roofline.batch.pool import Feed, Limits, LocalPool
+from roofline.batch.worker import Item, Options, file_id
 from roofline.errors import path_text
 
-Task = tuple[str, str, str, Options]  # (input path, dataset root, run label, options)
-#: tasks in flight per worker: enough to keep workers busy, few enough to bound the driver's memory
-WINDOW_PER_WORKER = 4
-#: inputs a worker process handles before it is replaced (bounds what a leaking reader can hold)
-TASKS_PER_WORKER_PROCESS = 100
-#: a Dask task carries inputs for about this long: the scheduler round trip (milliseconds) becomes
-#: noise, and the last tasks are still short enough to spread over every worker
-CHUNK_TARGET_S = 0.5
-#: at most this many inputs per Dask task (skipped inputs take microseconds: this bounds a task's size)
-MAX_CHUNK = 256
+#: a local chunk carries about this much work: few parts per batch, little lost to a kill
+LOCAL_CHUNK_S = 1.0
 
 
 @dataclass
@@ -57,6 +43,8 @@ class BatchSummary:
     unmatched_patterns: list[str] = field(default_factory=list)
     driver_max_rss_mb: float = 0.0
     workers_max_rss_mb: float = 0.0
+    notes: list[str] = field(default_factory=list)  # damaged parts moved aside, the compaction
+    compact_s: float = 0.0
 
     @property
     def files_per_s(self) -> float:
@@ -99,35 +87,53 @@ def find_inputs(patterns: Iterable[str | Path], exclude: Path | None = None) -> 
 
 def run_batch(patterns: Iterable[str | Path], out: str | Path, *, workers: int | None = None,
               scheduler: str | None = None, opts: Options | None = None, run: str | None = None,
-              progress: Callable[[dict[str, Any], BatchSummary], None] | None = None) -> BatchSummary:
+              progress: Callable[[dict[str, Any], BatchSummary], None] | None = None,
+              limits: Limits | None = None, compact: bool = True,
+              dask: DaskSettings | None = None) -> BatchSummary:
     """Ingest and analyse every input into the dataset at ``out``; see :mod:`roofline.batch`.
 
-    ``workers``: local processes (default: all cores; 1 runs in this process). ``scheduler``: the
-    address of a Dask distributed scheduler (``tcp://host:8786``) instead; its workers must see
-    the inputs and ``out`` at the same paths. ``run``: one run label for every input (default: the
-    name of each input's folder). ``progress`` is called with every file's summary.
+    ``workers``: local processes (default: all cores). ``scheduler``: the address of a Dask distributed
+    scheduler (``tcp://host:8786``) instead; its workers must see the inputs and ``out`` at the same paths.
+    ``run``: one run label for every input (default: the name of each input's folder). ``progress`` is called
+    with every input's summary. ``limits``: the local pool's per-input time and memory limit. ``compact``:
+    compact the dataset at the end when what the batch added is worth it.
     """
     root = Path(os.path.abspath(out))
     opts = opts or Options()
     dset.init_dataset(root)
-    with dset.DatasetLock(root):  # one writer per dataset; a second batch exits with a clear message
-        return _run_locked(root, patterns, workers, scheduler, opts, run, progress)
+    token = new_token()
+    with dset.DatasetLock(root, token):  # one writer per dataset; a second batch exits with a clear message
+        return _run_locked(root, token, patterns, workers, scheduler, opts, run, progress, limits, compact,
+                           dask or DaskSettings())
 
 
-def _run_locked(root: Path, patterns: Iterable[str | Path], workers: int | None, scheduler: str | None,
-                opts: Options, run: str | None,
-                progress: Callable[[dict[str, Any], BatchSummary], None] | None) -> BatchSummary:
+def _run_locked(root: Path, token: str, patterns: Iterable[str | Path], workers: int | None, scheduler: str | None,
+                opts: Options, run: str | None, progress: Callable[[dict[str, Any], BatchSummary], None] | None,
+                limits: Limits | None, compact: bool, dask: DaskSettings) -> BatchSummary:
+    from roofline.batch import compact as cmp
+
     _clean_temporaries(root)
+    notes = cmp.repair(root)  # damaged parts aside: their inputs have no live row, so they are read again
+    if dset.layout_version(root) == "1":  # written by an older roofline: upgraded before anything is added
+        notes.append(cmp.compact(root).line(root))
     inputs, unmatched = find_inputs(patterns, exclude=root)
-    summary = BatchSummary(out=path_text(root), inputs=len(inputs), unmatched_patterns=unmatched)
+    summary = BatchSummary(out=path_text(root), inputs=len(inputs), unmatched_patterns=unmatched, notes=notes)
+    state = _state(root)
+    gen = dset.next_generation(root)
     # run labels are stored as text: a folder name that is not valid UTF-8 is escaped, once, here
-    tasks = ((str(p), str(root), path_text(run or p.parent.name or "_"), opts) for p in inputs)
+    items = (_item(p, path_text(run or p.parent.name or "_"), state) for p in inputs)
     start = time.perf_counter()
     if scheduler:
-        results, summary.workers = _on_dask(tasks, scheduler, len(inputs)), f"dask {scheduler}"
+        from roofline.batch.cluster import on_dask
+
+        results = on_dask(items, scheduler, len(inputs), str(root), gen, opts, token, dask)
+        summary.workers = f"dask {scheduler}"
     else:
         n = workers or os.cpu_count() or 1
-        results, summary.workers = _on_pool(tasks, n), f"{n} local worker{'s' if n > 1 else ''}"
+        sizer = ChunkSizer(len(inputs), n, target_s=LOCAL_CHUNK_S)
+        feed = Feed(lambda: make_chunk(sizer.take(items), str(root), gen, opts), sizer.observe)
+        results = LocalPool(n, limits).run(feed)
+        summary.workers = f"{n} local worker{'s' if n > 1 else ''}"
     for res in results:
         summary.ok += res["status"] == "ok"
         summary.failed += res["status"] == "failed"
@@ -139,146 +145,26 @@ def _run_locked(root: Path, patterns: Iterable[str | Path], workers: int | None,
         if progress is not None:
             progress(res, summary)
     summary.elapsed_s = time.perf_counter() - start
+    if compact and cmp.worth_compacting(root):
+        try:
+            summary.compact_s = cmp.compact(root).seconds
+        except (OSError, dset.DatasetError) as exc:  # the parts are whole: the dataset reads the same without it
+            summary.notes.append(f"{path_text(root)}: not compacted ({path_text(str(exc))}); its parts read the "
+                                 "same: `roofline dataset compact` later")
     summary.driver_max_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     _log(root, summary)
     return summary
 
 
-def _pool(workers: int, ctx: Any) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(workers, mp_context=ctx, max_tasks_per_child=TASKS_PER_WORKER_PROCESS)
+def _state(root: Path) -> dict[str, tuple[str, str, str | None]]:
+    """What the dataset holds of each input: file_id -> (sha256, "ok"|"failed", error_kind)."""
+    live = dset.live_inputs(root)
+    cols = [live.column(c).to_pylist() for c in ("file_id", "content_sha256", "status", "error_kind")]
+    return {fid: (sha or "", status, kind) for fid, sha, status, kind in zip(*cols)}
 
 
-def _on_pool(tasks: Iterator[Task], workers: int) -> Iterator[dict[str, Any]]:
-    # Even one worker is a separate process: NVIDIA's ncu_report keeps ~1.7 MB per report it has
-    # opened (measured: docs/benchmarks.md), so workers are recycled to keep memory flat.
-    # forkserver: workers start from a clean interpreter (no inherited threads or open reports),
-    # with roofline already imported so a recycled worker starts in milliseconds.
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["roofline.batch.worker", "roofline.ingest.registry", "roofline.analysis"])
-    pool = _pool(workers, ctx)
-    pending: dict[Future[dict[str, Any]], Task] = {}
-    try:
-        for t in islice(tasks, workers * WINDOW_PER_WORKER):
-            pending[pool.submit(process_file, *t)] = t
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            broken: list[Task] = []
-            for fut in done:
-                task = pending.pop(fut)
-                try:
-                    yield fut.result()
-                except BrokenProcessPool:
-                    broken.append(task)
-            if broken:  # a worker died (a reader crashed the interpreter): find the culprit alone
-                broken += list(pending.values())
-                pending.clear()
-                pool.shutdown(wait=False, cancel_futures=True)
-                for task in broken:
-                    yield _isolated(task, ctx)
-                pool = _pool(workers, ctx)
-            for t in islice(tasks, max(len(done), workers * WINDOW_PER_WORKER - len(pending))):
-                pending[pool.submit(process_file, *t)] = t
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _isolated(task: Task, ctx: Any) -> dict[str, Any]:
-    with ProcessPoolExecutor(1, mp_context=ctx) as solo:
-        try:
-            return solo.submit(process_file, *task).result()
-        except BrokenProcessPool as exc:
-            return record_crash(task, exc)
-
-
-class ChunkSizer:
-    """How many inputs the next Dask task carries: about ``target_s`` of work at the seconds per
-    input measured so far (one input per task until there is a measurement), at most ``max_size``,
-    and at most a fair share of what is left, so the end of the batch still spreads over every worker."""
-
-    def __init__(self, total: int, slots: int, target_s: float = CHUNK_TARGET_S, max_size: int = MAX_CHUNK) -> None:
-        self.left, self.slots, self.target_s, self.max_size = total, max(1, slots), target_s, max_size
-        self.per_input_s: float | None = None
-
-    def observe(self, inputs: int, seconds: float) -> None:
-        if inputs > 0:
-            now = max(seconds, 0.0) / inputs
-            # a moving average: a worker's first (cold) task or one slow file does not set the size alone
-            self.per_input_s = now if self.per_input_s is None else 0.7 * self.per_input_s + 0.3 * now
-
-    def size(self) -> int:
-        want = 1 if self.per_input_s is None else int(self.target_s / max(self.per_input_s, 1e-6))
-        fair = math.ceil(self.left / (2 * self.slots))
-        return max(1, min(want, self.max_size, fair))
-
-    def take(self, tasks: Iterator[Task]) -> list[Task]:
-        chunk = list(islice(tasks, self.size()))
-        self.left -= len(chunk)
-        return chunk
-
-
-def _on_dask(tasks: Iterator[Task], scheduler: str, total: int) -> Iterator[dict[str, Any]]:
-    try:
-        from distributed import Client, as_completed
-    except ImportError:
-        from roofline.errors import MissingDependencyError
-
-        raise MissingDependencyError("--scheduler needs Dask: pip install 'roofline[dask]'") from None
-    with Client(scheduler, timeout="30s") as client:
-        slots = max(1, sum(client.nthreads().values()))
-        window = slots * WINDOW_PER_WORKER  # tasks (chunks) in flight
-        sizer = ChunkSizer(total, slots)
-        queue = as_completed()
-        owner: dict[str, list[Task]] = {}
-
-        def submit(chunk: list[Task]) -> None:
-            fut = client.submit(process_chunk, chunk, pure=False)
-            owner[fut.key] = chunk
-            queue.add(fut)
-
-        def refill() -> None:
-            while len(owner) < window and (chunk := sizer.take(tasks)):
-                submit(chunk)
-
-        refill()
-        for fut in queue:
-            chunk = owner.pop(fut.key)
-            try:
-                results, seconds = fut.result()
-            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: every input still gets a row
-                fut.release()
-                if len(chunk) == 1:
-                    yield record_crash(chunk[0], exc)
-                else:  # find the culprit alone; inputs of the chunk that were done come back 'skipped'
-                    for task in chunk:
-                        submit([task])
-                continue
-            fut.release()
-            sizer.observe(len(chunk), seconds)
-            refill()  # before handing results out: the workers never wait on the driver's progress callback
-            yield from results
-
-
-def record_crash(task: Task, exc: BaseException) -> dict[str, Any]:
-    """An input whose worker died: recorded by the driver, so it is not lost."""
-    import pandas as pd
-
-    path, root, run, _ = task
-    shown = path_text(path)
-    fid = file_id(Path(path), run)
-    try:
-        digest, size = content_sha256(Path(path))
-    except OSError:
-        digest, size = "", None
-    message = f"{shown}: the worker processing it died ({type(exc).__name__}: {path_text(str(exc))})"
-    try:
-        dset.remove_parts(Path(root), run, fid, ("kernels", "roofline", "runs"))
-        dset.write_part(Path(root), "errors", run, fid, pd.DataFrame([{
-            "source_file": shown, "content_sha256": digest, "size_bytes": size, "format": "unknown",
-            "error_type": type(exc).__name__, "error_kind": "worker-died", "message": message}]))
-    except OSError as again:  # counted and printed as failed all the same
-        message += f" (and its error row could not be written: {again})"
-    return {"path": shown, "file_id": fid, "run": run, "status": "failed", "kernels": 0, "format": "unknown",
-            "error": message}
+def _item(path: Path, run: str, state: dict[str, tuple[str, str, str | None]]) -> Item:
+    return Item(str(path), run, state.get(file_id(path, run)))
 
 
 def _clean_temporaries(root: Path) -> None:

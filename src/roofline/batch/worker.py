@@ -1,9 +1,10 @@
-"""The unit of work of a batch: one input file in, its rows on disk, a small summary back.
+"""The unit of work of a batch: a chunk of inputs in, their rows on disk as one part per table, small
+summaries back.
 
-:func:`process_file` is what a process pool or a Dask worker runs. It writes its own Parquet
-parts (so results stream to disk and the driver holds only summaries, whatever the number of
-files) and decides by itself whether the input was already done, which spreads the hashing of
-inputs over the workers too.
+:func:`process_chunk` is what a local worker process or a Dask task runs. It writes its own parts (so results
+stream to disk and the driver holds only summaries, whatever the number of inputs) and decides by itself,
+from the state the driver sent with each input, whether the input was already done, which spreads the
+hashing of inputs over the workers too.
 """
 
 from __future__ import annotations
@@ -14,18 +15,26 @@ import json
 import os
 import resource
 import stat
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from roofline import pipeline
 from roofline._version import __version__
-from roofline.batch import dataset as dset
+from roofline.batch import files
+from roofline.batch.parts import PartWriter, environment_kind
 from roofline.errors import InputError, RooflineError, path_text
 from roofline.schema import get_provenance
 
 #: provenance fields that change from one run to the next; left out so re-runs give equal datasets
 _WALL_CLOCK_FIELDS = ("ingested_at",)
+#: error kinds a re-run reads again without --retry-errors: the environment failed (a full disk, an I/O
+#: error) or the dataset could not be written, not the input
+RETRIED_KINDS = ("environment", "write-error")
+#: a Dask task stops when the driver's heartbeat (the lock file's mtime) is older than this
+HEARTBEAT_STALE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,29 @@ class Options(pipeline.Options):
     inputs that failed before are read again (with unchanged content)."""
 
     retry_errors: bool = False
+
+
+@dataclass(frozen=True)
+class Item:
+    """One input of a chunk: its path, run label and what the dataset holds of it (``(sha256, "ok"|"failed",
+    error_kind)`` of its live row, None if nothing)."""
+
+    path: str
+    run: str
+    previous: tuple[str, str, str | None] | None = None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Inputs processed together and written as one part per table, in the batch's generation ``gen``.
+    ``token``: the batch's id in the dataset's lock file; a task that finds another (or a stale heartbeat)
+    stops, so a Dask cluster does not go on writing for a driver that is gone (empty: no check)."""
+
+    root: str
+    gen: int
+    opts: Options
+    items: tuple[Item, ...]
+    token: str = ""
 
 
 def file_id(path: Path, run: str) -> str:
@@ -53,8 +85,8 @@ def content_sha256(path: Path) -> tuple[str, int]:
     size = 0
     # a folder input (a rocprof-compute workload) is its files: names and contents, in name order
     # (is_file: regular files only, so a FIFO inside a folder is never opened)
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if stat.S_ISDIR(mode) else [path]
-    for f in files:
+    files_ = sorted(p for p in path.rglob("*") if p.is_file()) if stat.S_ISDIR(mode) else [path]
+    for f in files_:
         if f is not path:
             h.update(str(f.relative_to(path)).encode() + b"\0")
         with open(f, "rb") as fh:
@@ -64,86 +96,100 @@ def content_sha256(path: Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
-def _previous(root: Path, fid: str) -> tuple[str, str] | None:
-    try:
-        digest, status = dset.state_path(root, fid).read_text().split()
-        return digest, status
-    except (OSError, ValueError):
-        return None
+def max_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def process_file(path: str, root: str, run: str, opts: Options) -> dict[str, Any]:
-    """Ingest and analyse one input into the dataset at ``root``; never raises for a bad input.
-
-    Returns ``{"path", "file_id", "status": "ok"|"failed"|"skipped", "kernels", "format", "error",
-    "max_rss_mb"}`` (the last: this worker process's peak memory so far).
-    """
-    out = _process(path, root, run, opts)
-    out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return out
-
-
-def process_chunk(tasks: list[tuple[str, str, str, Options]]) -> tuple[list[dict[str, Any]], float]:
-    """:func:`process_file` over a chunk of inputs, in order: one Dask task for many small files, so
-    the scheduler round trip is paid per chunk, not per file. Returns the summaries and the seconds
-    the chunk took (the driver sizes the next chunks from it)."""
-    import time
-
+def process_chunk(chunk: Chunk, on_start: Callable[..., None] | None = None) -> tuple[list[dict[str, Any]], float]:
+    """Every input of the chunk, in order, then one part per table. Returns each input's summary
+    (``{"path", "file_id", "run", "status": "ok"|"failed"|"skipped", "kernels", "format", "error",
+    "max_rss_mb"}``) and the seconds the chunk took (the driver sizes the next chunks from it).
+    ``on_start(i)`` is called before the i-th input (the local pool times each input with it), then
+    ``on_start(i, sha256, size)`` once its content is hashed, and ``on_start(len(chunk.items))`` before the
+    parts are written.
+    A bad input never raises; a dataset that vanished raises :class:`~roofline.batch.files.DatasetGoneError`."""
     start = time.perf_counter()
-    return [process_file(*t) for t in tasks], time.perf_counter() - start
+    root = Path(chunk.root)
+    writer = PartWriter(root, chunk.gen)
+    out: list[dict[str, Any]] = []
+    for i, item in enumerate(chunk.items):
+        if chunk.token and _batch_gone(root, chunk.token):
+            return [], time.perf_counter() - start  # its driver is gone: nothing more is written for it
+        if on_start is not None:
+            on_start(i)
+        out.append(_process(item, chunk, writer, (lambda d, n, i=i: on_start(i, d, n)) if on_start else None))
+        if writer.full:
+            writer.flush()
+    if chunk.token and _batch_gone(root, chunk.token):
+        return [], time.perf_counter() - start
+    if on_start is not None:
+        on_start(len(chunk.items))  # writing the parts: no input is in progress
+    writer.flush()
+    rss = max_rss_mb()
+    for res in out:
+        res["max_rss_mb"] = rss
+    return out, time.perf_counter() - start
 
 
-def _process(path: str, root: str, run: str, opts: Options) -> dict[str, Any]:
-    src, out = Path(path), Path(root)
-    shown = path_text(path)  # the path as stored and printed: non-UTF-8 bytes escaped
-    fid = file_id(src, run)
-    summary: dict[str, Any] = {"path": shown, "file_id": fid, "run": run, "kernels": 0, "format": None, "error": None}
+def _batch_gone(root: Path, token: str) -> bool:
+    return not files.batch_alive(root, token) or files.heartbeat_age(root) > HEARTBEAT_STALE_S
+
+
+def skip_reason(previous: tuple[str, str, str | None] | None, digest: str, retry_errors: bool) -> str | None:
+    """Why an input with this content need not be read again ("done before", "failed before"), or None."""
+    if not previous or not digest or previous[0] != digest:
+        return None
+    if previous[1] == "ok":
+        return "done before"
+    if retry_errors or previous[2] in RETRIED_KINDS:
+        return None
+    return "failed before"
+
+
+def _process(item: Item, chunk: Chunk, writer: PartWriter,
+             on_hashed: Callable[[str, int], None] | None = None) -> dict[str, Any]:
+    src = Path(item.path)
+    shown = path_text(item.path)  # the path as stored and printed: non-UTF-8 bytes escaped
+    fid = file_id(src, item.run)
+    summary: dict[str, Any] = {"path": shown, "file_id": fid, "run": item.run, "kernels": 0, "format": None,
+                               "error": None}
+    cause: OSError | None = None
     try:
         digest, size = content_sha256(src)
     except OSError as exc:
-        digest, size = "", None
+        digest, size, cause = "", None, exc
         summary["error"] = f"{shown}: cannot be read: {exc.strerror or exc}"
-    previous = _previous(out, fid)
-    if previous and digest and previous[0] == digest and (previous[1] == "ok" or not opts.retry_errors):
-        return summary | {"status": "skipped", "format": "done before" if previous[1] == "ok" else "failed before"}
+    if on_hashed is not None and digest:
+        on_hashed(digest, size)
+    skip = skip_reason(item.previous, digest, chunk.opts.retry_errors)
+    if skip:
+        return summary | {"status": "skipped", "format": skip}
     fmt = "unknown"
     try:
         if summary["error"]:
-            raise _Unreadable(summary["error"])
+            raise _Unreadable(summary["error"]) from cause
         from roofline.ingest.registry import sniff
 
         fmt = sniff(src)
-        kernels, result = pipeline.analyse_file(src, opts)
-        # the writes too: a part that cannot be written (an unwritable partition folder, a full
-        # disk) fails this input, recorded in the errors table, and the batch goes on
-        _write_ok(out, run, fid, shown, digest, size, fmt, kernels, result, opts)
-    except Exception as exc:  # noqa: BLE001 - a batch never loses an input: it goes to the errors table
-        message = _message(shown, exc)
-        try:
-            _record_failure(out, run, fid, shown, digest, size, fmt, exc)
-        except Exception as again:  # noqa: BLE001 - not even the error row can be written: say so
-            if os.environ.get("ROOFLINE_DEBUG") and again is exc:
-                raise
-            message += f" (and its error row could not be written: {type(again).__name__}: {again})"
-        return summary | {"status": "failed", "format": fmt, "error": message}
-    return summary | {"status": "ok", "format": fmt, "kernels": len(kernels)}
+        kernels, result = pipeline.analyse_file(src, chunk.opts)
+        record = _runs_record(shown, digest, size, fmt, kernels, chunk.opts)
+        summary |= {"status": "ok", "format": fmt, "kernels": len(kernels)}
+        writer.add_ok(fid, item.run, kernels, result, record, summary)  # its rows as Arrow: may fail, below
+    except Exception as exc:
+        if os.environ.get("ROOFLINE_DEBUG") and not isinstance(exc, RooflineError):
+            raise
+        summary |= {"status": "failed", "format": fmt, "kernels": 0, "error": _message(shown, exc)}
+        writer.add_error(fid, item.run, error_record(shown, digest, size, fmt, exc), summary)
+    return summary
 
 
-def _write_ok(out: Path, run: str, fid: str, shown: str, digest: str, size: int | None, fmt: str,
-              kernels: Any, result: Any, opts: Options) -> None:
-    import pandas as pd
-
+def _runs_record(shown: str, digest: str, size: int | None, fmt: str, kernels: Any, opts: Options) -> dict[str, Any]:
     provenance = [{k: v for k, v in rec.items() if k not in _WALL_CLOCK_FIELDS} for rec in get_provenance(kernels)]
-    dset.write_part(out, "kernels", run, fid, kernels)
-    dset.write_part(out, "roofline", run, fid, result)
     devices = sorted(set(kernels["device_name"].dropna().astype(str)))
-    record = {"source_file": shown, "content_sha256": digest, "size_bytes": size, "format": fmt,
-              "kernels": len(kernels), "device_names": ";".join(devices), "peaks": opts.peaks,
-              "provenance_json": json.dumps(provenance, sort_keys=True, default=str),
-              "roofline_version": __version__}
-    dset.remove_parts(out, run, fid, ("errors",))
-    dset.write_part(out, "runs", run, fid, pd.DataFrame([record]))  # last: the input now counts as read
-    dset.atomic_write_bytes(dset.state_path(out, fid), f"{digest} ok".encode())
+    return {"source_file": shown, "content_sha256": digest, "size_bytes": size, "format": fmt,
+            "kernels": len(kernels), "device_names": ";".join(devices), "peaks": opts.peaks,
+            "provenance_json": json.dumps(provenance, sort_keys=True, default=str),
+            "roofline_version": __version__}
 
 
 class _Unreadable(RooflineError):
@@ -155,17 +201,18 @@ def _message(path: str, exc: BaseException) -> str:
     return text if isinstance(exc, RooflineError) and path in text else f"{path}: {text}"
 
 
-def _record_failure(out: Path, run: str, fid: str, path: str, digest: str, size: int | None, fmt: str,
-                    exc: BaseException) -> None:
-    import pandas as pd
-
-    kind = (exc.kind if isinstance(exc, InputError) else "read-error" if isinstance(exc, RooflineError)
+def error_kind(exc: BaseException) -> str:
+    """The ``error_kind`` of a failed input: the input error's own kind, "environment" for a failure of the
+    machine (ENOSPC, EIO: read again next run), "write-error" for a part that could not be written."""
+    env = environment_kind(exc)
+    if env:
+        return env
+    return (exc.kind if isinstance(exc, InputError) else "read-error" if isinstance(exc, RooflineError)
             else "write-error" if isinstance(exc, OSError) else "bug")
-    record = {"source_file": path, "content_sha256": digest, "size_bytes": size, "format": fmt,
-              "error_type": type(exc).__name__, "error_kind": kind, "message": _message(path, exc)}
-    dset.remove_parts(out, run, fid, ("kernels", "roofline", "runs"))
-    dset.write_part(out, "errors", run, fid, pd.DataFrame([record]))
-    if digest:  # an unreadable file has no hash to compare next time: it is always retried
-        dset.atomic_write_bytes(dset.state_path(out, fid), f"{digest} failed".encode())
-    if os.environ.get("ROOFLINE_DEBUG"):
-        raise exc
+
+
+def error_record(path: str, digest: str, size: int | None, fmt: str, exc: BaseException,
+                 kind: str | None = None, message: str | None = None) -> dict[str, Any]:
+    return {"source_file": path, "content_sha256": digest, "size_bytes": size, "format": fmt,
+            "error_type": type(exc).__name__, "error_kind": kind or error_kind(exc),
+            "message": message or _message(path, exc)}

@@ -25,7 +25,8 @@ class _Group(click.Group):
     #: command name -> (module, attribute)
     LAZY = {"analyze": ("roofline.cli.analyze", "analyze"), "report": ("roofline.cli.report", "report"),
             "demo": ("roofline.cli.report", "demo"), "compare": ("roofline.cli.compare", "compare_cmd"),
-            "batch": ("roofline.cli.batch", "batch"), "devices": ("roofline.cli.devices", "devices"),
+            "batch": ("roofline.cli.batch", "batch"), "dataset": ("roofline.cli.dataset", "dataset"),
+            "devices": ("roofline.cli.devices", "devices"),
             "formats": ("roofline.cli.catalog", "formats"), "samples": ("roofline.cli.catalog", "samples_cmd"),
             "llm": ("roofline.cli.llm", "llm")}
     #: the first line of each command's help, for the group's `--help` without importing it
@@ -35,6 +36,7 @@ class _Group(click.Group):
                    "achieved FLOP/s, the binding roof, the % of it reached and the time at the roof.",
         "batch": "Ingest and analyse many profiles into one Parquet dataset (kernels, roofline, runs, errors).",
         "compare": "Roofline diff: BASELINE against each CANDIDATE (ncu reports, CSVs, traces, or folders of them).",
+        "dataset": "Maintain a batch dataset: `roofline dataset compact DIR` rewrites it as one file per table.",
         "demo": "Run `roofline report` on the bundled samples: a table here, the charts and the HTML report in OUT.",
         "devices": "List the GPUs of the spec table with their dense peaks and the source of every figure.",
         "formats": "List the input formats roofline recognises.",
@@ -80,7 +82,15 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Entry point: no traceback reaches the user unless ROOFLINE_DEBUG is set."""
+    """Entry point: no traceback reaches the user unless ROOFLINE_DEBUG is set; what it prints has control
+    characters escaped (names come from untrusted profiles: ``roofline.cli.safe``)."""
+    from roofline.cli.safe import safe_streams
+
+    with safe_streams():
+        _main()
+
+
+def _main() -> None:
     try:
         rc = cli.main(standalone_mode=False)
         if isinstance(rc, int) and rc:
@@ -99,7 +109,7 @@ def main() -> None:
         sys.exit(EXIT_USAGE if isinstance(exc, UnknownDeviceError) else 1)
     except SystemExit:
         raise
-    except Exception as exc:  # noqa: BLE001 - the last line of defence for users
+    except Exception as exc:
         if os.environ.get("ROOFLINE_DEBUG"):
             raise
         err(f"internal error: {type(exc).__name__}: {exc} (set ROOFLINE_DEBUG=1 for the traceback)")

@@ -64,8 +64,10 @@ def say(message: Message) -> None:
 
 @contextmanager
 def _progress(files: list[Path]) -> Iterator[Iterable[Path]]:
+    from roofline.cli.safe import raw
+
     show = len(files) > 1 and sys.stderr.isatty()
-    with click.progressbar(files, label="ingesting", file=sys.stderr, show_pos=True, hidden=not show) as bar:
+    with click.progressbar(files, label="ingesting", file=raw(sys.stderr), show_pos=True, hidden=not show) as bar:
         yield bar
 
 
@@ -90,6 +92,18 @@ def analysed(paths: Iterable[Path], options: Options) -> Analysis:
         return run(paths, options, report=say, progress=_progress)
 
 
+def summarised(paths: Iterable[Path], options: Options, **how: object) -> tuple[Analysis, int] | None:
+    """:func:`roofline.pipeline.summarise` (batch datasets, streamed) with its messages on stderr; None when the
+    paths are not all datasets."""
+    from roofline.pipeline import summarise
+
+    with usage_errors():
+        try:
+            return summarise(paths, options, report=say, **how)  # type: ignore[arg-type]
+        except ValueError as exc:  # a bad --name/--bound pattern, as the whole-frame path says it
+            raise click.UsageError(str(exc)) from None
+
+
 def exit_if_failed(analysis: Analysis) -> None:
     """After the output is written: the count of failed inputs, exit 1 (the good ones were analysed)."""
     if analysis.failed:
@@ -98,52 +112,107 @@ def exit_if_failed(analysis: Analysis) -> None:
 
 def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | None, limit: int | None = None,
                  total: int | None = None, latency_threshold: float = 20.0, more: str = "--top N or --all",
-                 collect_from: pd.DataFrame | None = None) -> None:
-    """``limit``: rows of the table shown (the rest counted in its footer); JSON and CSV get every row (with
-    their ``collect_next`` commands). ``collect_from``: the rows whose collect-next block the table prints once
-    (the longest kernels lacking counters or shapes; analysis/collect.py)."""
+                 scope: pd.DataFrame | None = None, fold: bool = True, full_names: bool = False) -> None:
+    """``limit``: rows of the table shown (the rest counted in its footer; ``total``: how many there are, when
+    ``result`` holds only the first); JSON and CSV get every row.
+
+    The table view starts with the headline of ``scope`` (the kernels the rows come from: coverage, time by
+    kind, MFU); with ``fold``, rows without a roofline point are not listed but summed into one line per
+    reason, and idle rows are never listed (their time is in the headline); it ends with the collect-next
+    commands for the longest kernels of ``scope`` lacking counters or shapes, printed once (analysis/collect.py).
+    JSON and CSV carry them per row (``collect_next``)."""
+    import pandas as pd
+
+    if fmt == "table" and by in ("category", "summary"):
+        from roofline.report.summary import format_categories, format_headlines
+
+        if by == "summary":
+            from roofline.analysis.headline import headlines
+
+            click.echo(format_headlines(headlines(scope if scope is not None else result)))
+        else:
+            click.echo(format_categories(result))
+        return
     if fmt == "table":
+        from roofline.analysis.categories import IDLE, categorize
+        from roofline.analysis.coverage import has_point
         from roofline.report.table import format_table
 
+        if scope is not None and not scope.empty:
+            from roofline.analysis.headline import headlines
+            from roofline.report.summary import format_headlines
+
+            click.echo(format_headlines(headlines(scope)) + "\n")
+        folded, listed = result.iloc[0:0], result  # listed: every row given, for the folded rows' share of time
+        if not result.empty:
+            from roofline.analysis.headline import narrow
+
+            keep = (categorize(narrow(result)) != IDLE).to_numpy()  # idle time is in the headline, not a row
+            if fold:
+                point = has_point(result).to_numpy()
+                folded, result = result[keep & ~point], result[keep & point]
+                total = len(result)
+            elif not keep.all():
+                result = result[keep]
         if not result.empty:
             from roofline.ingest.amd.arch import device_labels
+            from roofline.report.summary import compact_list
 
-            devices = device_labels(result) or "unknown device"  # with SMs / CUs: NVIDIA and AMD side by side
+            devices = compact_list(device_labels(result).split(", ")) or "unknown device"
             what = f"{total if total is not None else len(result):,} {by or 'kernel'} row(s)"
-            click.echo(f"{what} on {devices}; hierarchical roofline over {', '.join(lv.upper() for lv in levels)}; "
-                       "longest first")
-        click.echo(format_table(result, levels=levels, by=by, limit=limit, total=total,
-                                latency_threshold=latency_threshold, more=more))
+            aside = f" ({len(folded):,} more without a roofline point: below)" if len(folded) else ""
+            click.echo(f"{what} on {devices}{aside}; hierarchical roofline over "
+                       f"{', '.join(lv.upper() for lv in levels)}; longest first")
+        if not result.empty or folded.empty:
+            click.echo(format_table(result, levels=levels, by=by, limit=limit, total=total,
+                                    latency_threshold=latency_threshold, more=more, full_names=full_names))
+        if not folded.empty:
+            from roofline.report.summary import format_folded
+
+            whole = scope if scope is not None else listed
+            gpu = float(pd.to_numeric(whole["duration_s"], errors="coerce").clip(lower=0).sum())
+            click.echo(format_folded(folded, gpu, by, headline=scope is not None))
         for prov in result.attrs.get("roofline.provenance", []):  # CPU-only inputs: why they have no rows
             if isinstance(prov, dict) and prov.get("no_gpu_work"):
                 click.echo(f"{prov['source_file']}: no GPU kernels: {prov['no_gpu_work']}")
-        for prov in result.attrs.get("roofline.provenance", []) if by is None else []:  # traces: what is not priced
+        for prov in result.attrs.get("roofline.provenance", []) if by is None else []:  # exports: what is missing
             for table, lost in (prov.get("missing_tables") or {}).items() if isinstance(prov, dict) else ():
                 click.echo(f"{prov.get('source_file', '')}: no {table} table in the export; lost: {lost}")
-            missing = prov.get("unmodelled_ops") if isinstance(prov, dict) else None
-            if missing:
-                click.echo(f"{prov.get('source_file', '')}: GPU time without FLOPs or bytes: " + ", ".join(
-                    f"{m['op']} {100 * m['gpu_time_share']:.1f}%" for m in missing[:6]))
-        if collect_from is not None and not collect_from.empty:
+            if isinstance(prov, dict) and prov.get("device_note"):
+                click.echo(f"{prov.get('source_file', '')}: {prov['device_note']}")
+        if scope is not None and not scope.empty:  # the longest kernels lacking counters or shapes, once
             from roofline.analysis.collect import summary
 
-            for line in summary(collect_from):
+            for line in summary(scope):
                 click.echo(line)
     elif fmt in ("json", "ndjson"):
         from roofline.report.records import stream_json
 
+        if by == "summary":  # the headlines, nested as they are (reasons, kinds, peaks)
+            import orjson
+
+            from roofline.analysis.headline import headlines
+
+            items = [h.to_dict() for h in headlines(scope if scope is not None else result)]
+            if fmt == "ndjson":
+                click.echo("\n".join(orjson.dumps(i).decode() for i in items))
+            else:
+                click.echo(orjson.dumps(items, option=orjson.OPT_INDENT_2).decode())
+            return
         stream_json(result, ndjson=fmt == "ndjson")
     else:
         click.echo(result.to_csv(index=False), nl=False)
 
 
 def write_html(result: pd.DataFrame, path: Path, levels: tuple[str, ...], clock: str, top: int = 10) -> None:
-    from roofline.report import html, write_charts
+    from roofline.report import html, undrawable_reasons, write_charts
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         html.write(result, path, levels, clock=clock, top=top)
         write_charts(result, path.parent, levels, clock)
+        for line in undrawable_reasons(result):
+            err(line)
     except OSError as exc:
         fail(f"cannot write {path}: {exc}")
 

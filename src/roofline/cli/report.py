@@ -44,8 +44,12 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
         written = write_report(result, out_dir, run.levels, clock=clock, svg=svg, top=top)
     except OSError as exc:
         fail(f"cannot write the report to {out_dir}: {exc}")
-    print_result(select(result, top=top), "table", run.levels, None, total=len(result),
-                 latency_threshold=latency_threshold, more="--top N", collect_from=result)
+    print_result(select(result), "table", run.levels, None, limit=top, latency_threshold=latency_threshold,
+                 more="--top N", scope=result)
+    from roofline.report import undrawable_reasons
+
+    for line in undrawable_reasons(result):  # an empty chart says nothing: no chart, and why
+        click.echo(line)
     for path in written:
         click.echo(f"wrote {path}")
     exit_if_failed(run)

@@ -41,8 +41,7 @@ class Policy:
 
 
 #: the formats whose rows the spec table fills (by the ``format`` column). The others record every roof
-#: they have (AMD: rocprof-compute's measured ``roofline.csv`` and the architecture model of the GPU the
-#: profile describes; XProf's trace JSON: none), and the table meets them only through --device/--device-map.
+#: they have (XProf's trace JSON: none), and the table meets them only through --device/--device-map.
 POLICIES: dict[str, Policy] = {
     "ncu-rep": Policy(),
     "ncu-csv": Policy(),
@@ -53,6 +52,12 @@ POLICIES: dict[str, Policy] = {
     # the plane's clock_rate is the device's maximum clock; its memory_bandwidth (and xprof's peak from its
     # compute-capability table) count only where the spec table has no entry (ROCm reports half of MI300X's)
     "xplane": Policy(at_profiled_clock=False, outranked=True),
+    # AMD profiles record their own roofs (rocprof-compute's measured roofline.csv, the architecture model of
+    # the GPU sysinfo/the agent describes); the table fills only the ones they lack, by the resolved SKU:
+    # a ROCm 7 sysinfo.csv has no hbm_bw, rocprofv3 records no HBM bandwidth, an MI350 sysinfo's max_sclk is 0
+    **dict.fromkeys(("rocprof-compute", "rocprofv3", "rocprofv3-csv", "rocpd"),
+                    Policy(unsaid=f"{UNAVAILABLE}: the profile records none and the device is not in the spec "
+                                  "table (`roofline devices`); pass --peaks")),
 }
 
 

@@ -216,6 +216,11 @@ def _from_arch(arch: Arch, name: str, sms: int, boost_hz: float | None, steps: l
                    figures=MappingProxyType(figs), note="architecture model")
 
 
+#: a profile's SM count past the named GPU's by more than this: not that GPU (full dies have ~10% more SMs
+#: than their products: GH100 144 vs H100 SXM 132)
+MAX_SM_EXCESS = 1.1
+
+
 def resolve(name: str | None, compute_capability: str | None = None, sm_count: int | None = None,
             boost_clock_hz: float | None = None, device_map: Mapping[str, str] | None = None) -> Resolution:
     """The spec of a device as a profile records it (name, CC or gfx, SMs, max clock), with the steps."""
@@ -267,6 +272,13 @@ def _resolve(name: str | None, cc: str | None, sms: int | None, boost: float | N
     if cands:
         cands = _narrow(cands, cc, sms, p.memory_gb, steps, p.mig is not None)
         spec = _choose(raw or f"unnamed CC {cc} GPU", cands, steps)
+        if by_name and sms and not p.mig and sms > spec.sm_count * MAX_SM_EXCESS:
+            # more SMs than the named GPU has: the name does not describe this hardware (an MI300X trace whose
+            # device reads "H100" showed 304 SMs). Its roofs would be another GPU's: none, and said why
+            steps.append(f"the profile records {sms} SMs, more than {spec.name}'s {spec.sm_count}: the device name "
+                         f"does not match the hardware; no roofs from the table (--device-map \"{raw}=<GPU>\" "
+                         "names the GPU)")
+            return Resolution(name, None, tuple(steps))
         spec = _mig(spec, p.mig, p.memory_gb, sms, steps) if p.mig else _at_profile(spec, sms, steps, cc)
         return Resolution(name, spec, tuple(steps), by_name)
     if cc and sms:

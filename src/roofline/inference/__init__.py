@@ -11,5 +11,14 @@ from __future__ import annotations
 from roofline.inference.configs import ModelConfig, ModelConfigError, load_model, parse_config
 from roofline.inference.model import Estimate, InferenceModelError, estimate, hardware, sweep
 
-__all__ = ["estimate", "sweep", "Estimate", "load_model", "parse_config", "ModelConfig", "ModelConfigError",
-           "InferenceModelError", "hardware"]
+__all__ = [
+           "Estimate",
+           "InferenceModelError",
+           "ModelConfig",
+           "ModelConfigError",
+           "estimate",
+           "hardware",
+           "load_model",
+           "parse_config",
+           "sweep",
+]

@@ -31,7 +31,7 @@ GPT2_TYPES = {"gpt2"}
 #: model types whose HF config class ties the LM head to the embedding when the key is absent
 #: (PretrainedConfig's default); Llama-like classes default to untied
 TIED_BY_DEFAULT_TYPES = {"gpt2", "opt", "gemma", "gemma2", "bloom", "gpt_bigcode"}
-ENCODER_ARCHITECTURES = re.compile(r"(Bert|Roberta|Electra|Deberta|T5|Bart|Pegasus|Marian|Whisper|Vit|Clip)", re.I)
+ENCODER_ARCHITECTURES = re.compile(r"(Bert|Roberta|Electra|Deberta|T5|Bart|Pegasus|Marian|Whisper|Vit|Clip)", re.IGNORECASE)
 ENCODER_TYPES = {"bert", "roberta", "t5", "bart", "mt5", "electra", "deberta", "deberta-v2", "whisper", "pegasus",
                  "marian", "vit", "clip"}
 

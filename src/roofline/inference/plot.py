@@ -15,11 +15,11 @@ from typing import Any, Protocol
 import matplotlib
 
 matplotlib.use("Agg")  # no display on clusters; must precede pyplot (as report/png.py)
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-from roofline.analysis.aggregate import aggregate  # noqa: E402
+from roofline.analysis.aggregate import aggregate
 
 
 class Estimate(Protocol):

@@ -30,4 +30,4 @@ def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return set_provenance(out, merge_provenance(frames))
 
 
-__all__ = ["read_metrics", "sniff", "expand", "FORMATS", "concat"]
+__all__ = ["FORMATS", "concat", "expand", "read_metrics", "sniff"]

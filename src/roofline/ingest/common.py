@@ -7,6 +7,8 @@ import datetime as _dt
 import gc
 import math
 import os
+import re
+import sqlite3
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,7 +106,7 @@ def provenance_record(path: Path, fmt: str, **fields: Any) -> dict[str, Any]:
     rec: dict[str, Any] = {"source_file": path_text(path), "format": fmt}
     rec.update(fields)
     rec["roofline_version"] = __version__
-    rec["ingested_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    rec["ingested_at"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     return rec
 
 
@@ -296,18 +298,24 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def json_bytes(path: Path) -> bytes | bytearray:
-    """A JSON file's bytes, gunzipped (bounded, see :func:`gunzip_capped`) when gzip; typed errors name the file."""
+def check_size(path: Path) -> None:
+    """An input read whole (JSON, CSV, protobuf) over the absolute cap (``ROOFLINE_MAX_DECOMPRESSED_BYTES``,
+    4 GiB by default) is refused before it is read: parsed, it would take several times its size."""
     from roofline.errors import InputTooLargeError
 
-    with path.open("rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return gunzip_capped(path)
     size = path.stat().st_size
     cap = _env_number(MAX_DECOMPRESSED_ENV, DEFAULT_MAX_DECOMPRESSED)
     if size > cap:
         raise InputTooLargeError(path, f"{size:,} bytes, over the {cap:,}-byte limit ({MAX_DECOMPRESSED_ENV})")
+
+
+def json_bytes(path: Path) -> bytes | bytearray:
+    """A JSON file's bytes, gunzipped (bounded, see :func:`gunzip_capped`) when gzip; typed errors name the file."""
+    with path.open("rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return gunzip_capped(path)
+    check_size(path)
     return path.read_bytes()
 
 
@@ -324,18 +332,123 @@ def load_json(path: Path) -> Any:
         raise CorruptReportError(path, f"not valid JSON ({type(exc).__name__}: {exc})") from None
 
 
+#: SQLite inputs: SQLite VM steps one whole read may take, per byte of the file (the nsys exports of the
+#: fixtures take under 0.3; a table scan is a few steps per row) and at least (a small file); and seconds
+SQLITE_STEPS_PER_BYTE = 200
+SQLITE_MIN_STEPS = 50_000_000
+SQLITE_SECONDS_ENV = "ROOFLINE_SQLITE_MAX_SECONDS"
+#: default seconds: 10 plus 2 per MB (a 2.7 MB export reads in 0.3-0.6 s on a loaded 2-core machine)
+SQLITE_MIN_SECONDS, SQLITE_SECONDS_PER_MB = 10.0, 2.0
+#: largest string or blob a query may make (SQLite's LIMIT_LENGTH; its default is 1e9)
+SQLITE_MAX_VALUE_BYTES = 256 << 20
+_SQLITE_CHECK_EVERY = 1000  # VM steps between two budget checks
+
+
+class SqliteBudget:
+    """A progress handler bounding every query of one connection: steps and wall-clock seconds for the whole
+    read, both scaled by the file's size. Past either, the running query is interrupted and ``exceeded``
+    says which (the reader turns it into an :class:`~roofline.errors.InputTooLargeError` naming the file)."""
+
+    def __init__(self, size: int) -> None:
+        import time
+
+        self.steps = max(SQLITE_MIN_STEPS, SQLITE_STEPS_PER_BYTE * size)
+        self.steps_left = self.steps // _SQLITE_CHECK_EVERY
+        env = os.environ.get(SQLITE_SECONDS_ENV)
+        self.seconds = (_env_float(SQLITE_SECONDS_ENV, env) if env
+                        else SQLITE_MIN_SECONDS + SQLITE_SECONDS_PER_MB * size / 1e6)
+        self.deadline = time.monotonic() + self.seconds
+        self.exceeded: str | None = None
+        self._clock = time.monotonic
+
+    def __call__(self) -> int:
+        self.steps_left -= 1
+        if self.steps_left < 0:
+            self.exceeded = (f"its queries ran past {self.steps:,} SQLite steps ({SQLITE_STEPS_PER_BYTE} per byte "
+                             "of the file)")
+            return 1
+        if self._clock() > self.deadline:
+            self.exceeded = f"its queries ran past {self.seconds:.0f} s ({SQLITE_SECONDS_ENV})"
+            return 1
+        return 0
+
+
+class BoundedConnection(sqlite3.Connection):
+    """A connection that carries its :class:`SqliteBudget` (to tell an interrupted query from a damaged file)."""
+
+    budget: SqliteBudget | None = None
+
+
+def sqlite_tables(con: sqlite3.Connection) -> set[str]:
+    """The ordinary tables of a database: never a view (a view is a query the file's author wrote: a cross
+    join or a recursive CTE in one ran for ever or took GBs), a virtual table, or a table with generated
+    columns (computed on read). Readers read only these."""
+    out = set()
+    for name, sql in con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'"):
+        text = str(sql or "")
+        if name is None or _VIRTUAL.match(text):
+            continue
+        if _MAYBE_GENERATED.search(text) and _generated(con, str(name)):  # the PRAGMA only where it may be
+            continue
+        out.add(str(name))
+    return out
+
+
+_VIRTUAL = re.compile(r"\s*CREATE\s+VIRTUAL\b", re.IGNORECASE)
+_MAYBE_GENERATED = re.compile(r"\bGENERATED\b|\bAS\s*\(", re.IGNORECASE)
+
+
+def _generated(con: sqlite3.Connection, table: str) -> bool:
+    """Whether a table has a generated column (``table_xinfo``'s hidden 2 or 3)."""
+    return any(r[6] in (2, 3) for r in con.execute(f'PRAGMA table_xinfo("{table.replace(chr(34), chr(34) * 2)}")'))
+
+
+def sqlite_error(path: Path, con: sqlite3.Connection, exc: sqlite3.Error, doing: str) -> Exception:
+    """The typed error for an SQLite error while reading ``path``: a query stopped by its budget or SQLite's
+    length limit is :class:`~roofline.errors.InputTooLargeError`, anything else a damaged file."""
+    from roofline.errors import InputTooLargeError
+
+    budget = getattr(con, "budget", None)
+    if budget is not None and budget.exceeded:
+        return InputTooLargeError(path, f"{doing}: {budget.exceeded}; refused as hostile or damaged")
+    if "too big" in str(exc):
+        return InputTooLargeError(path, f"{doing}: a value over {SQLITE_MAX_VALUE_BYTES:,} bytes ({exc})")
+    return CorruptReportError(path, f"{doing} ({exc})")
+
+
+def _env_float(name: str, text: str) -> float:
+    from roofline.errors import RooflineError
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise RooflineError(f"{name}={text!r}: not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise RooflineError(f"{name}={text!r}: must be a positive number")
+    return value
+
+
 def open_sqlite(path: Path) -> Any:
-    """An SQLite profile (nsys export, rocpd) opened read-only and hardened against its schema: no writes,
-    no side-effecting functions from views or triggers; not readable SQLite is a typed error naming it."""
+    """An SQLite profile (nsys export, rocpd) opened read-only, immutable and bounded.
+
+    ``mode=ro&immutable=1``: nothing is written or locked, no ``-wal``/``-shm`` file is made beside it, and a
+    WAL-mode database in a read-only folder opens (what a ``-wal`` file beside it holds is not read: an
+    export is complete when its tool closes it). ``query_only`` and ``trusted_schema=OFF``: no writes, no
+    side-effecting functions from the schema. Every query runs under a :class:`SqliteBudget` (steps and
+    seconds) and SQLite's string/blob length limit; readers read only ordinary tables (:func:`sqlite_tables`).
+    Not readable SQLite is a typed error naming the file."""
     import sqlite3
 
     check_exists(path)
+    size = path.stat().st_size
     try:
-        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro&immutable=1", uri=True, factory=BoundedConnection)
         con.execute("PRAGMA query_only = ON")
         con.execute("PRAGMA trusted_schema = OFF")  # no functions with side effects from views/triggers
+        con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
+        con.budget = SqliteBudget(size)
+        con.set_progress_handler(con.budget, _SQLITE_CHECK_EVERY)
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
         raise CorruptReportError(path, f"not a readable SQLite database ({exc})") from None
     return con
-

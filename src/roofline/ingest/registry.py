@@ -10,6 +10,7 @@ import fnmatch
 import glob
 import gzip
 import os
+import re
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from roofline.ingest.ncu import csv_export as ncu_csv
 from roofline.ingest.ncu import report as ncu_rep
 from roofline.ingest.nsys import export as nsys
 from roofline.ingest.torch import trace as torch_trace
+from roofline.ingest.torch.graphs import capture_index
 from roofline.ingest.xla import xplane, xprof_trace
 
 
@@ -47,7 +49,7 @@ FORMATS: dict[str, Format] = {
     for f in (
         Format("ncu-rep", "Nsight Compute report (.ncu-rep, legacy .nsight-cuprof-report)",
                ncu_rep.SUFFIXES, ncu_rep.read, ncu_rep.read_metrics),
-        Format("ncu-csv", "Nsight Compute CSV export (--csv with --metrics, --print-fp or --page details)",
+        Format("ncu-csv", "Nsight Compute CSV export (--csv with --metrics, --print-fp, --page details or --page raw)",
                (".csv",), ncu_csv.read, ncu_csv.read_metrics),
         Format("torch-trace", "PyTorch profiler (Kineto) Chrome trace JSON (.json, .json.gz)",
                (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz"), torch_trace.read),
@@ -67,8 +69,17 @@ FORMATS: dict[str, Format] = {
                "agent_info.csv), or a counter_collection.csv", (), rocprofv3_csv.read),
         Format("rocpd", "rocprofv3 --output-format rocpd SQLite (.db: rocpd_*_<uuid> tables; dispatches, agents, "
                "counters)", rocpd.SUFFIXES, rocpd.read),
+        # GPU kernels and copies are inside, as events with string times and no category: not a CPU-only trace
+        # (that exits 0), a profile with GPU work this reader cannot use (exit 1); rocprofv3 writes what it reads
+        Format("capture-index", "a graph-capture folder's index (execution_details.json: capture traces and their "
+               "batch sizes; not a profile: give its folder to --capture)", (), None),
+        Format("rocprof-v1", "legacy rocprof (v1) --hip-trace/--hsa-trace Chrome JSON (GPU kernels and copies "
+               "as string-timed events without categories; profile with rocprofv3 --output-format json, csv or "
+               "rocpd)", (), None),
     )
 }
+#: the opening rocprof (v1)'s tblextr.py writes (``open_json``): an empty first event, then its process labels
+_ROCPROF_V1 = re.compile(rb'\A\s*\{\s*"traceEvents"\s*:\s*\[\s*\{\s*\}')
 
 PROFILE_SUFFIXES = tuple(s for f in FORMATS.values() for s in f.suffixes)
 
@@ -114,6 +125,8 @@ def sniff(path: str | Path) -> str:
         inner = _gunzip_head(path)  # a damaged stream sniffs as a trace; its reader names the damage
         if inner.lstrip()[:1] in (b"{", b"["):
             found = _json_kind(inner)
+    elif capture_index(path) is not None:
+        found = "capture-index"
     elif data.lstrip()[:1] in (b"{", b"["):
         found = _json_kind(data)
     elif path.name.lower().endswith(".ncu-repz"):
@@ -137,6 +150,8 @@ def sniff(path: str | Path) -> str:
 def _json_kind(data: bytes) -> str:
     if rocprofv3.looks_like(data):
         return "rocprofv3"
+    if _ROCPROF_V1.match(data) and b'"process_name"' in data:
+        return "rocprof-v1"
     return "xprof-trace" if xprof_trace.looks_like(data) else "torch-trace"
 
 
@@ -152,16 +167,22 @@ def _gunzip_head(path: Path, n: int = 64 * 1024) -> bytes:
     return out
 
 
-def expand(paths: Iterable[str | Path]) -> list[Path]:
+def expand(paths: Iterable[str | Path], skipped: list[Path] | None = None) -> list[Path]:
     """Paths with folders replaced by the profile files inside them (sorted, recursive), each real
     file once: symlinked folders are followed, but a folder is never entered twice (a symlink loop
     neither multiplies a file nor hangs). A rocprof-compute workload folder (pmc_perf.csv +
-    sysinfo.csv) stands for itself."""
+    sysinfo.csv) stands for itself. A graph-capture folder's index (``execution_details.json``) found in a
+    folder is no profile: it is left out, and added to ``skipped`` (the caller says so)."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
             files = walk_files(p)
+            index = [f for f in files if capture_index(f) is not None]
+            if index:
+                files = [f for f in files if f not in index]
+                if skipped is not None:
+                    skipped.extend(index)
             # a rocprof-compute workload folder is one input; the CSVs inside it are not profiles of their own
             workloads = [d for d in sorted({p, *(f.parent for f in files)}) if rocprof_compute.is_workload(d)]
             out.extend(sorted(workloads + [f for f in files if f.name.lower().endswith(PROFILE_SUFFIXES)
@@ -231,6 +252,8 @@ def unique_real(paths: Iterable[Path]) -> list[Path]:
 
 def reader_for(path: str | Path) -> Format:
     fmt = FORMATS[sniff(path)]
+    if fmt.name == "capture-index":
+        raise UnsupportedFormatError(path, f"is {fmt.description}")
     if fmt.read is None:
         raise UnsupportedFormatError(
             path, f"is a {fmt.description}; roofline recognises it but has no reader for it yet"

@@ -20,7 +20,7 @@ class TorchMissingError(MissingDependencyError, ImportError):
 if importlib.util.find_spec("torch") is None:
     raise TorchMissingError("roofline.live needs PyTorch: pip install 'roofline[torch]'")
 
-from roofline.live.analyzer import ModulePoint, RooflineAnalyzer, flop_counter  # noqa: E402
-from roofline.live.peaks import measure_peaks  # noqa: E402
+from roofline.live.analyzer import ModulePoint, RooflineAnalyzer, flop_counter
+from roofline.live.peaks import measure_peaks
 
 __all__ = ["ModulePoint", "RooflineAnalyzer", "flop_counter", "measure_peaks"]

@@ -123,7 +123,7 @@ class _Recorder:
 
     def __init__(self, model: Any, sync: Any) -> None:
         self.sync = sync
-        self.paths = {id(m): name for name, m in model.named_modules()}
+        self.paths = {m: name for name, m in model.named_modules()}  # by identity (Module hashes so), no id()
         self.modules = dict(model.named_modules())
         self.calls: dict[str, int] = defaultdict(int)
         self.bytes: dict[str, float] = defaultdict(float)
@@ -146,7 +146,7 @@ class _Recorder:
             h.remove()
 
     def _pre(self, module: Any, inputs: Any) -> None:
-        name = self.paths.get(id(module))
+        name = self.paths.get(module)
         if name is None:
             return
         if self._stack:
@@ -155,7 +155,7 @@ class _Recorder:
         self._stack.append((name, time.perf_counter()))
 
     def _post(self, module: Any, inputs: Any, output: Any) -> None:
-        name = self.paths.get(id(module))
+        name = self.paths.get(module)
         if name is None or not self._stack or self._stack[-1][0] != name:
             return
         self.sync()

@@ -7,4 +7,4 @@ from roofline.metrics.derive import derive, is_relevant
 from roofline.metrics.flops import flops_from_counts
 from roofline.metrics.tensor import flops_per_instruction, tensor_flops_from_opcodes
 
-__all__ = ["derive", "is_relevant", "flops_from_counts", "flops_per_instruction", "tensor_flops_from_opcodes"]
+__all__ = ["derive", "flops_from_counts", "flops_per_instruction", "is_relevant", "tensor_flops_from_opcodes"]

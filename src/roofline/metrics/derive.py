@@ -110,7 +110,7 @@ def derive(
     _put(row, "duration_s", dur)
 
     for p in ("fp64", "fp32", "fp16"):
-        _put(row, f"flop_{p}", flops.resolve_flops(raw, p, dur))
+        _put(row, f"flop_{p}", flops.none_executed(flops.resolve_flops(raw, p, dur), p, opcode_counts))
     tflops, path = tensor.resolve_tensor(
         raw, opcode_counts, cc[0] if cc else None, cc[1] if cc else None, dur
     )
@@ -143,4 +143,4 @@ def nan_inputs(raw: Raw) -> int:
     return sum(1 for v in raw.values() if isinstance(v, float) and math.isnan(v))
 
 
-__all__ = ["derive", "is_relevant", "compute_capability", "nan_inputs"]
+__all__ = ["compute_capability", "derive", "is_relevant", "nan_inputs"]

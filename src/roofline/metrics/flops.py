@@ -9,6 +9,8 @@ kernel gets the same FLOPs from every report; the weighting is written into the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from roofline.metrics.resolve import Raw, Resolved, combine, count, num, unavailable
 
 #: (add, mul, fma) weights per precision
@@ -55,6 +57,23 @@ def resolve_flops(raw: Raw, precision: str, duration: Resolved) -> Resolved:
     if not res.ok:
         return unavailable(res.source.split("; ", 1)[-1], HINT)
     return res
+
+
+#: the SASS opcodes (per-opcode counts, modifiers after a '.') that do a precision's add, mul and fma
+_OPCODES = {"fp64": ("DADD", "DMUL", "DFMA"), "fp32": ("FADD", "FMUL", "FFMA"), "fp16": ("HADD", "HMUL", "HFMA")}
+
+
+def none_executed(res: Resolved, precision: str, opcode_counts: Mapping[str, float] | None) -> Resolved:
+    """``res``, or 0 FLOPs where its counters are missing but the kernel's per-opcode instruction counts (the
+    InstructionStats section) show that no add, mul or fma of that precision ran: then 0 is measured, not a
+    gap (ncu's full sets before 2025.1 have no FP16 counters; a kernel without HFMA2 still did no FP16 work)."""
+    if res.ok or not opcode_counts:
+        return res
+    names = _OPCODES[precision]
+    if any(n and str(op).split(".")[0].startswith(names) for op, n in opcode_counts.items()):
+        return res  # it ran some: its FLOPs are unknown
+    return Resolved(0.0, f"counters: per-opcode instruction counts ({len(opcode_counts)} opcodes) show no "
+                         f"{'/'.join(names)} instruction executed: 0 {precision} FLOPs")
 
 
 def peak_flops(raw: Raw, precision: str, sm_clock: Resolved) -> Resolved:

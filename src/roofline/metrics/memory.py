@@ -26,6 +26,8 @@ L2_BYTES_PER_XBAR_CYCLE = 32.0
 L1_BYTES_PER_WRITEBACK_CYCLE = 128.0
 SECTOR_BYTES = 32.0
 
+#: Speed Of Light "DRAM Throughput" (% of peak), all a --page details export keeps of DRAM's peak
+DRAM_THROUGHPUT = "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"
 #: integrated GPUs without a DRAM roof in Nsight Compute (Xavier, Orin, GB10b/Thor, GB10)
 INTEGRATED_CC = {(7, 2), (8, 7), (11, 0), (12, 1)}
 
@@ -221,7 +223,17 @@ def _peak(raw: Raw, d: Definition, bytes_res: Resolved, duration: Resolved, labe
                     rate / (pct / 100.0),
                     f"counters, derived: {label} achieved bytes/s ÷ ({pct_name} / 100) (profiled clock)",
                 )
+    # a details-page export keeps only the Speed Of Light "DRAM Throughput" %: ncu's highest DRAM sub-metric's %
+    # of its peak, at least the bytes' own %, so the roof it gives is at most the true one (said in the source).
+    # Used only where the profile names no device (such an export): a named device's published figure is exact,
+    # and the table cannot tell an unnamed one's (a CC 7.5 GPU of 40 SMs: a T4, 320 GB/s, or an RTX 2070 SUPER, 448)
+    named = raw.get("device__attribute_display_name")
+    pct = num(raw, DRAM_THROUGHPUT) if d.level == "dram" and not named else None
+    if pct and pct > 0 and bytes_res.ok and duration.ok and duration.value > 0:
+        return Resolved(bytes_res.value / duration.value / (pct / 100.0),
+                        f"counters, derived: {label} achieved bytes/s ÷ ({DRAM_THROUGHPUT} / 100) (profiled clock; "
+                        "ncu's DRAM throughput is its busiest DRAM sub-metric's %, so this roof is at most the true one)")
     return unavailable(f"no .peak_sustained counter for the {label} definition")
 
 
-__all__ = ["resolve_level", "unit_clock", "INTEGRATED_CC"]
+__all__ = ["INTEGRATED_CC", "resolve_level", "unit_clock"]

@@ -23,22 +23,51 @@ def _slug(name: str) -> str:
     return f"{slug[:SLUG_MAX - 11].rstrip('-')}-{digest}"
 
 
+def chart_devices(result: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFrame]], list[tuple[str, pd.DataFrame]]]:
+    """(devices with something to draw, most drawable time first; devices with nothing drawable): each with its
+    rows. A device whose kernels all lack FLOPs or bytes gets no chart (an empty chart says nothing); the
+    table and the page say why (:func:`undrawable_reasons`)."""
+    from roofline.report.chart_data import device_order
+
+    if result.empty:
+        return [], []
+    dev = result["device_name"].astype("string").fillna("unknown device") if "device_name" in result \
+        else pd.Series("unknown device", index=result.index, dtype="string")
+    g = device_order(result)
+    groups = [(str(d), result[(dev == d).to_numpy()]) for d in g.index]
+    drawn = set(g.index[g["drawn"] > 0])
+    return [x for x in groups if x[0] in drawn], [x for x in groups if x[0] not in drawn]
+
+
+def undrawable_reasons(result: pd.DataFrame) -> list[str]:
+    """One line per device with nothing drawable: why (the first reason its rows have no roofline point)."""
+    from roofline.analysis.coverage import has_point
+    from roofline.analysis.headline import reasons
+
+    out = []
+    for device, rows in chart_devices(result)[1]:
+        gpu = float(pd.to_numeric(rows["duration_s"], errors="coerce").clip(lower=0).sum())
+        why = reasons(rows[~has_point(rows).to_numpy()], gpu)
+        if why:
+            text = f"{why[0].reason}" + (f" (fix: {why[0].fix})" if why[0].fix else "")
+        else:  # points, but none with FLOPs above 0: nothing sits on a log FLOP/s axis
+            text = "its kernels have no FLOPs (copies and data movement): no point on a FLOP/s axis"
+        out.append(f"no chart for {device}: nothing drawable ({len(rows):,} row(s)): {text}")
+    return out
+
+
 def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
                  svg: bool = False) -> list[Path]:
-    """``roofline.png`` for the device with the most kernel time, ``roofline-<device>.png`` for others;
-    a device whose kernels used different roof sets (clock, source) gets one chart per set
+    """``roofline.png`` for the device with the most drawable kernel time, ``roofline-<device>.png`` for the
+    other devices with something to draw (none for a device with nothing drawable: :func:`undrawable_reasons`
+    says why); a device whose kernels used different roof sets (clock, source) gets one chart per set
     (``…-set2.png``, up to ``MAX_ROOF_SETS``), each drawing only the roofs its kernels used."""
     from roofline.report import png
     from roofline.report.chart_data import MAX_ROOF_SETS, plottable, roof_sets
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    if result.empty or "device_name" not in result:
-        groups = [("", result)]
-    else:
-        dev = result["device_name"].astype("string").fillna("unknown device")
-        order = result.groupby(dev)["duration_s"].sum().sort_values(ascending=False).index
-        groups = [(str(d), result[(dev == d).to_numpy()]) for d in order]
+    groups = chart_devices(result)[0]
     written = []
     stems: set[str] = set()
     for i, (device, frame) in enumerate(groups):
@@ -50,8 +79,8 @@ def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
         rest = sum(st.kernels for st in sets[MAX_ROOF_SETS:])
         more = (f"; {rest} kernel(s) under {len(sets) - MAX_ROOF_SETS} further roof set(s) have no chart: see the table"
                 if rest else "")
-        # a set whose kernels have no point (no FLOPs) gets no chart of its own, unless it is the only one
-        charted = [st for st in sets[:MAX_ROOF_SETS] if plottable(frame[st.mask]).any()] or sets[:1]
+        # a set whose kernels have no point (no FLOPs) gets no chart of its own
+        charted = [st for st in sets[:MAX_ROOF_SETS] if plottable(frame[st.mask]).any()]
         for st in charted:
             part = frame[st.mask] if len(sets) > 1 else frame
             name = stem if st.index == 0 else f"{stem}-set{st.index + 1}"
@@ -71,4 +100,4 @@ def write_report(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
     return written
 
 
-__all__ = ["write_charts", "write_report"]
+__all__ = ["chart_devices", "undrawable_reasons", "write_charts", "write_report"]

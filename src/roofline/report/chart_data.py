@@ -250,6 +250,24 @@ def points(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
+def device_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per device (NA named "unknown device"): drawable time, drawable kernels and time, sorted so that the
+    device with the most drawable time comes first (the headline chart, and the device the HTML opens on);
+    rows that name no device come after every named device with something to draw (they have no roofs)."""
+    dev = frame["device_name"].astype("string").fillna("unknown device") if "device_name" in frame \
+        else pd.Series("unknown device", index=frame.index, dtype="string")
+    dur = pd.to_numeric(frame["duration_s"], errors="coerce").fillna(0.0) if "duration_s" in frame \
+        else pd.Series(0.0, index=frame.index)
+    ok = plottable(frame)
+    named = frame["device_name"].notna() if "device_name" in frame else pd.Series(False, index=frame.index)
+    stats = pd.DataFrame({"device": dev, "drawn_time_s": dur.where(ok, 0.0), "drawn": ok.astype(int),
+                          "time_s": dur, "named": named.astype(int)})
+    g = stats.groupby("device", sort=False)[["drawn_time_s", "drawn", "time_s", "named"]].sum()
+    g["named_drawn"] = ((g["named"] > 0) & (g["drawn"] > 0)).astype(int)
+    g = g.sort_values(["named_drawn", "drawn_time_s", "drawn", "time_s"], ascending=False, kind="stable")
+    return g[["drawn_time_s", "drawn", "time_s"]]
+
+
 def unplotted_count(frame: pd.DataFrame) -> int:
     return int((~plottable(frame)).sum())
 

@@ -49,7 +49,7 @@ def read_data(page: str) -> dict:
     """The data block of a rendered page, decoded (for tests and for tools reading reports back)."""
     import re
 
-    m = re.search(r'<script id="roofline-data" type="application/json" data-encoding="([^"]+)">(.*?)</script>', page, re.S)
+    m = re.search(r'<script id="roofline-data" type="application/json" data-encoding="([^"]+)">(.*?)</script>', page, re.DOTALL)
     if not m:
         raise ValueError("no roofline data block in this page")
     text = m.group(2)
@@ -101,12 +101,17 @@ def _column_block(frame: pd.DataFrame, levels: Sequence[str]) -> str:
     parts["pipe_roof"] = _numbers(frame["pipe_ceiling_flop_per_s"].where(pipe_bound(frame))
                                   if "pipe_ceiling_flop_per_s" in frame else pd.Series(np.nan, index=frame.index))
     why = {"pipe": pipe_summary(frame), "findings": findings_summary(frame)}
+    from roofline.analysis.categories import categorize
+
     cats = {}
+    category = categorize(frame)  # the op category table the terminal's --by category uses
     for key, col in (("bound", "bound"), ("binding", "binding_roof"), ("precision", "compute_precision"),
                      ("nvtx", "nvtx_range"), ("device", "device_name"), ("note", "analysis_note"),
-                     ("pipe", "pipe"), ("findings", "findings"), ("step", "next_step"), ("collect", "collect_next")):
-        source = why[col] if col in why else frame[col] if col in frame else pd.Series(pd.NA, index=frame.index)
-        codes, uniques = _codes(source)
+                     ("pipe", "pipe"), ("findings", "findings"), ("step", "next_step"), ("collect", "collect_next"),
+                     ("category", None)):
+        values = (category if col is None else why[col] if col in why else frame[col] if col in frame
+                  else pd.Series(pd.NA, index=frame.index))
+        codes, uniques = _codes(values)
         parts[f"{key}_code"] = codes
         cats[key] = uniques
     names = {
@@ -114,8 +119,42 @@ def _column_block(frame: pd.DataFrame, levels: Sequence[str]) -> str:
                           .fillna(frame.get("kernel_name", pd.Series("", index=frame.index)).astype("string")), 120),
         "name": _strings(frame.get("kernel_name", pd.Series("", index=frame.index))),
     }
+    refs, note_parts = _note_parts(cats["note"])
     body = ",".join(f'"{k}":{v}' for k, v in parts.items())
-    return "{" + body + "," + json.dumps(names)[1:-1] + ',"categories":' + json.dumps(cats) + "}"
+    return ("{" + body + "," + json.dumps(names)[1:-1] + ',"categories":' + json.dumps(cats)
+            + ',"note_refs":' + json.dumps(refs) + ',"note_parts":' + json.dumps(note_parts) + "}")
+
+
+def _note_parts(notes: list[str]) -> tuple[list[list[int]], list[str]]:
+    """Each distinct note as the numbers of its parts (split and merged as the terminal does), and the parts:
+    the page lists every part once, in a legend, and a table row carries only its numbers."""
+    from roofline.report.table import _merged_levels, split_note
+
+    parts: dict[str, int] = {}
+    refs = [[parts.setdefault(p, len(parts)) for p in _merged_levels(split_note(n))] for n in notes]
+    return refs, list(parts)
+
+
+def _headlines(frame: pd.DataFrame) -> dict[str, object]:
+    """The headline of each device (over every profile), by device name ('' for rows that name none), with
+    the peaks' short sources for the page."""
+    from roofline.analysis.headline import by_device
+
+    out: dict[str, object] = {}
+    for device, h in by_device(frame).items():
+        d = h.to_dict()
+        for key in ("compute_peak", "dram_peak"):
+            if d.get(key):
+                d[key]["basis"] = short_source(d[key]["source"])
+        out[device or ""] = d
+    return out
+
+
+def devices_text(devices: Sequence[str], limit: int = 4, noun: str = "devices") -> str:
+    """'A, B' or, for many, '16 devices: A, B, C, … (13 more)'."""
+    from roofline.report.summary import compact_list
+
+    return compact_list(list(devices), limit, noun) or ("unknown device" if noun == "devices" else "")
 
 
 def _peak_table(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, object]]:
@@ -149,6 +188,11 @@ def _groups(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, object
                 item[f"int_{lv}"] = _f(g[f"intensity_{lv}_flop_per_byte"])
             out.append(item)
     return out
+
+
+def devices_named(frame: pd.DataFrame, name: str) -> bool:
+    """Whether a device is really called ``name`` (else ``name`` stands for rows that name no device)."""
+    return "device_name" in frame and bool((frame["device_name"].astype("string") == name).any())
 
 
 def finite_only(obj: object) -> tuple[object, int]:
@@ -203,9 +247,13 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
     frame = frame.reset_index(drop=True)
     devices = sorted(set(frame["device_name"].dropna().astype(str))) if "device_name" in frame else []
     files = sorted({Path(str(p)).name for p in frame["source_file"].dropna()}) if "source_file" in frame else []
+    from roofline.report.chart_data import device_order
+
+    order = [("" if d == "unknown device" and not devices_named(frame, d) else d) for d in device_order(frame).index] \
+        if len(frame) else []
     meta = {
         "title": title or "Hierarchical roofline",
-        "devices": devices, "files": files, "clock": clock, "levels": list(levels),
+        "devices": devices, "device_order": order, "files": files, "clock": clock, "levels": list(levels),
         "level_labels": {lv: LEVEL_LABELS[lv] for lv in levels}, "precisions": list(PRECISIONS),
         "count": len(frame), "top": top, "version": __version__,
         "provenance": get_provenance(result),
@@ -217,6 +265,7 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         "peaks": _peak_table(frame, levels) if len(frame) else [],
         "groups": _groups(frame, levels) if len(frame) else [],
         "steps": step_points(frame, levels),  # the step chart (report/timeseries.py)
+        "headline": _headlines(frame) if len(frame) else {},  # per device: coverage, time by kind, MFU
     }
     data, dropped = finite_only(data)  # JSON has no inf/NaN: nulls, and their count as the flag
     data["meta"]["non_finite_values"] = dropped
@@ -231,14 +280,15 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         data_json, encoding = _escape_json(payload), "json"
     template = _environment().from_string(_asset("report.html.j2"))
     return template.render(
-        title=meta["title"], devices=", ".join(devices) or "unknown device", files=", ".join(files), clock=clock,
+        title=meta["title"], devices=devices_text(devices), files=devices_text(files, 3, "profiles"),
+        clock=clock,
         count=len(frame), version=__version__,
-        data_json=Markup(data_json),  # noqa: S704 - escaped for <script>, or base64
+        data_json=Markup(data_json),
         data_encoding=encoding,
-        plotly_js=Markup(plotly_js()),  # noqa: S704 - our vendored plotly.js bundle
-        report_js=Markup(_asset("report.js")),  # noqa: S704 - our own script, no data in it
-        timeseries_js=Markup(_asset("timeseries.js")),  # noqa: S704 - our own script, no data in it
-        css=Markup(_asset("report.css")),  # noqa: S704
+        plotly_js=Markup(plotly_js()),
+        report_js=Markup(_asset("report.js")),
+        timeseries_js=Markup(_asset("timeseries.js")),
+        css=Markup(_asset("report.css")),
     )
 
 
@@ -249,4 +299,4 @@ def write(result: pd.DataFrame, path: str | Path, levels: Sequence[str] = LEVELS
     return path
 
 
-__all__ = ["render", "write", "source_column"]
+__all__ = ["render", "source_column", "write"]

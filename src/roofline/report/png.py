@@ -1,10 +1,11 @@
 """The hierarchical roofline as a static chart (matplotlib, Agg): PNG, or SVG on request.
 
-Log-log axes in FLOP/byte and FLOP/s; a sloped roof per memory level and a flat roof per precision
-the kernels used, each labelled with its value and source; ridge points marked; one marker per
-kernel and level (a colour per kernel, a shape per level, joined by a thin line as in NERSC's
-hierarchical charts); the longest kernels labelled without overlap, with a dotted "pipe roof" across a
-kernel's points where its busiest SM pipe caps it below the FLOP roof (``analysis/pipes.py``).
+Log-log axes in FLOP/byte and FLOP/s (SI tick labels, one per decade); a sloped roof per memory level and a
+flat roof per precision the kernels used, each labelled with its value and source (roofs of one value share a
+line and a label); ridge points marked; one marker per kernel and level (coloured by bound as in the HTML
+report, a shape per level, joined by a thin line as in NERSC's hierarchical charts; legend and key beside the
+axes); the longest kernels numbered without overlap and named in a key; notes below the axes. A dotted "pipe
+roof" across a kernel's points where its busiest SM pipe caps it below the FLOP roof (``analysis/pipes.py``).
 
 Every artist carries a ``gid`` (``roof:dram``, ``roof:fp32``, ``ridge:dram:fp32``, ``level:dram``
 for the kernels' markers at a level, in the order of ``chart_data.points``, ``pipe:<row>``) so tests read the drawn
@@ -19,15 +20,16 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # no display on clusters; must precede pyplot
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.collections import LineCollection  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.collections import LineCollection
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
 
-from roofline.hardware.peaks import LEVELS  # noqa: E402
-from roofline.report.chart_data import (  # noqa: E402
+from roofline.hardware.peaks import LEVELS
+from roofline.report.chart_data import (
     LEVEL_LABELS,
     Roof,
     RoofSet,
@@ -37,6 +39,7 @@ from roofline.report.chart_data import (  # noqa: E402
     roof_sets,
     unplotted_count,
 )
+from roofline.report.figure import BOUND_COLOURS
 
 LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^", "lds": "D"}
 LEVEL_STYLES = {"dram": "-", "l2": "--", "l1": ":", "lds": "-."}
@@ -59,28 +62,66 @@ def set_note(st: RoofSet, total: int, more: str = "") -> str | None:
             f"these roofs; the others ran at another clock or took their roofs from another source{more}")
 
 
-def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None, label_top: int = 8,
+#: the axes' place in the figure (fractions): fixed, so labels placed on the canvas stay where they were put
+#: (a layout pass after placing them moved the axes under them: labels that had been apart overlapped);
+#: the legend and the key of numbered kernels sit to the right of the axes, notes below the x label
+AXES_RECT = (0.075, 0.11, 0.6, 0.81)
+NOTE_SPACE = 0.06
+#: points whose number labels are tried around them (offsets in points), nearest first
+LABEL_OFFSETS = [(dx, dy) for r in (7, 13, 20, 28) for dx, dy in ((r, r), (r, -r), (-r, r), (-r, -r), (r, 0), (-r, 0),
+                                                                    (0, r), (0, -r))]
+
+
+def coinciding(roof_list: Sequence[Roof], tol: float = 0.005) -> dict[str, list[Roof]]:
+    """Roofs of one kind whose values agree within ``tol`` (relative), by the key of the first of them: drawn
+    as one line, they are labelled together."""
+    groups: dict[str, list[Roof]] = {}
+    for r in roof_list:
+        for head, members in groups.items():
+            h = members[0]
+            if h.kind == r.kind and abs(h.value - r.value) <= tol * max(h.value, r.value):
+                members.append(r)
+                break
+        else:
+            groups[r.key] = [r]
+    return groups
+
+
+def _joint_label(members: list[Roof]) -> str:
+    if len(members) == 1:
+        return members[0].label
+    head = members[0].label
+    names = " = ".join(m.label.split(" ")[0] if m.kind == "compute" else m.label.split(" ")[0] for m in members)
+    return names + head[len(head.split(" ")[0]):] + " (the same roof)"
+
+
+def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None, label_top: int = 10,
          clock: str = "profiled", note: str | None = None) -> Figure:
     """The roofline figure of one device's roofline frame.
 
     Only roofs the drawn kernels' % of roof used are drawn: where the kernels fall into several roof
     sets (clock, source), this draws the set with the most kernel time and says so in a note
-    (:func:`roofline.report.write_charts` writes one chart per set).
+    (:func:`roofline.report.write_charts` writes one chart per set). Points are coloured by bound (the HTML
+    report's colours) with a shape per memory level, both keyed in the legend; the ``label_top`` longest
+    kernels are numbered beside their point, the numbers placed apart, and named in a key beside the legend.
     """
     sets = roof_sets(frame, levels)
     if len(sets) > 1:
         note = note or set_note(sets[0], len(frame), "; they are not drawn here")
         frame = frame[sets[0].mask]
     roof_list = sets[0].roofs
-    fig = plt.figure(figsize=(10, 6.5), dpi=110)
-    ax = fig.add_subplot(1, 1, 1)
+    fig = plt.figure(figsize=(12, 6.5), dpi=110)
+    left, bottom, width, height = AXES_RECT
+    if note:
+        bottom, height = bottom + NOTE_SPACE, height - NOTE_SPACE
+    ax = fig.add_axes((left, bottom, width, height))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("performance (FLOP/s)")
     ax.set_title(title or title_for(frame, clock), fontsize=10, parse_math=False)  # names may hold "$"
-    if note:
-        fig.text(0.01, 0.005, note, fontsize=7, color="#a00", gid="note", parse_math=False, wrap=True)
+    if note:  # below the x label, wrapped to the figure: never over the axes
+        fig.text(0.01, 0.01, note, fontsize=7, color="#a00", gid="note", parse_math=False, wrap=True, va="bottom")
     pts = points(frame, levels)
     skipped = unplotted_count(frame)
     pts, roof_list, off_scale = drawable(pts, roof_list)
@@ -94,50 +135,71 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
     (x0, x1), (y0, y1) = axis_limits(pts, roof_list)
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
+    _si_ticks(ax)
     top_compute = max((r.value for r in roof_list if r.kind == "compute"), default=y1)
+    joint = {m.key: (head, members) for head, members in coinciding(roof_list).items() for m in members}
     for r in roof_list:
+        head, members = joint[r.key]
+        label = _joint_label(members) if r.key == head else "_nolegend_"  # one line, one label naming each roof
         if r.kind == "bandwidth":
             x_end = top_compute / r.value
-            ax.plot([x0, x_end], [r.value * x0, top_compute], LEVEL_STYLES[r.key], color="0.25", lw=1.4,
-                    gid=f"roof:{r.key}", label=r.label)
+            ax.plot([x0, x_end], [r.value * x0, top_compute], LEVEL_STYLES[r.key.split("#")[0]], color="0.25", lw=1.4,
+                    gid=f"roof:{r.key}", label=label)
         else:
             x_start = min((r.value / b.value for b in roof_list if b.kind == "bandwidth"), default=x0)
-            ax.plot([x_start, x1], [r.value, r.value], "-", color=PRECISION_COLOURS.get(r.key, "0.3"), lw=1.6,
-                    gid=f"roof:{r.key}", label=r.label)
+            ax.plot([x_start, x1], [r.value, r.value], "-", lw=1.6, gid=f"roof:{r.key}", label=label,
+                    color=PRECISION_COLOURS.get(r.key.split(":")[0].split("#")[0], "0.3"))
     for lv, p, x, y in ridges(roof_list):
         ax.plot([x], [y], "o", ms=4, mfc="white", mec="0.2", gid=f"ridge:{lv}:{p}", zorder=4)
 
-    # one scatter per level (a million markers stay one artist each), colour by kernel rank in time
+    # one scatter per level (a million markers stay one artist each), coloured by the kernel's bound
     order = pts.groupby("row")["duration_s"].first().sort_values(ascending=False)
-    rank = pd.Series(range(len(order)), index=order.index)
-    cmap = plt.get_cmap("tab10")
+    bound = frame["bound"].astype("string").fillna("unavailable").to_numpy() if "bound" in frame \
+        else np.full(len(frame), "unavailable", dtype=object)
     for lv in levels:
         part = pts[pts["level"] == lv]
         if part.empty:
             continue
-        colours = cmap(rank.loc[part["row"]].to_numpy() % 10)
+        colours = [BOUND_COLOURS.get(str(b), BOUND_COLOURS["unavailable"]) for b in bound[part["row"].to_numpy()]]
         ax.scatter(part["intensity_flop_per_byte"], part["achieved_flop_per_s"], c=colours, marker=LEVEL_MARKERS[lv],
                    s=34, edgecolors="black", linewidths=0.4, zorder=5, gid=f"level:{lv}")
     # thin lines join a kernel's levels, for the longest kernels (all of them join into noise past that)
     joined = [grp.sort_values("intensity_flop_per_byte")[["intensity_flop_per_byte", "achieved_flop_per_s"]].to_numpy()
               for row, grp in pts[pts["row"].isin(order.index[:JOIN_LIMIT])].groupby("row", sort=False) if len(grp) > 1]
     if joined:
-        colours = [cmap(rank[row] % 10) for row in pts[pts["row"].isin(order.index[:JOIN_LIMIT])]
-                   .groupby("row", sort=False).size().index if (pts["row"] == row).sum() > 1]
-        ax.add_collection(LineCollection(joined, colors=colours, linewidths=0.6, alpha=0.6, gid="joins"))
-    _pipe_roofs(ax, frame, pts, list(order.index[:label_top]))
-    _label_top(ax, frame, pts, list(order.index[:label_top]))
-    handles = [Line2D([], [], color="0.3", marker=LEVEL_MARKERS[lv], ls="none", label=f"kernel at {LEVEL_LABELS[lv]}")
-               for lv in levels if lv in set(pts["level"])]
+        ax.add_collection(LineCollection(joined, colors="0.45", linewidths=0.6, alpha=0.5, gid="joins"))
+    drawn_bounds = [b for b in BOUND_COLOURS if b in set(bound[pts["row"].unique()])]
+    handles = [Line2D([], [], color=BOUND_COLOURS[b], marker="o", ls="none", markeredgecolor="black",
+                      markeredgewidth=0.4, label=b) for b in drawn_bounds]
+    handles += [Line2D([], [], color="0.3", marker=LEVEL_MARKERS[lv], ls="none", label=f"at {LEVEL_LABELS[lv]}")
+                for lv in levels if lv in set(pts["level"])]
     extra = [Line2D([], [], ls="none", label=f"{skipped} kernel(s) without FLOPs or bytes: not drawn")] if skipped else []
     if off_scale:
         extra.append(Line2D([], [], ls="none", label=f"{off_scale} point(s) or roof(s) non-finite or beyond "
                                                      f"1e±{DRAWABLE_EXP}: not drawn"))
     roof_handles, _ = ax.get_legend_handles_labels()
-    ax.legend(handles=roof_handles + handles + extra, fontsize=7.5, loc="lower right", framealpha=0.9)
+    legend = ax.legend(handles=roof_handles + handles + extra, fontsize=7.5, loc="upper left",
+                       bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, framealpha=0.9,
+                       title="roofs; colour = bound, shape = memory level", title_fontsize=7.5)
     ax.grid(True, which="major", alpha=0.25)
-    fig.tight_layout()
+    _pipe_roofs(ax, frame, pts, list(order.index[:label_top]))
+    _label_top(ax, frame, pts, list(order.index[:label_top]), legend)
     return fig
+
+
+def _si_ticks(ax) -> None:  # type: ignore[no-untyped-def]
+    """One tick label per decade on both axes, in SI prefixes (10k, 1M, 100T): never 10¹⁶ beside 100T."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    def si(v: float, _pos: int) -> str:
+        for scale, p in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, ""), (1e-3, "m")):
+            if v >= scale * 0.999:
+                return f"{v / scale:g}{p}"
+        return f"{v:g}"
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(base=10, numticks=30))
+        axis.set_major_formatter(FuncFormatter(si))
 
 
 #: log axes and matplotlib's tick locator overflow near float's limits (10**309): points and roofs
@@ -175,31 +237,50 @@ def _pipe_roofs(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int]) -> 
                 gid=f"pipe-label:{row}")
 
 
-def _label_top(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int]) -> None:  # type: ignore[no-untyped-def]
-    """Name the longest kernels next to their DRAM (else first) point, moving labels apart."""
+def _label_top(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int], legend) -> None:  # type: ignore[no-untyped-def]
+    """Number the longest kernels beside their DRAM (else first) point, each number placed where it overlaps
+    no other number (positions tried nearest first; a kernel with no free place keeps its key entry), and name
+    them in a key under the legend. The axes are fixed before this runs, so what is placed stays apart."""
+    from roofline.report.table import _si
+
     fig = ax.figure
-    fig.canvas.draw()
+    fig.canvas.draw()  # transforms and text extents as they will be saved
+    renderer = fig.canvas.get_renderer()
+    axes_box = ax.get_window_extent(renderer)
     taken = []
     names = _display_names(frame)
-    for row in rows:
+    entries = []
+    for n, row in enumerate(rows, start=1):
         grp = pts[pts["row"] == row]
         pt = grp[grp["level"] == "dram"].iloc[0] if (grp["level"] == "dram").any() else grp.iloc[0]
-        name = names[row]
-        name = name if len(name) <= 32 else name[:31] + "…"
         x, y = pt["intensity_flop_per_byte"], pt["achieved_flop_per_s"]
-        dy = 8
-        for _ in range(12):
-            ann = ax.annotate(name, (x, y), xytext=(8, dy), textcoords="offset points", fontsize=7, parse_math=False,
-                              arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.4"}, gid=f"label:{row}")
-            # the text's own box: an Annotation's extent also covers its arrow back to the point
-            box = Text.get_window_extent(ann, fig.canvas.get_renderer()).expanded(1.05, 1.15)
-            if not any(box.overlaps(t) for t in taken):
+        placed = False
+        for dx, dy in LABEL_OFFSETS:
+            ann = ax.annotate(str(n), (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=7.5,
+                              fontweight="bold", ha="center", va="center", parse_math=False, gid=f"label:{row}",
+                              arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.4", "shrinkA": 0, "shrinkB": 2},
+                              annotation_clip=True)
+            # the text's own box (an Annotation's extent also covers its arrow back to the point), at its place:
+            # Text's extent does not place the annotation itself, so place it first (without this every box
+            # was measured at the canvas origin, and labels that "did not overlap" did)
+            ann.update_positions(renderer)
+            box = Text.get_window_extent(ann, renderer).expanded(1.15, 1.15)
+            inside = axes_box.contains(box.x0, box.y0) and axes_box.contains(box.x1, box.y1)
+            if inside and not any(box.overlaps(t) for t in taken):
                 taken.append(box)
+                placed = True
                 break
             ann.remove()
-            dy = -dy if dy > 0 else -dy + 12  # alternate above and below, further out each time
-        else:
-            continue
+        name = names[row]
+        name = name if len(name) <= 40 else name[:39] + "…"
+        entries.append(f"{n if placed else '·':>2} {_si(float(pt['duration_s']), 's'):>8}  {name}")
+    if not entries:
+        return
+    # the key below the legend, in the figure's right margin
+    fig.canvas.draw()
+    lb = legend.get_window_extent(renderer).transformed(fig.transFigure.inverted())
+    fig.text(lb.x0, lb.y0 - 0.02, "longest kernels (numbered on the chart):\n" + "\n".join(entries), fontsize=6.5,
+             va="top", ha="left", family="monospace", gid="key", parse_math=False)
 
 
 def _display_names(frame: pd.DataFrame) -> list[str]:

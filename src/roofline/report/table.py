@@ -20,6 +20,8 @@ from pathlib import PurePath
 import pandas as pd
 
 DEFAULT_TOP = 20
+#: an intensity cell whose level moved 0 bytes (FLOP / 0 B is unbounded, not a number to print)
+NO_BYTES = "0 B"
 
 _HEAD = [
     ("kernel_id", "id", None),
@@ -54,6 +56,8 @@ def _columns(levels: tuple[str, ...], by: str | None) -> list[tuple[str, str, st
     head = list(_HEAD)
     if by:
         head = [(by, by, None)] + [c for c in head if c[0] not in ("kernel_id", "kernel_short_name", "source_file")]
+    if by == "kernel":  # the shapes or launch configuration that split a name into several rows
+        head.insert(1, ("kernel_config", "shapes / launch", None))
     mids = [(f"intensity_{lv}_flop_per_byte", f"I {lv.upper()}", "") for lv in levels]
     return head + mids + _TAIL
 
@@ -65,8 +69,8 @@ def summary_columns(levels: tuple[str, ...] = ("dram", "l2", "l1"), by: str | No
 def _si(v: float, unit: str) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "n/a"
-    if math.isinf(v):
-        return "inf"
+    if math.isinf(v):  # an intensity over 0 bytes (no traffic at that level); a rate over no time: unavailable
+        return NO_BYTES if unit == "" else "n/a"
     if unit == "%":
         return f"{v:.1f}"
     if unit == "":
@@ -143,6 +147,96 @@ def display_names(frame: pd.DataFrame, max_name: int = 40) -> tuple[list[str], b
     return names, hashed
 
 
+_QUALIFIER = re.compile(r"(?:\(anonymous namespace\)::|[A-Za-z_]\w*::)+")
+_CAST = re.compile(r"\((?:unsigned |signed )?(?:int|long|long long|bool|char|short)\)")
+
+
+def _without_params(name: str) -> str:
+    """``name`` without its trailing parameter list: 'f<int>(float *, int)' -> 'f<int>'."""
+    s = name.rstrip()
+    if not s.endswith(")"):
+        return s
+    depth = 0
+    for i in range(len(s) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(s[i], 0)
+        if depth == 0:
+            head = s[:i].rstrip()
+            # '(anonymous namespace)' or a cast is not a parameter list; a name must precede it
+            return head if head and (head[-1].isalnum() or head[-1] in "_>") else s
+    return s
+
+
+def _nest(text: str, keep: int) -> str:
+    """Template arguments nested deeper than ``keep`` levels replaced by '…'."""
+    out, depth = [], 0
+    for ch in text:
+        if ch == "<":
+            depth += 1
+            if depth <= keep:
+                out.append("<")
+            elif depth == keep + 1:
+                out.append("<…")
+            continue
+        if ch == ">":
+            if depth <= keep + 1:
+                out.append(">")
+            depth -= 1
+            continue
+        if depth <= keep:
+            out.append(ch)
+    return "".join(out)
+
+
+def abbreviate(name: str, width: int = 60) -> str:
+    """A demangled kernel name shortened for a table: no return type, parameter list or namespaces, casts
+    dropped, and template arguments abbreviated with '…' from the innermost out until it fits ``width``:
+    'void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, …>, …>(int, …)' ->
+    'vectorized_elementwise_kernel<4, BinaryFunctor<…>, array<…>>'."""
+    s = (name or "").strip()
+    if len(s) <= width and "<" not in s and "(" not in s:
+        return s  # a framework op ('aten::addmm') or a plain kernel name: as it is
+    s = re.sub(r"^\s*(?:void|static|__global__|inline)\s+", "", s)
+    s = _without_params(s)
+    s = _CAST.sub("", _QUALIFIER.sub("", s))
+    s = re.sub(r"\s*,\s*", ", ", re.sub(r"\s+", " ", s)).strip()
+    s = re.sub(r"\s+>", ">", re.sub(r"<\s+", "<", s))  # "MulFunctor<float> >": C++03 spacing, no information
+    for keep in (3, 2, 1):
+        if len(s) <= width:
+            break
+        s = _nest(s, keep)
+    if len(s) > width and "<" in s:
+        s = s[: s.index("<")] + "<…>"
+    return _cut(s, width)
+
+
+def unique_labels(labels: list[str], keys: list[str]) -> list[str]:
+    """``labels`` made unique: a label that stands for several distinct ``keys`` gets a 4-hex suffix of its key."""
+    seen: dict[str, set[str]] = {}
+    for lab, key in zip(labels, keys):
+        seen.setdefault(lab, set()).add(key)
+    return [f"{lab}#{_suffix(key)}" if len(seen[lab]) > 1 else lab for lab, key in zip(labels, keys)]
+
+
+def _left_headers(shown: pd.DataFrame) -> pd.DataFrame:
+    """Headers of the text columns padded like their values (``_left``), so they sit over the text's start."""
+    out = {}
+    for h in shown.columns:
+        if "\0" not in h:
+            out[h] = shown[h]
+            continue
+        col = shown[h].astype(str)
+        text = h.split("\0")[0]
+        width = max(len(text), int(col.str.len().max()) if len(col) else 0)
+        out[text.ljust(width)] = col.str.ljust(width)
+    return pd.DataFrame(out, index=shown.index)
+
+
+def _left(values: list[str]) -> list[str]:
+    """Text padded on the right, so that a right-aligning table prints it left-aligned."""
+    width = max((len(v) for v in values), default=0)
+    return [v.ljust(width) for v in values]
+
+
 def _short_files(paths: pd.Series) -> pd.Series:
     """File names without folders; with the parent folder where two files share a name."""
     uniq = list(dict.fromkeys(paths.tolist()))
@@ -168,12 +262,14 @@ def split_note(note: str) -> list[str]:
 
 def format_table(frame: pd.DataFrame, levels: tuple[str, ...] = ("dram", "l2", "l1"), by: str | None = None,
                  max_name: int = 40, limit: int | None = None, total: int | None = None,
-                 latency_threshold: float = 20.0, more: str = "--top N or --all") -> str:
+                 latency_threshold: float = 20.0, more: str = "--top N or --all", full_names: bool = False) -> str:
     """The table, then a footer (rows left out), numbered notes and a legend. Rows in frame order.
 
     ``limit`` shows only the first rows (the frame is sorted longest first); ``total`` is the number
     of rows the footer reports (default: the frame's). Unavailable numbers print as ``n/a`` (never
-    as 0) and their reasons are in the notes. Under ``by='kernel'`` names are printed in full.
+    as 0) and their reasons are in the notes. Under ``by='kernel'`` names are abbreviated (:func:`abbreviate`,
+    told apart where two would read the same) unless ``full_names``. Text columns are left-aligned; ids carry
+    their file's number ("2:16") when the rows come from several files, so that each is unique.
     """
     if frame.empty:
         return "(no kernels)"
@@ -186,28 +282,45 @@ def format_table(frame: pd.DataFrame, levels: tuple[str, ...] = ("dram", "l2", "
     shown = pd.DataFrame(index=rows.index)
     footnotes: dict[str, int] = {}
     hashed = False
+    files = rows["source_file"].astype("string").fillna("") if several.get("source_file") else None
     for c, h, u in cols:
         s = rows[c]
-        if u == "flag":
+        if c == "kernel_id" and files is not None:  # kernel ids restart in every file: number the files
+            number = {f: i + 1 for i, f in enumerate(dict.fromkeys(frame["source_file"].astype("string").fillna("")))}
+            shown[h] = [f"{number[f]}:{'n/a' if pd.isna(k) else int(k)}" for f, k in zip(files, s)]
+        elif u == "flag":
             shown[h] = ["!" if v is True else "" for v in s.astype(object)]
         elif u == "notes":
             shown[h] = [_note_refs(v, footnotes) for v in s.astype(object)]
         elif c == "kernel_short_name":
-            shown[h], hashed = display_names(rows, max_name)
+            names, hashed = display_names(rows, max_name)
+            shown[h + "\0"] = _left(names)
         elif c == "source_file":
-            shown[h] = _short_files(s.astype("string").fillna("n/a")).map(lambda t: _cut(t, max_name)).tolist()
+            shown[h + "\0"] = _left(_short_files(s.astype("string").fillna("n/a")).map(lambda t: _cut(t, max_name)).tolist())
         elif u is None:
             vals = s.astype("string").fillna("n/a")
             if c == "program":
                 vals = vals.map(lambda t: t.replace("\\", "/").rsplit("/", 1)[-1])
-            if c in _TEXT and not (by == "kernel" and c == "kernel"):  # --by kernel: full names
-                vals = vals.map(lambda t: _cut(t, max_name))
-            shown[h] = vals
+            if by == "kernel" and c == "kernel":  # abbreviated, told apart, or in full on demand
+                full = vals.tolist()
+                short = [abbreviate(t, max(max_name, 60)) for t in full]
+                vals = full if full_names else unique_labels(short, full)
+                hashed = hashed or vals != short and not full_names
+            elif c in _TEXT or c == "kernel_config":
+                vals = vals.map(lambda t: _cut(t, max_name)).tolist()
+            if c in _TEXT or c == "kernel_config":
+                shown[h + "\0"] = _left(list(vals))
+            else:
+                shown[h] = vals
         else:
             units = _op_units(rows, u)
             shown[h] = [_si(float(v) if v is not None and not pd.isna(v) else math.nan, unit)
                         for v, unit in zip(s, units)]
-    lines = [shown.to_string(index=False)]
+            lv = c[len("intensity_"):-len("_flop_per_byte")] if c.startswith("intensity_") else None
+            if lv and f"{lv}_bytes" in rows:  # a level the row has no bytes at: absent, not an unknown number
+                absent = pd.to_numeric(rows[f"{lv}_bytes"], errors="coerce").isna().to_numpy()
+                shown[h] = ["-" if a else t for a, t in zip(absent, shown[h])]
+    lines = [_left_headers(shown).to_string(index=False)]
     if len(rows) < n_total:
         lines.append(f"shown: {len(rows):,} of {n_total:,} rows, longest first; {more} for more")
     # wrapped to a terminal; one line per note when piped, so that grep finds a whole reason
@@ -261,10 +374,15 @@ def _note_refs(note: object, footnotes: dict[str, int]) -> str:
 
 def _legend(shown: pd.DataFrame, latency_threshold: float, hashed: bool) -> str:
     items = []
-    if (shown == "n/a").any().any():
+    cells = shown.astype(str).apply(lambda col: col.str.strip())
+    if (cells == "n/a").any().any():
         items.append("n/a unavailable (why: the notes)")
     if any(c.startswith("I ") for c in shown.columns):
         items.append("I = FLOP per byte at that memory level")
+        if any((shown[c] == NO_BYTES).any() for c in shown.columns if c.startswith("I ")):
+            items.append(f"I {NO_BYTES}: no bytes moved at that level (intensity unbounded: it binds nothing)")
+        if (cells[[c for c in shown.columns if c.startswith("I ")]] == "-").any().any():
+            items.append("- no bytes at that level (the notes say why)")
     if "% roof" in shown:
         items.append("% roof = achieved / the binding roof at this intensity")
     if "!" in shown and (shown["!"] == "!").any():
@@ -272,5 +390,5 @@ def _legend(shown: pd.DataFrame, latency_threshold: float, hashed: bool) -> str:
     if "bound" in shown and shown["bound"].eq("latency-limited").any():
         items.append(f"latency-limited = under {latency_threshold:g}% of every roof")
     if hashed:
-        items.append("#xxxx tells apart kernels with one short name (--by kernel prints full names)")
+        items.append("#xxxx tells apart kernels with one short name (--full-names prints them in full)")
     return "legend: " + "; ".join(items)

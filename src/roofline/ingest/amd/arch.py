@@ -30,9 +30,6 @@ _GFX = {"CDNA1": "gfx908", "CDNA2": "gfx90a", "CDNA3": "gfx942", "CDNA4": "gfx95
 #: rocprof-compute's VALU FP16 peak counts packed FP16 once (64 lanes × 2 FLOP per clock per CU), the
 #: convention of its FP16 FLOP counters; the architecture model's vector fp16 is the chip's packed rate
 VALU_FP16_PER_CLK = 128
-#: figures the architecture model does not hold yet, with their source
-_NOT_IN_MODEL = {"CDNA4": {"mfma_fp32": (256, "AMD Instinct MI355X data sheet (157.3 TF FP32 matrix = 256 CUs × "
-                                              "256 × 2.4 GHz)")}}
 
 
 def _family_rates(fam: str) -> dict[str, tuple[float, str]]:
@@ -43,7 +40,6 @@ def _family_rates(fam: str) -> dict[str, tuple[float, str]]:
     dense = arch.dense if arch is not None else {}
     out = {k: (dense[m].per_clk, dense[m].source) for k, m in _MODEL_KEYS.items() if m in dense}
     out["fp16"] = (VALU_FP16_PER_CLK, FP16_VALU_NOTE)
-    out.update(_NOT_IN_MODEL.get(fam, {}))
     return out
 
 

@@ -23,15 +23,16 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from roofline.errors import FormatMismatchError, InputNotFoundError, NoKernelsError
-from roofline.ingest.amd.arch import SYSINFO, read_csv, read_sysinfo
+from roofline.ingest.amd.arch import SYSINFO, describe, read_csv, read_sysinfo
 from roofline.ingest.amd.arch import number as _number
 from roofline.ingest.amd.rocprof_peaks import is_peaks_file, measured_roofs, peaks_from, tensor_peak, workload_peaks
 from roofline.ingest.amd.workload import PMC, is_workload, pass_files, pmc_path
@@ -340,6 +341,12 @@ def read(path: str | Path, definitions: str = "3.6", roofline_device: int = 0) -
     extra["xcd_count"] = int(_number(info.get("num_xcd")) or 1)
 
     peaks, peak_meta = workload_peaks(folder, info, roofline_device)
+    # the cache roofs no spec table gives: where sysinfo.csv lacks their inputs, the source says so (the
+    # compute, DRAM and L1 roofs it lacks are the roofs stage's to fill from the table, or to explain)
+    for col, needs in (("peak_l2_bytes_per_s", "total_l2_chan, max_sclk and a CDNA gfx target"),):
+        if col not in peaks:
+            cols[col], cols[source_column(col)] = math.nan, (
+                f"{UNAVAILABLE}: rocprof-compute's L2 peak needs {needs} in sysinfo.csv ({describe(info)})")
     for col, (value, source) in peaks.items():
         if col in ("peak_lds_bytes_per_s",):
             extra[col], extra[source_column(col)] = value, source
@@ -494,6 +501,19 @@ def read_metrics(path: str | Path) -> pd.DataFrame:
     return set_provenance(conform_metrics(frame), [meta])
 
 
-__all__ = ["read", "read_metrics", "is_workload", "is_peaks_file", "peaks_from", "looks_like_pmc_perf",
-           "measured_roofs", "workload_peaks", "line_bytes", "derive_counters", "Counters", "FORMAT", "MFMA_TYPES",
-           "EXTRA_COLUMNS"]
+__all__ = [
+    "EXTRA_COLUMNS",
+    "FORMAT",
+    "MFMA_TYPES",
+    "Counters",
+    "derive_counters",
+    "is_peaks_file",
+    "is_workload",
+    "line_bytes",
+    "looks_like_pmc_perf",
+    "measured_roofs",
+    "peaks_from",
+    "read",
+    "read_metrics",
+    "workload_peaks",
+]

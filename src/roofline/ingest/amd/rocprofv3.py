@@ -153,7 +153,7 @@ def _decode(path: Path) -> Tool:
             raise FormatMismatchError(path, "is JSON but not a rocprofv3 JSON (no 'rocprofiler-sdk-tool' list)") \
                 from None
         raise CorruptReportError(path, f"rocprofv3 JSON does not have the expected shape ({exc})") from None
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # (invalid UTF-8 in a string: a flipped bit)
         raise CorruptReportError(path, f"not valid JSON ({exc})") from None
 
 
@@ -196,7 +196,17 @@ def dispatch_rows(path: Path, fmt: str, dispatches: list[Dispatch], names: dict[
                   per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, definitions: str, where: str,
                   counters_where: str) -> pd.DataFrame:
     """Canonical rows of rocprofv3 dispatches (JSON or CSV): names by kernel id, agents by handle, and
-    summed counter values by dispatch id (None: no counters were collected)."""
+    summed counter values by dispatch id (None: no counters were collected). A field past 64 bits (JSON
+    integers have no bound) or of another type is a typed error naming it."""
+    try:
+        return _dispatch_rows(path, fmt, dispatches, names, agents, per_dispatch, definitions, where, counters_where)
+    except (OverflowError, TypeError, ValueError) as exc:  # found again only on this path: the common one is free
+        raise CorruptReportError(path, f"{where}: {_bad_field(dispatches, agents) or exc}") from None
+
+
+def _dispatch_rows(path: Path, fmt: str, dispatches: list[Dispatch], names: dict[int, str], agents: dict[int, Agent],
+                   per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, definitions: str, where: str,
+                   counters_where: str) -> pd.DataFrame:
     disp = sorted(dispatches, key=lambda d: (d.start_timestamp, d.dispatch_info.dispatch_id))
     n = len(disp)
     if n == 0:
@@ -242,6 +252,29 @@ def dispatch_rows(path: Path, fmt: str, dispatches: list[Dispatch], names: dict[
     for k, v in extra.items():
         frame[k] = pd.array(v, dtype="Int64") if k in ("dispatch_id", "agent_id", "queue_id") else v
     return frame
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _bad_field(dispatches: list[Dispatch], agents: dict[int, Agent]) -> str | None:
+    """The first dispatch or agent field that is not a 64-bit integer (what the frame's columns hold), said."""
+    lo, hi = _INT64
+    for d in dispatches:
+        i = d.dispatch_info
+        for name, v in (("start_timestamp", d.start_timestamp), ("end_timestamp", d.end_timestamp),
+                        ("dispatch_id", i.dispatch_id), ("kernel_id", i.kernel_id), ("agent_id", i.agent_id.handle),
+                        ("queue_id", i.queue_id.handle), *((f"grid_size.{a}", getattr(i.grid_size, a)) for a in "xyz"),
+                        *((f"workgroup_size.{a}", getattr(i.workgroup_size, a)) for a in "xyz")):
+            if v.__class__ is not int or not lo <= v <= hi:
+                return f"dispatch {i.dispatch_id!r}: {name} {v!r} is not a 64-bit integer"
+    for a in agents.values():
+        for name, v in (("cu_count", a.cu_count), ("max_engine_clk_fcompute", a.max_engine_clk_fcompute),
+                        ("wave_front_size", a.wave_front_size), ("num_xcc", a.num_xcc),
+                        ("logical_node_id", a.logical_node_id), ("id", a.id.handle)):
+            if v.__class__ is not int or not lo <= v <= hi:
+                return f"agent {a.id.handle!r}: {name} {v!r} is not a 64-bit integer"
+    return None
 
 
 def _device(a: Agent | None) -> str | None:

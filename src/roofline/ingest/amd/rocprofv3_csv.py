@@ -25,6 +25,7 @@ from roofline.errors import FormatMismatchError, NoKernelsError
 from roofline.ingest.amd import rocprofv3 as v3
 from roofline.ingest.amd.arch import read_csv
 from roofline.ingest.common import check_exists, provenance_record
+from roofline.ingest.validate import as_int, int_or_none
 from roofline.schema import conform_kernels, set_provenance
 
 FORMAT = "rocprofv3-csv"
@@ -66,8 +67,10 @@ def _csv(path: Path) -> pd.DataFrame:
 
 
 def _int(v: Any, default: int = 0) -> int:
+    """An optional integer field: its digits (e.g. "1" or "Agent 1"), within 64 bits, else ``default``."""
     m = re.search(r"-?\d+", str(v))
-    return int(m.group()) if m else default
+    out = int_or_none(m.group()) if m else None
+    return default if out is None else out
 
 
 def _col(frame: pd.DataFrame, *names: str) -> pd.Series | None:
@@ -111,11 +114,12 @@ def _dispatches_from_trace(frame: pd.DataFrame, where: Path) -> tuple[list[v3.Di
         name = str(r["kernel_name"])
         kid = _int(kernel_ids.iloc[i]) if kernel_ids is not None else by_name.setdefault(name, len(by_name))
         names.setdefault(kid, name)
-        disp.append(v3.Dispatch(
-            start_timestamp=_int(r["start_timestamp"]), end_timestamp=_int(r["end_timestamp"]),
+        disp.append(v3.Dispatch(  # the fields every row needs: a typed error naming the file, row and column
+            start_timestamp=as_int(where, f"row {i + 2}: Start_Timestamp", r["start_timestamp"]),
+            end_timestamp=as_int(where, f"row {i + 2}: End_Timestamp", r["end_timestamp"]),
             dispatch_info=v3.DispatchInfo(
                 agent_id=v3.Handle(_int(r.get("agent_id", -1), -1)), queue_id=v3.Handle(_int(r.get("queue_id", 0))),
-                kernel_id=kid, dispatch_id=_int(r["dispatch_id"]),
+                kernel_id=kid, dispatch_id=as_int(where, f"row {i + 2}: Dispatch_Id", r["dispatch_id"]),
                 workgroup_size=_dim(r, "workgroup_size"), grid_size=_dim(r, "grid_size"))))
     return disp, names
 
@@ -127,10 +131,13 @@ def _dim(r: dict[str, Any], base: str) -> v3.Dim3:
     return v3.Dim3(_int(r.get(base, 1), 1), 1, 1)
 
 
-def _counter_values(frame: pd.DataFrame) -> dict[int, dict[str, float]]:
+def _counter_values(frame: pd.DataFrame, where: Path) -> dict[int, dict[str, float]]:
     """Long form -> {dispatch id: {counter: Σ value}} (one row per counter instance: summed, like X_sum)."""
-    ids, names = _col(frame, "Dispatch_Id"), _col(frame, "Counter_Name")
-    values = pd.to_numeric(_col(frame, "Counter_Value"), errors="coerce")
+    ids, names, raw = _col(frame, "Dispatch_Id"), _col(frame, "Counter_Name"), _col(frame, "Counter_Value")
+    if ids is None or names is None or raw is None:
+        lack = [c for c, v in (("Dispatch_Id", ids), ("Counter_Name", names), ("Counter_Value", raw)) if v is None]
+        raise FormatMismatchError(where, f"lacks {', '.join(lack)}: not a rocprofv3 counter_collection.csv")
+    values = pd.to_numeric(raw, errors="coerce")
     out: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     grouped = pd.DataFrame({"d": ids.map(_int), "n": names, "v": values}).groupby(["d", "n"], sort=False)["v"].sum()
     for (d, n), v in grouped.items():
@@ -148,9 +155,12 @@ def read(path: str | Path, definitions: str = "3.6") -> pd.DataFrame:
     suffix = COUNTERS if is_counters else KERNELS
     prefix = _prefix(path.name, suffix) or ""
     counters_path = path if is_counters else path.parent / f"{prefix}{COUNTERS}"
-    per_dispatch = _counter_values(_csv(counters_path)) if counters_path.is_file() else None
+    per_dispatch = _counter_values(_csv(counters_path), counters_path) if counters_path.is_file() else None
     if is_counters:  # the counter collection alone: one dispatch per Dispatch_Id, its first row
-        first = frame.drop_duplicates(subset=[_col(frame, "Dispatch_Id").name])
+        ids = _col(frame, "Dispatch_Id")
+        if ids is None:
+            raise FormatMismatchError(path, "lacks Dispatch_Id: not a rocprofv3 counter_collection.csv")
+        first = frame.drop_duplicates(subset=[ids.name])
         disp, names = _dispatches_from_trace(first.reset_index(drop=True), path)
     else:
         disp, names = _dispatches_from_trace(frame, path)

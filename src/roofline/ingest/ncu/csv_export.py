@@ -1,4 +1,4 @@
-"""Nsight Compute CSV exports (``ncu --csv`` with ``--metrics``, ``--print-fp`` or ``--page details``).
+"""Nsight Compute CSV exports (``ncu --csv`` with ``--metrics``, ``--print-fp``, ``--page details`` or ``--page raw``).
 
 The long format has one row per (launch, metric). Program output and ``==PROF==`` lines may
 precede or follow the header; numbers carry thousands separators; ``--page details`` rows use
@@ -20,7 +20,9 @@ from typing import Any
 import pandas as pd
 
 from roofline.errors import CorruptReportError, NoKernelsError, UnsupportedFormatError, path_text
-from roofline.ingest.common import build_kernels_frame, head, provenance_record
+from roofline.ingest.common import build_kernels_frame, check_size, head, provenance_record
+from roofline.ingest.ncu.csv_raw import SECTION as RAW_SECTION
+from roofline.ingest.ncu.csv_raw import is_wide, long_records
 from roofline.schema import conform_metrics, set_provenance
 
 FORMAT = "ncu-csv"
@@ -49,6 +51,7 @@ _LABELS: dict[tuple[str, str], str] = {
     ("SM Frequency", "hz"): "sm__cycles_elapsed.avg.per_second",
     ("DRAM Frequency", "hz"): "dram__cycles_elapsed.avg.per_second",
     ("Memory Throughput", "byte/s"): "dram__bytes.sum.per_second",
+    ("DRAM Throughput", "%"): "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
     ("# SMs", "SM"): "device__attribute_multiprocessor_count",
 }
 
@@ -129,9 +132,17 @@ def short_name(demangled: str) -> str:
     return s.split("::")[-1].strip() or demangled
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def _split(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
     """(lines before the header, CSV rows from the header on, each row's line number)."""
-    lines = decode_text(path.read_bytes()).splitlines()
+    check_size(path)  # memory is ~10x the file: past the cap, refused before it is read
+    # CSV lines end at \n, \r\n or \r only: str.splitlines() also splits at U+2028, \x0c or \x85, which a
+    # quoted kernel name may hold (a valid export was rejected)
+    lines = _LINE_END.split(decode_text(path.read_bytes()))
+    if lines and not lines[-1]:
+        lines.pop()
     try:
         start = next(i for i, line in enumerate(lines) if line.startswith(HEADER_MARK))
     except StopIteration:
@@ -165,8 +176,10 @@ def _records(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     preamble, rows, numbers = _split(path)
     header, data = rows[0], rows[1:]
     if "Metric Name" not in header:
+        if is_wide(header):  # --page raw: one row per launch, turned into the long records
+            return preamble, long_records(path, header, data, numbers)
         raise UnsupportedFormatError(
-            path, "wide CSV (--page raw) is not supported yet; export with --csv --page details or --metrics"
+            path, "CSV with neither a Metric Name column nor the --page raw layout (launch columns, then metrics)"
         )
     # every row carries at least the columns up to the value (details rows leave the rule ones off)
     needed = header.index("Metric Value") + 1 if "Metric Value" in header else len(header) - 5
@@ -176,6 +189,10 @@ def _records(path: Path) -> tuple[list[str], list[dict[str, str]]]:
                 path, f"CSV row at line {line} has {len(r)} of the header's {len(header)} columns "
                       f"({needed} needed): cut short or damaged")
     return preamble, [dict(zip(header, r)) for r in data]
+
+
+#: the export a launch's records come from, by their section
+_METRIC_SETS = {"Command line profiler metrics": "custom", RAW_SECTION: "raw page"}
 
 
 def _kernel_id(kid: str, fallback: int) -> int:
@@ -220,7 +237,7 @@ def read_raw(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                 "cc": cc,
                 "grid_x": grid[0], "grid_y": grid[1], "grid_z": grid[2],
                 "block_x": block[0], "block_y": block[1], "block_z": block[2],
-                "metric_set": "custom" if rec.get("Section Name") == "Command line profiler metrics" else "details",
+                "metric_set": _METRIC_SETS.get(rec.get("Section Name", ""), "details"),
                 "raw": {},
             }
             launches[kid] = launch

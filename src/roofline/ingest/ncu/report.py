@@ -23,6 +23,7 @@ import pandas as pd
 
 from roofline._version import __version__
 from roofline.errors import CorruptReportError, MissingDependencyError, NoKernelsError, path_text
+from roofline.ingest import isolate
 from roofline.ingest.common import build_kernels_frame, check_magic, head, provenance_record
 from roofline.metrics.derive import is_relevant
 from roofline.metrics.evidence import is_evidence, rules_json
@@ -49,6 +50,30 @@ def _ncu_report() -> Any:
             "reading .ncu-rep files needs NVIDIA's ncu-report package: pip install ncu-report"
         ) from exc
     return ncu_report
+
+
+_WARM: list[Any] = []
+
+
+def _ncu_ready() -> Any:
+    """``ncu_report``, imported and initialised once in this process before the children that read reports
+    are forked: its first metric access (~90 ms: its metric tables) is then not paid again by each child.
+    The initialisation reads a bundled sample report; the process never opens a user's report itself."""
+    ncu = _ncu_report()
+
+    def warm() -> None:
+        from roofline.samples import path as sample
+
+        try:
+            ctx = ncu.load_report(str(sample("a10g-sgemm")))
+            ctx.range_by_idx(0).action_by_idx(0).metric_names()
+        except Exception:  # noqa: BLE001 - a speed-up only: each child then initialises on its own
+            return
+        _WARM.append(ctx)  # kept: the library's tables are dropped with its last open report
+
+
+    isolate.prepare_once("ncu_report", warm)
+    return ncu
 
 
 @contextlib.contextmanager
@@ -249,7 +274,7 @@ def _capture_time(data: bytes) -> str | None:
         except (ValueError, IndexError):
             continue
         if 1_400_000_000 < seconds < 2_500_000_000:  # 2014 .. 2049: a plausible capture date
-            return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).isoformat()
+            return _dt.datetime.fromtimestamp(seconds, _dt.UTC).isoformat()
     return None
 
 
@@ -311,9 +336,12 @@ def _rules(action: Any) -> str | None:
 
 
 def read_raw(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Per launch: identity plus the relevant raw metrics; and the file's provenance."""
+    """Per launch: identity plus the relevant raw metrics; and the file's provenance. ``ncu_report`` runs in
+    a forked child (:mod:`roofline.ingest.isolate`): a report that makes it abort is one typed error."""
+    _ncu_ready()  # imported and initialised here, once: each child starts with it (a missing package: said here)
     with _loadable(path) as name:
-        return _read_raw(path, load(path, name))
+        launches, meta = isolate.call(path, lambda: _read_raw(path, load(path, name)), "ncu_report")
+    return launches, meta
 
 
 def _read_raw(path: Path, ctx: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -371,11 +399,17 @@ def read(path: str | Path) -> pd.DataFrame:
 def read_metrics(path: str | Path) -> pd.DataFrame:
     """Every raw metric of every launch, with value and unit (lossless; instanced values expanded)."""
     path = Path(path)
+    _ncu_ready()
     with _loadable(path) as name:
-        return _read_metrics(path, load(path, name))
+        rows, meta = isolate.call(path, lambda: _read_metrics(path, load(path, name)), "ncu_report")
+    frame = pd.DataFrame(
+        rows,
+        columns=["source_file", "range_id", "kernel_id", "metric", "instance", "value", "value_text", "unit"],
+    )
+    return set_provenance(conform_metrics(frame), [meta])
 
 
-def _read_metrics(path: Path, ctx: Any) -> pd.DataFrame:
+def _read_metrics(path: Path, ctx: Any) -> tuple[list[tuple[Any, ...]], dict[str, Any]]:
     meta = report_metadata(path, ctx)
     rows: list[tuple[Any, ...]] = []
     kernel_id = 0
@@ -395,11 +429,7 @@ def _read_metrics(path: Path, ctx: Any) -> pd.DataFrame:
                 else:
                     rows.append(_row(path_text(path), r_idx, kernel_id, n, None, m.value(), unit))
             kernel_id += 1
-    frame = pd.DataFrame(
-        rows,
-        columns=["source_file", "range_id", "kernel_id", "metric", "instance", "value", "value_text", "unit"],
-    )
-    return set_provenance(conform_metrics(frame), [meta])
+    return rows, meta
 
 
 def _row(src: str, r: int, k: int, name: str, inst: str | None, v: Any, unit: str) -> tuple[Any, ...]:
@@ -410,4 +440,4 @@ def _row(src: str, r: int, k: int, name: str, inst: str | None, v: Any, unit: st
     return (src, r, k, name, inst, float(v), None, unit)
 
 
-__all__ = ["read", "read_metrics", "read_raw", "load", "FORMAT", "SUFFIXES", "__version__"]
+__all__ = ["FORMAT", "SUFFIXES", "__version__", "load", "read", "read_metrics", "read_raw"]

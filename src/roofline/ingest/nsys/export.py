@@ -34,9 +34,10 @@ from roofline.errors import (
     NoKernelsError,
     UnsupportedFormatError,
 )
-from roofline.ingest.common import gc_paused, head, open_sqlite, provenance_record
+from roofline.ingest.common import gc_paused, head, open_sqlite, provenance_record, sqlite_error, sqlite_tables
 from roofline.ingest.nsys import nvtx as nsys_nvtx
 from roofline.ingest.nsys import ranks as nsys_ranks
+from roofline.ingest.validate import as_float, as_int
 from roofline.schema import UNAVAILABLE, kernel_dtypes, set_provenance, source_column
 
 MAGIC = b"SQLite format 3\x00"
@@ -92,8 +93,8 @@ def read(path: str | Path) -> pd.DataFrame:
     try:
         with gc_paused():
             return _read(path, con, tables)
-    except sqlite3.DatabaseError as exc:  # damaged pages, a table that is not what its name says
-        raise CorruptReportError(path, f"SQLite error while reading the nsys export ({exc})") from None
+    except sqlite3.DatabaseError as exc:  # damaged pages, a table that is not what its name says, a budget
+        raise sqlite_error(path, con, exc, "SQLite error while reading the nsys export") from None
     finally:
         con.close()
 
@@ -130,7 +131,8 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, set[str]]:
     try:
         tables = _tables(con)
     except sqlite3.DatabaseError as exc:
-        raise CorruptReportError(path, f"not a readable SQLite database ({exc})") from None
+        con.close()
+        raise sqlite_error(path, con, exc, "not a readable SQLite database") from None
     if not any(t in tables for t in META_TABLES) and KERNEL_TABLE not in tables:
         con.close()
         raise FormatMismatchError(
@@ -140,7 +142,7 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, set[str]]:
 
 
 def _tables(con: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    return sqlite_tables(con)  # tables only: a view is the file author's query (a cross join ran for ever)
 
 
 def _columns(con: sqlite3.Connection, table: str) -> set[str]:
@@ -167,8 +169,12 @@ def _read(path: Path, con: sqlite3.Connection, tables: set[str]) -> pd.DataFrame
         raise NoKernelsError(path, "the nsys export has no kernel, memcpy or memset rows (CUDA trace off, or a "
                                    "trimmed export)" + (f"; no {', '.join(absent)} table" if absent else ""))
     rows = rows[np.argsort(rows[:, F["start"]], kind="stable")]
-    nvtx = _nvtx(con, tables, rows) if "NVTX_EVENTS" in tables else None
-    gpus = _gpus(con, tables)  # (table, properties by device id): read once, for the columns and provenance
+    try:
+        nvtx = _nvtx(con, tables, rows) if "NVTX_EVENTS" in tables else None
+    except (TypeError, ValueError, OverflowError) as exc:  # SQLite columns hold any type: text where ids belong
+        raise CorruptReportError(path, f"NVTX_EVENTS: a thread, domain, type, start or end that is not an integer "
+                                       f"({str(exc)[:200]})") from None
+    gpus = _gpus(path, con, tables)  # (table, properties by device id): read once, for the columns and provenance
     frame = _frame(path, con, tables, rows, nvtx, gpus)
     rec = provenance_record(path, "nsys-sqlite", tool="nsys", tool_version=info.get("EXPORT_PRODUCT_VERSION"),
                             export_schema=info.get("EXPORT_SCHEMA_VERSION"), reader=f"sqlite3 {sqlite3.sqlite_version}",
@@ -504,8 +510,10 @@ GPU_TABLES = (("TARGET_INFO_GPU", ("id", "name", "smCount", "computeMajor", "com
                                         "computeCapabilityMinor", "coreClockRate", "memoryBandwidth")))
 
 
-def _gpus(con: sqlite3.Connection, tables: set[str]) -> tuple[str | None, dict[int, tuple[Any, ...]]]:
-    """(table, device properties by device id: (name, SMs, compute capability, clock Hz, memory bandwidth B/s))."""
+def _gpus(path: Path, con: sqlite3.Connection, tables: set[str]) -> tuple[str | None, dict[int, tuple[Any, ...]]]:
+    """(table, device properties by device id: (name, SMs, compute capability, clock Hz, memory bandwidth B/s)).
+    A value of another type than the column's (SQLite columns hold any) is a typed error naming it; a number
+    that cannot be true of a GPU is made unavailable later, with a warning (``ingest/validate.py``)."""
     for table, want in GPU_TABLES:
         if table not in tables:
             continue
@@ -517,10 +525,13 @@ def _gpus(con: sqlite3.Connection, tables: set[str]) -> tuple[str | None, dict[i
         for i, name, sms, major, minor, clock, bw in con.execute(f'SELECT {sel} FROM "{table}"'):
             if i is None:
                 continue
+            i = as_int(path, f"{table}.{want[0]}", i)
+            sms = None if sms is None else as_int(path, f"{table}.{want[2]}", sms)
+            bw = None if bw is None else as_float(path, f"{table}.memoryBandwidth", bw, finite=False)
             cc = f"{major}.{minor}" if major is not None and minor is not None else None
             if not (isinstance(clock, (int, float)) and 1e8 <= clock <= 1e10):
                 clock = None  # a clock not in Hz (or damaged) is no clock, never a rescaled guess
-            out.setdefault(int(i), (name, sms, cc, clock, bw))  # several VMs may list a device: the first wins
+            out.setdefault(i, (name, sms, cc, clock, bw))  # several VMs may list a device: the first wins
         if out:
             return table, out
     return None, {}

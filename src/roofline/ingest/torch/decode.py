@@ -55,6 +55,8 @@ class Args(msgspec.Struct, gc=False):
     kernel: Any = None  # a launch event's kernel name (graph capture traces)
     kernel_flop: Any = None  # torch._inductor.analysis.profile_analysis (or Inductor benchmark_kernel) estimates
     kernel_num_gb: Any = None
+    out_nelems: Any = field(name="Out msg nelems", default=None)  # a collective's output message
+    collective: Any = field(name="Collective name", default=None)
 
 
 class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
@@ -67,7 +69,7 @@ class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     tid: Any = None
     ts: Any = None
     dur: Any = None
-    args: Union[Args, None] = None
+    args: Args | None = None
 
 
 #: the Chrome trace format's phases (https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU;

@@ -9,6 +9,15 @@ kernel's name and the ``External id`` of the op that launched it. The k-th kerne
 sequence: each replayed kernel is then attributed to its captured op and priced from that op's
 shapes. A replay whose kernel names match no captured sequence stays orphaned (its time is kept).
 
+A graph launched inside an op (torch.compile's ``Torch-Compiled Region``, whose cudagraph trees replay the
+compiled graph) has its kernels tied to that op, which has no shapes: they are offered to the join too, and
+stay with their op only where no captured graph matches. A replay may run a few kernels fewer or more than
+were captured (a capture-time kernel the replay skips): the two name sequences are then aligned (longest
+matching blocks) and the kernels that match are joined, the others reported. Where the capture folder's
+index (``execution_details.json``: file, batch size, mode, as vLLM, SGLang and TraceLens write it) gives each
+capture trace's batch size, a launch is joined to the capture of the smallest batch size that holds its own
+(the iteration annotation's ``execute_<N>_`` or SGLang's ``bs=<N>``), as the engines pad a batch up to it.
+
 Each joined op also carries the iteration annotation its graph launch ran under (vLLM's
 ``execute_…_context_…(sq…)_generation_…(sq…)``), whose context lengths price paged attention
 (``metrics/ops/attention.py``): the captured op's own arguments do not hold them.
@@ -17,6 +26,8 @@ Each joined op also carries the iteration annotation its graph launch ran under 
 from __future__ import annotations
 
 import contextvars
+import json
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -28,16 +39,66 @@ from roofline.ingest.torch.decode import Event, decode
 #: ``capture_traces/`` folder beside the replay is looked in
 CAPTURES: contextvars.ContextVar[tuple[Path, ...] | None] = contextvars.ContextVar("roofline_captures", default=None)
 MIN_MATCH = 0.95  # share of kernel names that must equal the captured ones, position by position
+#: the capture folder's index (vLLM, SGLang, TraceLens): [{"file": ..., "batch_size": N, "mode": "FULL"}, ...]
+INDEX = "execution_details.json"
+#: SGLang names one capture trace per batch size bs_<N>_rank<R>.json.gz (newer: bs_<N>_q_<Q>_rank<R>)
+_BS_FILE = re.compile(r"^bs_(\d+)_.*\.json(\.gz)?$")
+#: a replay's batch size: vLLM's iteration annotation execute_<N>_…, SGLang's step[DECODE bs=<N>]
+_BATCH = re.compile(r"^execute_(\d+)_|\bbs=(\d+)\b")
+
+
+def graph_launched(groups: dict[int, list[Event]], runtimes: dict[Any, Event]) -> list[tuple[int, int, Event]]:
+    """(op, position in its group, event) of the GPU events of CUDA/HIP graphs launched inside an op (their launch has the op's External id: a
+    torch.compile region replaying its cudagraph): the op has no shapes of them, the capture trace has."""
+    launches = {c for c, rt in runtimes.items() if "GraphLaunch" in str(rt.name)}
+    if not launches:
+        return []
+    return [(op, i, e) for op, evs in groups.items() for i, e in enumerate(evs)
+            if e.args is not None and e.args.correlation in launches]
+
+
+def capture_index(path: Path) -> dict[str, int | None] | None:
+    """{capture file name: batch size (None if not an integer)} of a capture folder's index file, or None when
+    ``path`` is not one (not a JSON list of objects each naming a ``file``)."""
+    try:
+        if path.name != INDEX or path.stat().st_size > 1 << 20:
+            return None
+        entries = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entries, list) or not entries or \
+            not all(isinstance(e, dict) and isinstance(e.get("file"), str) for e in entries):
+        return None
+    return {Path(e["file"]).name: (e["batch_size"] if e.get("batch_size").__class__ is int else None)
+            for e in entries}
+
+
+def _folder_captures(folder: Path) -> list[Path]:
+    """The capture traces of a folder: the files its index names and its Kineto traces (``*.pt.trace.json[.gz]``,
+    SGLang's ``bs_<N>_…json.gz``; a copied folder may hold a trace under another name than its index says)."""
+    index = capture_index(folder / INDEX) or {}
+    listed = [folder / name for name in index if (folder / name).is_file()]
+    return listed + sorted(p for p in folder.iterdir() if p.is_file() and p not in listed and (
+        p.name.endswith((".pt.trace.json", ".pt.trace.json.gz")) or _BS_FILE.match(p.name)))
 
 
 def capture_paths(replay: Path) -> list[Path]:
+    """The capture traces for ``replay``: those given (``--capture``: files, or folders of them), else the
+    ``capture_traces/`` folder beside it."""
     given = CAPTURES.get()
     if given is not None:
-        return list(given)
+        return [c for p in given for c in (_folder_captures(p) if p.is_dir() else [p])]
     folder = replay.parent / "capture_traces"
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if p.name.endswith((".pt.trace.json", ".pt.trace.json.gz")))
+    return _folder_captures(folder) if folder.is_dir() else []
+
+
+def capture_batch_size(path: Path) -> int | None:
+    """A capture trace's batch size: its folder's index entry, else SGLang's ``bs_<N>_`` file name."""
+    index = capture_index(path.parent / INDEX)
+    if index and index.get(path.name) is not None:
+        return index[path.name]
+    m = _BS_FILE.match(path.name)
+    return int(m.group(1)) if m else None
 
 
 class Captured:
@@ -46,6 +107,7 @@ class Captured:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.batch_size = capture_batch_size(path)
         with gc_paused():
             events, _ = decode(path, json_bytes(path))
         ops: dict[Any, Event] = {}
@@ -92,9 +154,10 @@ class CaptureContext:
         return getattr(self.threads, name)
 
 
-def iterations(events: list[Event], correlations: set[Any]) -> dict[Any, str]:
-    """Graph launch correlation -> the vLLM iteration annotation whose span holds the launch (same thread)."""
-    spans = Iterations(events)
+def iterations(events: list[Event], correlations: set[Any], pattern: Any = None) -> dict[Any, str]:
+    """Graph launch correlation -> the vLLM iteration annotation (or one ``pattern`` matches) whose span holds
+    the launch (same thread)."""
+    spans = Iterations(events, pattern)
     if not spans.spans:
         return {}
     found = {}
@@ -108,18 +171,30 @@ def iterations(events: list[Event], correlations: set[Any]) -> dict[Any, str]:
     return found
 
 
+def batch_sizes(events: list[Event], correlations: set[Any]) -> dict[Any, int]:
+    """Graph launch correlation -> the batch size the annotation holding the launch (same thread) names:
+    vLLM's ``execute_<N>_…``, SGLang's ``step[DECODE bs=<N>]``."""
+    out = {}
+    for corr, name in iterations(events, correlations, _BATCH).items():
+        m = _BATCH.search(name)
+        out[corr] = int(m.group(1) or m.group(2))  # type: ignore[union-attr]
+    return out
+
+
 class Iterations:
     """vLLM iteration annotations by thread, for ops that ran outside a graph (eager steps, or the
     attention between the pieces of vLLM's piecewise CUDA graphs): an op's iteration is the
-    annotation whose span holds it on its thread. Built on first use, from the replay's events."""
+    annotation whose span holds it on its thread. Built on first use, from the replay's events.
+    (``pattern``: annotations it matches instead, e.g. those naming a batch size.)"""
 
-    def __init__(self, events: list[Event]) -> None:
+    def __init__(self, events: list[Event], pattern: Any = None) -> None:
         from roofline.metrics.ops.attention import ITERATION
 
+        pattern = pattern or ITERATION
         self.spans: dict[tuple[Any, Any], list[tuple[float, float, str]]] = defaultdict(list)
         for e in events:
             if e.cat == "user_annotation" and e.name.__class__ is str and e.ts.__class__ in (int, float) \
-                    and e.dur.__class__ in (int, float) and ITERATION.search(e.name):
+                    and e.dur.__class__ in (int, float) and pattern.search(e.name):
                 try:
                     self.spans[(e.pid, e.tid)].append((float(e.ts), float(e.ts) + float(e.dur), e.name))
                 except TypeError:  # an unhashable pid/tid (damaged trace)
@@ -134,49 +209,115 @@ class Iterations:
         return next((name for lo, hi, name in spans if lo <= ts <= hi), None)
 
 
-def attribute(replay: Path, orphans: list[tuple[Event, str]], events: list[Event] | None = None
-              ) -> tuple[dict[int, tuple[Event, list[Event], Any]], list[tuple[Event, str]], list[str]]:
-    """(captured op id -> (op, its replayed kernels, its CaptureContext), the orphans left, notes)."""
-    graph = [(e, label) for e, label in orphans if label.startswith("orphan: graph replay")]
+def attribute(replay: Path, orphans: list[tuple[Event, str]], events: list[Event] | None = None,
+              owned: list[tuple[Event, str]] | None = None
+              ) -> tuple[dict[Any, tuple[Event, list[Event], Any]], list[tuple[Event, str]], list[str], set[int]]:
+    """((capture trace, captured op's External id, graph launch) -> (op, its replayed kernels, its
+    CaptureContext), the orphans left, notes, the positions in ``owned`` of the kernels joined). ``owned``:
+    replayed kernels of graphs launched inside an op (a compiled region), offered to the join too; those not
+    joined stay with their op. Keyed by values and positions, never by ``id()``: ``id(op) ^ hash(corr)``
+    collided, merging two ops' kernels at random (the vLLM trace gave 311-327 rows from one file)."""
+    owned = list(owned or ())
+    n = len(orphans)
+    graph = [(i, e) for i, (e, label) in enumerate(orphans) if label.startswith("orphan: graph replay")]
+    graph += [(n + j, e) for j, (e, _) in enumerate(owned)]
     paths = capture_paths(replay) if graph else []
     if not paths:
-        return {}, orphans, []
+        return {}, orphans, [], set()
     captured = [Captured(p) for p in paths]
-    by_launch: dict[Any, list[Event]] = defaultdict(list)
-    for e, _ in graph:
-        by_launch[e.args.correlation if e.args is not None else None].append(e)
-    joined: dict[int, tuple[Event, list[Event], Any]] = {}
+    by_launch: dict[Any, list[tuple[int, Event]]] = defaultdict(list)
+    for i, e in graph:
+        by_launch[e.args.correlation if e.args is not None else None].append((i, e))
+    joined: dict[Any, tuple[Event, list[Event], Any]] = {}
     try:
         steps = iterations(events or [], set(by_launch) - {None})
+        sizes = batch_sizes(events or [], set(by_launch) - {None})
     except TypeError:  # an unhashable correlation (damaged trace): no iteration known
-        steps = {}
+        steps, sizes = {}, {}
     done: set[int] = set()
     notes = []
-    for corr, kernels in by_launch.items():
-        kernels.sort(key=lambda e: float(e.ts))
+    aligned_memo: dict[Any, Any] = {}
+    for corr, launched in by_launch.items():
+        launched.sort(key=lambda ie: float(ie[1].ts))
+        kernels = [e for _, e in launched]
         names = [str(k.name) for k in kernels]
-        match = _match(names, captured)
+        match = _match(names, captured, sizes.get(corr), aligned_memo)
         if match is None:
             notes.append(f"graph launch {corr}: {len(kernels)} kernels match no captured graph")
             continue
-        cap, ops = match
-        notes.append(f"graph launch {corr}: {len(kernels)} kernels joined to {cap.path.name}")
-        for k, op in zip(kernels, ops):
+        cap, cap_names, ops, aligned = match
+        notes.append(f"graph launch {corr}: {len(kernels)} kernels joined to {cap.path.name}"
+                     + _unmatched(names, cap_names, aligned))
+        for (i, k), j in zip(launched, aligned):
+            op = ops[j] if j is not None else None
             if op is None:
                 continue
-            done.add(id(k))
-            slot = joined.setdefault(id(op) ^ hash(corr), (op, [], CaptureContext(cap.threads, steps.get(corr))))
+            done.add(i)
+            key = (str(cap.path), op.args.external_id if op.args is not None else None, corr)  # type: ignore[union-attr]
+            slot = joined.setdefault(key, (op, [], CaptureContext(cap.threads, steps.get(corr))))
             slot[1].append(k)
-    left = [(e, label) for e, label in orphans if id(e) not in done]
-    return joined, left, notes
+    left = [(e, label) for i, (e, label) in enumerate(orphans) if i not in done]
+    return joined, left, notes, {i - n for i in done if i >= n}
 
 
-def _match(names: list[str], captured: list[Captured]) -> tuple[Captured, list[Event | None]] | None:
-    for cap in captured:
-        for cap_names, ops in cap.graphs:
-            if len(cap_names) != len(names) or not names:
-                continue
-            same = sum(a == b for a, b in zip(names, cap_names))
-            if same >= MIN_MATCH * len(names):
-                return cap, ops
+def _unmatched(names: list[str], cap_names: list[str], aligned: list[int | None]) -> str:
+    """What an aligned (not position-by-position) join left out, for its note ("" when nothing)."""
+    if len(names) == len(cap_names):
+        return ""
+    used = {j for j in aligned if j is not None}
+    extra = [cap_names[j] for j in range(len(cap_names)) if j not in used]
+    lost = [n for n, j in zip(names, aligned) if j is None]
+
+    def said(what: list[str]) -> str:
+        return ", ".join(sorted({w[:60] for w in what})[:3]) + (" …" if len(set(what)) > 3 else "")
+
+    return (f" (aligned by name: {len(names) - len(lost)} of {len(names)} replayed, {len(cap_names)} captured"
+            + (f"; captured, not replayed: {len(extra)} ({said(extra)})" if extra else "")
+            + (f"; replayed, not captured: {len(lost)} ({said(lost)})" if lost else "") + ")")
+
+
+def _match(names: list[str], captured: list[Captured], batch: int | None, memo: dict[Any, Any]
+           ) -> tuple[Captured, list[str], list[Event | None], list[int | None]] | None:
+    """The first captured graph whose kernels the replayed ``names`` are (see :func:`_align`), the captures of
+    the smallest batch size ≥ the replay's ``batch`` tried first: (capture, its names, its ops, alignment)."""
+    if not names:
+        return None
+    windows = [(ci, gi, cap, g) for ci, cap in enumerate(captured) for gi, g in enumerate(cap.graphs)]
+    sizes = sorted({cap.batch_size for cap in captured if cap.batch_size is not None and batch is not None
+                    and cap.batch_size >= batch})
+    if sizes:  # (stable: the chosen batch size's windows first, the others in their order)
+        windows.sort(key=lambda w: w[2].batch_size != sizes[0])
+    key = tuple(names)
+    for ci, gi, cap, (cap_names, ops) in windows:
+        k = (ci, gi, key)
+        if k not in memo:
+            memo[k] = _align(names, cap_names)
+        if memo[k] is not None:
+            return cap, cap_names, ops, memo[k]
     return None
+
+
+def _align(names: list[str], cap_names: list[str]) -> list[int | None] | None:
+    """For each replayed kernel, the index of its captured launch; None when the graphs differ.
+
+    Equal lengths: position by position, when ≥ MIN_MATCH of the names agree (as before). Otherwise the
+    sequences are aligned by their longest matching blocks, and accepted when ≥ MIN_MATCH of the replayed
+    kernels match and the captured ones left over are a few (≤ 5%, or 2 in a small graph): a replay a few
+    kernels shorter or longer than its capture."""
+    n, m = len(names), len(cap_names)
+    if n == m:
+        same = sum(a == b for a, b in zip(names, cap_names))
+        return list(range(n)) if same >= MIN_MATCH * n else None
+    few = max(2.0, (1 - MIN_MATCH) * m)
+    if abs(n - m) > few:
+        return None
+    from difflib import SequenceMatcher
+
+    blocks = SequenceMatcher(None, names, cap_names, autojunk=False).get_matching_blocks()
+    matched = sum(b.size for b in blocks)
+    if matched < MIN_MATCH * n or m - matched > few:
+        return None
+    out: list[int | None] = [None] * n
+    for a, b, size in blocks:
+        out[a:a + size] = range(b, b + size)
+    return out

@@ -31,6 +31,7 @@ class Scan:
         self.steps: list[tuple[float, float, str]] = []
         self.notes: list[Event] = []
         self.skipped = self.n_events = 0
+        self.skipped_gpu = 0  # of the skipped: kernels, copies and memsets (their time is missing)
         self.has_ranges = False
 
     def add(self, events: list[Event]) -> None:
@@ -46,6 +47,7 @@ class Scan:
                 ts, dur = e.ts, e.dur
                 if ts.__class__ not in NUMBER or dur.__class__ not in NUMBER:
                     self.skipped += 1
+                    self.skipped_gpu += kind == 2
                     continue
                 if kind < 4:
                     e.cat = canon[e.cat]

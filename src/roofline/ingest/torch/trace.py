@@ -56,15 +56,17 @@ from roofline.ingest.torch.decode import (
     range_events,
     shapes,
 )
+from roofline.ingest.torch.devices import unlisted_devices
+from roofline.ingest.torch.graphs import graph_launched
 from roofline.ingest.torch.scan import COPY_CATS, KERNEL_CATS, NUMBER, Scan
 from roofline.ingest.torch.stream import Uncut
 from roofline.ingest.torch.stream import events as stream_events
 from roofline.ingest.torch.summary import estimates, trace_meta, unmodelled
 from roofline.ingest.torch.threads import Threads as _Threads
+from roofline.ingest.validate import note
 from roofline.metrics.flops import flops_from_counts
-from roofline.metrics.ops import CALLEE_OPS, NOT_RECORDED, OpCost, collective_bytes, conv_out_from_consumer, cost
-from roofline.metrics.ops.attention import OPS as PAGED_OPS
-from roofline.metrics.ops.attention import paged_cost
+from roofline.metrics.ops import CALLEE_OPS, NOT_RECORDED, OpCost, collective_cost, conv_out_from_consumer, cost
+from roofline.metrics.ops.attention import is_paged, paged_cost
 from roofline.schema import (
     COLUMN_POOL,
     UNAVAILABLE,
@@ -87,6 +89,11 @@ COST_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "flop_fp64
                 "flop_fp16_source", "flop_tensor_source", "tensor_path", "dram_bytes", "dram_bytes_source",
                 "op_args", "precision_evidence", "host_link_bytes", "op_kernels")
 MISSING = object()  # a signature not modelled yet (None is a cached "no model")
+#: the attribution of an op whose kernels are a graph replay no capture trace was joined to
+GRAPH_IN_OP = "op: graph replay (no capture trace joined)"
+NO_CAPTURE = (f"{UNAVAILABLE}: {{op}} replays a CUDA/HIP graph: its kernels' ops and shapes are in the trace "
+              "recorded while the graph was captured (vLLM/SGLang write capture_traces/; torch.compile: profile the "
+              "capture too); pass it with --capture")
 STEP = object()  # a row whose nvtx_range is the ProfilerStep holding it (looked up for all rows at once)
 #: a row's other varying columns, in the order of the tuples ``_build`` makes (``_ts`` sorts them)
 ROW_COLUMNS = ("_ts", "kernel_name", "kernel_short_name", "mangled_name", "nvtx_range", "_device", "duration_s",
@@ -131,7 +138,7 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
         if raw.__class__ is list:
             events.clear()  # (read() holds the one list of a whole decode: the events not kept are freed now)
     ops, by_ext, runtimes, gpu, steps, notes = scan.ops, scan.by_ext, scan.runtimes, scan.gpu, scan.steps, scan.notes
-    skipped, has_ranges, n_events = scan.skipped, scan.has_ranges, scan.n_events
+    skipped, has_ranges, n_events, skipped_gpu = scan.skipped, scan.has_ranges, scan.n_events, scan.skipped_gpu
     del scan, events
     if raw.__class__ is list:
         held, raw = raw, ((raw[0] if raw else json_bytes(path)) if has_ranges else b"")  # type: ignore[index]
@@ -189,17 +196,24 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
     # annotations and launches outlive events.clear(): paged attention looks its iteration up in them
     kept = notes + list(runtimes.values())
     rows.events = kept
-    for op, evs in groups.items():
-        rows.add(ops[op], evs, "op")
+    in_graph = graph_launched(groups, runtimes)  # graphs launched inside an op (a torch.compile region)
     graph_notes: list[str] = []
-    if any(label.startswith("orphan: graph replay") for _, label in orphans):
+    taken: set[int] = set()
+    if in_graph or any(label.startswith("orphan: graph replay") for _, label in orphans):
         from roofline.ingest.torch.graphs import attribute
 
-        joined, orphans, graph_notes = attribute(path, orphans, kept)
+        joined, orphans, graph_notes, taken = attribute(path, orphans, kept, [(e, "op") for _, _, e in in_graph])
         for cop, evs, cap_threads in joined.values():
             rows.threads = cap_threads  # a captured op's callees are in its capture trace
             rows.add(cop, evs, "graph replay: captured op")
         rows.threads = threads
+        if taken:  # (by position in the op's group: no id()-keyed state)
+            gone = {in_graph[j][:2] for j in taken}
+            groups = {op: kept_evs for op, evs in groups.items()
+                      if (kept_evs := [e for i, e in enumerate(evs) if (op, i) not in gone])}
+    replayed = {in_graph[j][0] for j in range(len(in_graph)) if j not in taken}  # ops still holding replayed kernels
+    for op, evs in groups.items():
+        rows.add(ops[op], evs, GRAPH_IN_OP if op in replayed else "op")
     for e, label in orphans:
         rows.add(None, [e], label)
     for r in ranges:
@@ -208,12 +222,17 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
 
     meta = provenance_record(path, "torch-trace", reader=f"msgspec {msgspec.__version__}")
     meta.update(trace_meta(top, n_events, gpu + ranges, orphans, groups, skipped))
+    if skipped_gpu:  # never silent: their time is missing from every total (a warning line, see ingest/validate.py)
+        note(meta, f"{skipped_gpu} GPU kernel/copy events have a ts or dur that is not a number: left out, their "
+                   "time is missing")
     # the events are not needed past here: freed before the frame's memory peak
     del ops, gpu, runtimes, groups, orphans, kept, threads, notes, ranges, by_ext
     rows.events = []
     rows.threads = None
     frame = rows.frame(path, rank)
     meta["unmodelled_ops"] = unmodelled(frame)
+    if rows.unlisted[1]:
+        meta["device_note"] = rows.unlisted[1]
     if graph_notes:
         meta["graph_replays"] = graph_notes
     return set_provenance(frame, [meta])
@@ -265,6 +284,7 @@ class _Rows:
         self.sources: dict[Any, str] = {}  # duration sources by (events, category), and by category for one event
         self.events: list[Event] = []
         self.iterations: Any = None
+        self.unlisted: tuple[dict[str, Any], str | None] = ({}, None)  # (the props of unlisted device ids, why)
 
     def add(self, op: Event | None, evs: list[Event], label: str) -> None:
         if len(evs) == 1:
@@ -331,11 +351,13 @@ class _Rows:
                 return cost(name, shapes(dims), shapes(args.input_type), shapes(args.concrete), out)
         elif name in CALLEE_OPS and (c.flops != c.flops or c.bytes != c.bytes):
             return self._moe(op, tuple(str(e.name) for e in evs if e.cat in KERNEL_CATS))
-        elif name in PAGED_OPS and c.flops != c.flops:  # lengths from the graph launch's iteration annotation
+        elif is_paged(name) and c.flops != c.flops:  # lengths from the graph launch's iteration annotation
             return paged_cost(name, shapes(dims), shapes(args.input_type), self._iteration(op))
         elif name in SPLIT_BACKWARD:
             found = self._from_caller(op, name)
-            if found is not None and found.flops == found.flops and found.bytes == found.bytes:
+            # the caller's count where it is whole, or where it has the FLOPs this op's own args lack (a torch
+            # 1.8 trace records no Input type: its bytes stay unavailable, saying so)
+            if found is not None and found.flops == found.flops and (found.bytes == found.bytes or c.flops != c.flops):
                 return found
         return None
 
@@ -430,13 +452,12 @@ class _Rows:
                 if found is None:
                     found = self.costs[(key, kernels, copies)] = _modelled(c, len(evs), kernels, copies)
                 return found
-        nelems = margs.nelems if margs is not None and margs.nelems is not None else (args.nelems if args else None)
-        if nelems is not None:
-            dtype = margs.dtype if margs is not None and margs.dtype is not None else (args.dtype if args else None)
-            coll = collective_bytes(nelems, dtype)
+        a = margs if margs is not None and margs.nelems is not None else args
+        if a is not None and a.nelems is not None:
+            coll = collective_cost(a.nelems, a.out_nelems, a.dtype, a.collective)
             if coll is not None:
                 why = f"{UNAVAILABLE}: a collective moves data; its reduction FLOPs are not modelled"
-                return (NAN, NAN, NAN, NAN, why, why, why, why, None, coll, "NCCL message: In msg nelems × dtype size")
+                return (NAN, NAN, NAN, NAN, why, why, why, why, None, coll[0], coll[1])
         if (evs[0].cat in COPY_CATS) if len(evs) == 1 else all(e.cat in COPY_CATS for e in evs):
             copied = _copy_bytes(evs)  # (floats summed from 0.0, never -0.0; NaN keys only miss the memo)
             found = self.costs.get(("copy", copied))  # one tuple per distinct (device, host, unknown): copies repeat
@@ -446,10 +467,14 @@ class _Rows:
         # the reason depends on the label, the op's name or its signature only: one tuple per distinct one
         # (a trace recorded without shapes has thousands of rows of the same few reasons)
         memo = ("orphan", label) if op is None else ("no args", str(op.name)) if args is None else ("no model", key)
+        if label is GRAPH_IN_OP:
+            memo = (label, str(op.name))  # type: ignore[union-attr]
         found = self.costs.get(memo)
         if found is None:
             if op is None:
                 why = f"{UNAVAILABLE}: {label}; no CPU op shapes to model it"
+            elif label is GRAPH_IN_OP:
+                why = NO_CAPTURE.format(op=op.name)
             elif args is None or (args.input_dims is NULL and args.input_dims_lc is NULL) or \
                     not shapes(args.input_dims if args.input_dims is not NULL else args.input_dims_lc):
                 why = (f"{UNAVAILABLE}: no Input Dims for {op.name}; "
@@ -502,6 +527,7 @@ class _Rows:
             dev_codes, firsts = np.zeros(n, dtype=np.intp), [0]
         else:
             dev_codes, firsts = first_codes(devices)  # (by value, as the device's properties are looked up)
+        self.unlisted = unlisted_devices([devices[i] for i in firsts], self.devices)
         props = [self._device(devices[i]) for i in firsts]
         for i, c in enumerate(("device_name", "sm_count", "compute_capability")):
             # one device (the usual trace): one value per column
@@ -516,7 +542,7 @@ class _Rows:
         return kernels_from_columns(cols, n)
 
     def _device(self, dev: Any) -> tuple[Any, Any, Any]:
-        prop = self.devices.get(dev) or self.only
+        prop = self.devices.get(dev) or self.only or self.unlisted[0]
         major, minor = prop.get("computeMajor"), prop.get("computeMinor")
         cc = f"{major}.{minor}" if major.__class__ is int and minor.__class__ is int else None  # damaged: unknown
         return prop.get("name"), prop.get("numSms"), cc

@@ -239,6 +239,21 @@ def library_gemm(long_name: str) -> Gemm | None:
     return Gemm(flops, nbytes, f"2·M·N·K with result {shape}, K={k} ({how})", lt)
 
 
+_TARGET = re.compile(r'custom_call_target="([^"]*)"')
+
+
+def unknown_custom_call(long_name: str) -> str | None:
+    """Why a custom-call's FLOPs are unknown (XLA's cost analysis gives an opaque custom-call 0 FLOPs: a library
+    or hand-written kernel, e.g. Transformer Engine's fused attention through composable_kernel), or None when
+    the op is no custom-call. 0 FLOPs from it would read as "no arithmetic": it is unavailable instead."""
+    m = _TARGET.search(long_name or "")
+    if m is None and " custom-call(" not in (long_name or ""):
+        return None
+    target = m.group(1) if m else "?"
+    return (f"XLA's cost analysis does not know the cost of custom-call {target!r} (an opaque library or "
+            "hand-written kernel: it reports 0 FLOPs for it); profile the kernel with ncu/rocprof for its FLOPs")
+
+
 def flop_column(category: str, op: str, long_name: str, tpu: bool) -> tuple[str, str | None]:
     """(flop column, tensor path) for an op's XLA FLOPs.
 

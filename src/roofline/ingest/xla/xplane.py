@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from roofline.errors import path_text
+from roofline.errors import CorruptReportError, path_text
 from roofline.hardware.names import by_capabilities
 from roofline.ingest.common import provenance_record
 from roofline.ingest.xla import cost as xc
@@ -73,6 +73,14 @@ def read(path: str | Path, cost_analysis: bool = True) -> pd.DataFrame:
     """
     path = Path(path)
     space = xd.load(path)
+    try:
+        return _read(path, space, cost_analysis)
+    except (TypeError, ValueError, OverflowError) as exc:  # a stat of another type than XLA writes, or past 64 bits
+        raise CorruptReportError(path, f"an XSpace stat of an unexpected type or size ({type(exc).__name__}: "
+                                       f"{str(exc)[:200]})") from None
+
+
+def _read(path: Path, space: Any, cost_analysis: bool) -> pd.DataFrame:
     planes = xd.device_planes(path, space)
     modules = xd.module_names(space)
     needs_cost = any(p.style == "gpu" for p in planes if p.ops)
@@ -309,6 +317,9 @@ def _gpu_cost(row: dict[str, Any], pid: int | None, op: str, n: int, costs: xc.C
         if not split["hbm_bytes"] > 0:  # 0 or NaN: XLA gave no bytes either
             split["hbm_bytes"] = gemm.bytes * n
             bsrc = f"model: operands + result from the HLO shapes × {n} (XLA's cost analysis gives 0 bytes)"
+    opaque = xc.unknown_custom_call(cost.long_name) if total == 0 and gemm is None else None
+    if opaque is not None:  # unknown is not zero
+        total, src = _NAN, f"{UNAVAILABLE}: {opaque}"
     _finish_cost(row, row["hlo_category"] or "", total, src, accessed, split, bsrc,
                  xc.flop_column(cost.category, op, cost.long_name, False))
 

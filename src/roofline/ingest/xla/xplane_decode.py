@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import CorruptReportError, FormatMismatchError, NoGpuWorkError
-from roofline.ingest.common import check_exists
+from roofline.ingest.common import check_exists, check_size
 
 OP_LINE = "XLA Ops"
 STEP_LINE = "Steps"
@@ -46,6 +46,7 @@ def load(path: Path) -> Any:
     from roofline.ingest.xla.protos import xplane_pb2
 
     check_exists(path)
+    check_size(path)  # protobuf objects take several times the file: past the cap, refused before it is read
     data = path.read_bytes()
     head = data[:64].lstrip()
     if data[:2] == b"\x1f\x8b" or head[:1] in (b"{", b"["):
@@ -279,7 +280,7 @@ def _gpu_ops(plane: Any, stats: Stats, out: PlaneOps, kernels: bool = False) -> 
 def _int(v: Any) -> int:
     try:
         return int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0
 
 

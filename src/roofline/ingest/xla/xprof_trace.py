@@ -72,14 +72,14 @@ def _load(path: Path) -> list[dict[str, Any]]:
 def _ps(v: Any) -> int | None:
     try:
         return round(float(v) * 1e6)  # µs -> ps
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # (1e308 µs is no time: inf ps)
         return None
 
 
 def _int(v: Any) -> int | None:
     try:
         return int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
@@ -106,13 +106,12 @@ def _planes(path: Path, events: list[dict[str, Any]]) -> list[xd.PlaneOps]:
 
 
 def _plane(name: str, evs: list[dict[str, Any]], threads: dict[tuple[Any, Any], str]) -> xd.PlaneOps:
-    line_of = {id(e): threads.get((e.get("pid"), e.get("tid")), "") for e in evs}
-    tpu = any(v == xd.OP_LINE for v in line_of.values())
+    lines = [threads.get((e.get("pid"), e.get("tid")), "") for e in evs]  # by position: no id()-keyed state
+    tpu = xd.OP_LINE in lines
     plane = xd.PlaneOps(name, "tpu" if tpu else "gpu", {}, [], None, None, [])
     modules = []  # (start, end, name, program id) of the XLA Modules events
     spans = []
-    for e in evs:
-        line = line_of[id(e)]
+    for e, line in zip(evs, lines):
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
         ts = _ps(e.get("ts"))  # the timeline's clock: what XLA Modules events are placed on
         start, dur = _int(args.get("device_offset_ps")), _int(args.get("device_duration_ps"))

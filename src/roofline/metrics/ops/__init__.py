@@ -31,13 +31,14 @@ from typing import Any
 # (imported for their models: each family registers them into MODELS)
 from roofline.metrics.ops import attention, elementwise, gemm, moe, movement, norms  # noqa: F401
 from roofline.metrics.ops.args import DTYPE_BYTES, bind, schemas
-from roofline.metrics.ops.collectives import collective_bytes
+from roofline.metrics.ops.collectives import collective_bytes, collective_cost
 from roofline.metrics.ops.core import MODELS, NAN, OpCost, compute, unavailable
 from roofline.metrics.ops.gemm import NOT_RECORDED, conv_out_from_consumer
 from roofline.metrics.ops.moe import CALLEE_OPS, callee_cost
 from roofline.metrics.ops.movement import inductor_buffers, inductor_moves_only
 
 __all__ = ["CALLEE_OPS", "DTYPE_BYTES", "MODELS", "NOT_RECORDED", "OpCost", "callee_cost", "collective_bytes",
+           "collective_cost",
            "compute", "conv_out_from_consumer", "cost", "inductor_moves_only", "modelled_ops"]
 
 
@@ -55,6 +56,8 @@ def cost(name: str, dims: Sequence[Any] | None, types: Sequence[str] | None,
     if f is None and name.startswith(("triton_poi_", "triton_red_", "triton_per_")) and isinstance(dims, list) \
             and isinstance(types, list):
         return inductor_buffers(name, dims, types)
+    if f is None and name.startswith("sglang_profiler::"):
+        return attention.sglang_paged(name, dims)  # (no schema: by position; priced once its lengths are known)
     if f is None or not dims or not isinstance(dims, (list, tuple)):
         return None
     if types is not None and not isinstance(types, (list, tuple)):

@@ -178,7 +178,9 @@ def _conv_backward(call: Call, _: Any) -> OpCost | None:
     precision, path = precision_of(call, call.dtype("grad_output"), True)
     which = "+".join(n for n, m in zip(("dgrad", "wgrad", "bias grad"), mask) if m)
     formula = f"{grads} × 2·N·Cout·∏out·Cin/g·∏k ({which}), each pass reads its operands and writes its gradient"
-    why = "" if not math.isnan(moved) else f"{name}: the input's shape is an int list the trace does not record"
+    # (bytes unknown with every shape known: no dtype recorded, which cost() says)
+    why = "" if not math.isnan(moved) or x is not None else \
+        f"{name}: the input's shape is an int list the trace does not record"
     return OpCost(float(flops), float(moved), precision, path, formula, why, matmul_like=True)
 
 

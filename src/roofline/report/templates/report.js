@@ -70,10 +70,12 @@
         s.n++; s.time += K.time[i] || 0;
         if (drawn(i)) { s.drawn++; s.drawnTime += K.time[i] || 0; }
       }
-      // the device with the most drawable time comes first, so the page opens on something to see
-      return Object.keys(DEVICES).sort(function (a, b) {
+      // the device with the most drawable time comes first, so the page opens on something to see (the
+      // order the PNG charts follow too: chart_data.device_order, which puts rows naming no device last)
+      var given = (M.device_order || []).filter(function (d) { return DEVICES[d]; });
+      return given.concat(Object.keys(DEVICES).filter(function (d) { return given.indexOf(d) < 0; }).sort(function (a, b) {
         return (DEVICES[b].drawnTime - DEVICES[a].drawnTime) || (DEVICES[b].drawn - DEVICES[a].drawn) || (DEVICES[b].time - DEVICES[a].time);
-      });
+      }));
     }
     function deviceName(d) { return d || 'unknown device'; }
     function setupFilters() {
@@ -83,7 +85,9 @@
         dv.appendChild(el('option', deviceName(d) + ' (' + (s.drawn ? s.drawn + ' of ' + s.n + ' kernel(s) drawable' : 'nothing drawable') + ')')).value = d;
       });
       state.device = dv.value || '';
-      dv.addEventListener('input', function () { state.device = dv.value; RANGE = null; drawPeaks(); applyFilters(); if (anyDrawn) drawPrograms(); drawSteps(); });
+      dv.addEventListener('input', function () {
+        state.device = dv.value; RANGE = null; drawHeadline(); levelBoxes(); drawPeaks(); applyFilters(); if (anyDrawn) drawPrograms(); drawSteps();
+      });
       var cb = document.getElementById('f-colour');
       cb.addEventListener('input', function () { state.colour = cb.value; drawKernels(); });
       var b = document.getElementById('f-bound');
@@ -97,6 +101,7 @@
       LEVELS.forEach(function (lv) {
         state.levelsOn[lv] = true;
         var lab = el('label'), cb = el('input');
+        lab.id = 'f-level-box-' + lv;
         cb.type = 'checkbox'; cb.checked = true; cb.id = 'f-level-' + lv;
         cb.addEventListener('change', function () { state.levelsOn[lv] = cb.checked; drawKernels(); });
         lab.appendChild(cb); lab.appendChild(document.createTextNode(' ' + M.level_labels[lv] + ' '));
@@ -105,6 +110,51 @@
       ['f-name', 'f-bound', 'f-precision'].forEach(function (id) {
         document.getElementById(id).addEventListener('input', applyFilters);
       });
+    }
+    function levelBoxes() {  // a box only for a level some kernel of the device has bytes at (traces: DRAM only)
+      LEVELS.forEach(function (lv) {
+        var has = false, b = K['bytes_' + lv];
+        for (var i = 0; i < N && !has; i++) if (cat('device', i) === state.device && b[i] > 0) has = true;
+        document.getElementById('f-level-box-' + lv).hidden = !has;
+      });
+    }
+    // ---- the headline of the device: GPU time, coverage, time by kind, MFU (analysis/headline.py) ------
+    var KIND_COLOURS = {'compute-bound': '#d62728', 'memory-bound': '#1f77b4', 'latency-limited': '#8c8c8c',
+      'no roof': '#e0a800', communication: '#9467bd', 'copies/memsets': '#17becf', idle: '#e5e7eb', unmodelled: '#f4a582'};
+    function pctText(v) { return (v === null || v === undefined || !isFinite(v)) ? 'n/a' : (100 * v).toFixed(1) + '%'; }
+    function headlineOf(d) { return (D.headline || {})[d] || null; }
+    function drawHeadline() {
+      var box = document.getElementById('headline'), h = headlineOf(state.device);
+      box.textContent = '';
+      if (!h) return;
+      var p = el('p'), big = el('span', 'GPU time ' + si(h.gpu_time_s, 's') + ' on ' + deviceName(state.device) + ': '
+        + pctText(h.coverage) + ' of it has a roofline point', 'big');
+      p.appendChild(big);
+      var rate = [];
+      if (h.achieved_flop_per_s !== null) rate.push('achieved ' + si(h.achieved_flop_per_s, 'FLOP/s') + (h.compute_peak
+        ? ' = ' + pctText(h.mfu) + ' of the ' + h.compute_peak.key + ' peak ' + si(h.compute_peak.value, 'FLOP/s') + ' (' + h.compute_peak.basis + '; MFU)' : ''));
+      if (h.achieved_dram_bytes_per_s !== null) rate.push(si(h.achieved_dram_bytes_per_s, 'B/s') + ' DRAM' + (h.dram_peak
+        ? ' = ' + pctText(h.mbu) + ' of ' + si(h.dram_peak.value, 'B/s') + ' (' + h.dram_peak.basis + '; MBU)' : ''));
+      if (rate.length) p.appendChild(document.createTextNode(' · ' + rate.join(' · ')));
+      box.appendChild(p);
+      var bar = el('div', undefined, 'kinds'), key = el('div', undefined, 'kinds-key');
+      bar.id = 'kinds-bar';
+      Object.keys(KIND_COLOURS).forEach(function (k) {
+        var v = h.shares[k]; if (!(v > 0)) return;
+        var seg = el('span'); seg.style.width = (100 * v) + '%'; seg.style.background = KIND_COLOURS[k];
+        seg.title = k + ' ' + pctText(v); seg.dataset.kind = k; bar.appendChild(seg);
+        var sw = el('i'); sw.style.background = KIND_COLOURS[k]; key.appendChild(sw);
+        key.appendChild(document.createTextNode(k + ' ' + pctText(v)));
+      });
+      box.appendChild(bar); box.appendChild(key);
+      if (h.reasons && h.reasons.length) {
+        var ul = el('ul', undefined, 'reasons');
+        h.reasons.slice(0, 3).forEach(function (r) {
+          ul.appendChild(el('li', pctText(r.share) + ' without a point: ' + r.reason + (r.fix ? ' — fix: ' + r.fix : '')));
+        });
+        if (h.reasons.length > 3) ul.appendChild(el('li', (h.reasons.length - 3) + ' more reason(s): roofline analyze --by summary'));
+        box.appendChild(ul);
+      }
     }
     function nameMatcher(q) {
       state.nameError = '';
@@ -141,8 +191,10 @@
     }
     function drawNote() {
       var s = DEVICES[state.device] || {n: 0, drawn: 0}, note = document.getElementById('device-note'), text = '';
+      var h = headlineOf(state.device), why = h && h.reasons && h.reasons.length ? h.reasons[0] : null;
       if (!s.drawn) text = 'Nothing drawable on ' + deviceName(state.device) + ': none of its ' + s.n
-        + ' kernel(s) has both FLOPs and bytes (the report has no FLOP or memory counters for them). The tables list them.';
+        + ' kernel(s) has both FLOPs and bytes: ' + (why ? why.reason + (why.fix ? ' (fix: ' + why.fix + ')' : '')
+        : 'their FLOPs are 0 (copies and data movement have no point on a FLOP/s axis)') + '. The tables list them.';
       else if (s.drawn < s.n) text = (s.n - s.drawn) + ' of ' + s.n + ' kernel(s) on ' + deviceName(state.device)
         + ' have no FLOPs or no bytes and are listed, not drawn.';
       note.textContent = text; note.hidden = !text;
@@ -244,34 +296,61 @@
       return RANGE;
     }
     function topCompute() { var t = 0; deviceRoofs().forEach(function (r) { if (r.kind === 'compute' && r.value > t) t = r.value; }); return t; }
+    function roofKind(key) { var h = key.indexOf('#'); return h < 0 ? key : key.slice(0, h); }  // 'dram#3' -> 'dram'
     function roofTraces() {
+      // one legend entry per roof kind: a device whose kernels ran under many roof sets (125 sets of ~10 roofs
+      // made plotly lay out 1,248 entries) shows each kind once, and a click on it toggles every set's roof of it
       var R = ranges(), x0 = Math.pow(10, R.x[0]), x1 = Math.pow(10, R.x[1]), top = topCompute() || Math.pow(10, R.y[1]);
-      var traces = [], minRidge = x1;
+      var traces = [], minRidge = x1, first = {}, sets = {};
+      function roofTrace(r, x, y, line) {
+        var kind = roofKind(r.key), t = {type: 'scatter', mode: 'lines', x: x, y: y, name: esc(r.label), line: line,
+          hovertemplate: esc(r.label) + '<extra></extra>', meta: 'roof:' + r.key, legendgroup: 'roof:' + kind,
+          showlegend: !first[kind]};
+        if (!first[kind]) first[kind] = t;
+        sets[kind] = (sets[kind] || 0) + 1;
+        return t;
+      }
       deviceRoofs().forEach(function (r) {
         if (r.kind !== 'bandwidth') return;
         var xe = top / r.value; if (xe < minRidge) minRidge = xe;
-        traces.push({type: 'scatter', mode: 'lines', x: [x0, xe], y: [r.value * x0, top], name: esc(r.label),
-          line: {color: '#444', dash: DASH[r.key] || 'solid', width: 1.5}, hoverinfo: 'name', meta: 'roof:' + r.key});
+        traces.push(roofTrace(r, [x0, xe], [r.value * x0, top],
+          {color: '#444', dash: DASH[roofKind(r.key)] || 'solid', width: 1.5}));
       });
       deviceRoofs().forEach(function (r) {
         if (r.kind !== 'compute') return;
         var xs = Math.min(minRidge, x1);
         deviceRoofs().forEach(function (b) { if (b.kind === 'bandwidth') xs = Math.min(xs, r.value / b.value); });
-        traces.push({type: 'scatter', mode: 'lines', x: [xs, x1], y: [r.value, r.value], name: esc(r.label),
-          line: {color: ROOF_COLOURS[r.key] || '#333', width: 2}, hoverinfo: 'name', meta: 'roof:' + r.key});
+        traces.push(roofTrace(r, [xs, x1], [r.value, r.value], {color: ROOF_COLOURS[roofKind(r.key)] || '#333', width: 2}));
+      });
+      Object.keys(first).forEach(function (kind) {  // the entry names the kind, each line's hover its own roof
+        if (sets[kind] > 1) first[kind].name = first[kind].name.replace(/ \[roof set [^\]]*\]$/, '')
+          + ' … ' + sets[kind] + ' roof sets';
       });
       return traces;
     }
+    // tick labels of our own, one per decade, always SI (plotly's 'SI' format turns to powers of ten past
+    // 10^14: 100T, then 10^15 and 10^16, on one axis)
+    var TICKS = {vals: [], text: []};
+    (function () {
+      var P = [[1e18, 'E'], [1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k'], [1, ''], [1e-3, 'm'], [1e-6, 'µ'], [1e-9, 'n']];
+      for (var e = -9; e <= 20; e++) {
+        var v = Math.pow(10, e), t = String(v);
+        for (var i = 0; i < P.length; i++) if (v >= P[i][0] * 0.999) { t = String(Math.round(v / P[i][0])) + P[i][1]; break; }
+        TICKS.vals.push(v); TICKS.text.push(t);
+      }
+    }());
     function layout(title) {
       var R = ranges();
       return {title: {text: esc(title), font: {size: 13}}, margin: {l: 70, r: 10, t: 40, b: 50}, hovermode: 'closest',
         // a label per decade only: plotly's default also labels 2 and 5 between them, which clutters
         // the axes and costs a text measurement (a forced layout) per label
-        xaxis: {type: 'log', range: R.x, dtick: 1, exponentformat: 'SI', minor: {showgrid: true, gridcolor: '#f3f3f3'},
+        xaxis: {type: 'log', range: R.x, tickmode: 'array', tickvals: TICKS.vals, ticktext: TICKS.text,
           title: {text: 'arithmetic intensity (FLOP/byte)'}},
-        yaxis: {type: 'log', range: R.y, dtick: 1, exponentformat: 'SI', minor: {showgrid: true, gridcolor: '#f3f3f3'},
+        yaxis: {type: 'log', range: R.y, tickmode: 'array', tickvals: TICKS.vals, ticktext: TICKS.text,
           title: {text: 'performance (FLOP/s)'}},
-        legend: {font: {size: 10}, itemclick: false, itemdoubleclick: false, groupclick: false}};
+        // a click on a roof's entry toggles that kind in every roof set (its legend group); marker keys are
+        // explanations only (their group holds no points)
+        legend: {font: {size: 10}, itemclick: 'toggle', itemdoubleclick: false, groupclick: 'togglegroup'}};
     }
     function chartRows() {
       // K is longest first, so the lowest indices are the longest kernels of the current filter
@@ -402,7 +481,7 @@
     // ---- details, tables -----------------------------------------------------------------------
     function showDetails(i) {
       var dl = document.getElementById('details-list'); dl.textContent = '';
-      var rows = [['kernel', K.name[i]], ['id', K.id[i]], ['NVTX range', cat('nvtx', i) || '—'], ['device', cat('device', i)],
+      var rows = [['kernel', K.name[i]], ['id', K.id[i]], ['category', cat('category', i)], ['NVTX range', cat('nvtx', i) || '—'], ['device', cat('device', i)],
         ['time', si(K.time[i], 's')], ['FLOPs', si(K.flop[i], 'FLOP')], ['precision', cat('precision', i)],
         ['achieved', si(K.achieved[i], 'FLOP/s')]];
       LEVELS.forEach(function (lv) {
@@ -418,15 +497,24 @@
       rows.forEach(function (r) { dl.appendChild(el('dt', r[0])); dl.appendChild(el('dd', String(r[1]))); });
       document.getElementById('details').dataset.kernel = String(i);
     }
-    var COLUMNS = [['#', 'rank'], ['kernel', 'name'], ['NVTX', 'nvtx'], ['time', 'time'], ['FLOP', 'flop'],
+    var COLUMNS = [['#', 'rank'], ['kernel', 'name'], ['category', 'category'], ['NVTX', 'nvtx'], ['time', 'time'], ['FLOP', 'flop'],
       ['precision', 'precision'], ['achieved', 'achieved']].concat(LEVELS.map(function (lv) { return ['I ' + M.level_labels[lv], 'int_' + lv]; }))
-      .concat([['roof', 'binding'], ['bound', 'bound'], ['% roof', 'pct'], ['note', 'note']]);
+      .concat([['roof', 'binding'], ['bound', 'bound'], ['% roof', 'pct'], ['notes', 'note']]);
     function value(key, i) {
       if (key === 'rank') return i;
-      if (key === 'nvtx' || key === 'precision' || key === 'binding' || key === 'bound') return cat(key, i);
-      if (key === 'note') return drawn(i) ? cat('note', i) : 'not drawn: no FLOPs or bytes' + (cat('note', i) ? '; ' + cat('note', i) : '');
+      if (key === 'nvtx' || key === 'precision' || key === 'binding' || key === 'bound' || key === 'category') return cat(key, i);
+      if (key === 'note') return noteRefs(i).map(function (r) { return r + 1; }).join(',') + (drawn(i) ? '' : ' (not drawn)');
       if (key === 'name') return K.name[i];
       return K[key][i];
+    }
+    function noteRefs(i) { var c = K.note_code[i]; return c < 0 || !K.note_refs ? [] : K.note_refs[c]; }
+    function drawNotes(rows) {  // each note once, numbered as the table's notes column refers to it
+      var used = {}, list = document.getElementById('notes-list');
+      rows.forEach(function (i) { noteRefs(i).forEach(function (r) { used[r] = 1; }); });
+      list.textContent = '';
+      Object.keys(used).map(Number).sort(function (a, b) { return a - b; }).forEach(function (r) {
+        var li = el('li', K.note_parts[r]); li.value = r + 1; list.appendChild(li);
+      });
     }
     function cell(key, i) {
       var v = value(key, i);
@@ -470,15 +558,18 @@
         tbody.appendChild(tr);
       });
     }
+    function topRows() { return state.filtered.slice().sort(function (a, b) { return a - b; }).slice(0, M.top); }
+    function pageRows() { return state.filtered.slice(state.page * PAGE, (state.page + 1) * PAGE); }
     function drawTop() {  // the longest kernels that pass the filters (K is longest first)
-      var rows = state.filtered.slice().sort(function (a, b) { return a - b; }).slice(0, M.top);
-      fill(document.querySelector('#top-table tbody'), rows);
+      fill(document.querySelector('#top-table tbody'), topRows());
+      drawNotes(topRows().concat(pageRows()));
     }
     function drawTable() {
       var pages = Math.max(1, Math.ceil(state.filtered.length / PAGE));
       if (state.page >= pages) state.page = pages - 1;
-      fill(document.querySelector('#stats-table tbody'), state.filtered.slice(state.page * PAGE, (state.page + 1) * PAGE));
+      fill(document.querySelector('#stats-table tbody'), pageRows());
       document.getElementById('page').textContent = 'page ' + (state.page + 1) + ' of ' + pages;
+      drawNotes(topRows().concat(pageRows()));
     }
     function drawPeaks() {
       var tb = document.querySelector('#peaks-table tbody'), want = deviceName(state.device);
@@ -494,7 +585,7 @@
     // ---- start ---------------------------------------------------------------------------------
     var anyDrawn = false; for (var i = 0; i < N; i++) if (drawn(i)) { anyDrawn = true; break; }
     if (!anyDrawn) document.getElementById('empty').hidden = false;
-    mark('start'); setupFilters(); drawPeaks(); drawCollect(); mark('filters+peaks');
+    mark('start'); setupFilters(); levelBoxes(); drawHeadline(); drawPeaks(); drawCollect(); mark('filters+peaks');
     header(document.getElementById('stats-table'), true);
     header(document.getElementById('top-table'), false);
     if (anyDrawn) { drawPrograms(); }

@@ -1,0 +1,92 @@
+"""Three promises over every shared fixture (issue 31): no 0 FLOP for work whose cost is unknown, no ``inf`` in
+any table, no "FLOPs are a lower bound" note without a precision whose counters are missing."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import roofline
+from conftest import CSV_DEVICE, SHARED, fixture_names, shared
+from roofline.schema import FLOP_COLUMNS, UNAVAILABLE, source_column
+
+
+def _analysed(rel: str):
+    from roofline.errors import NoGpuWorkError
+    from roofline.pipeline import Options, run
+
+    path = shared(rel)
+    device = CSV_DEVICE[path.name[:4]] if path.suffix == ".csv" else None
+    try:
+        roofline.read(path)
+    except NoGpuWorkError:
+        return None
+    return run([path], Options(device=device)).frame
+
+
+@pytest.mark.parametrize("rel", fixture_names())
+def test_every_fixture_keeps_the_three_promises(rel):
+    r = _analysed(rel)
+    if r is None:
+        assert "cpu-only" in rel
+        return
+    # 1. a FLOP count of 0 is a measured or modelled 0: its source never says the cost is unknown
+    for c in FLOP_COLUMNS:
+        zero = (r[c] == 0).fillna(False).to_numpy()
+        src = r[source_column(c)].astype("string").fillna("")
+        assert not (zero & src.str.startswith(UNAVAILABLE).to_numpy()).any(), (rel, c)
+    if "hlo_expression" in r:  # XLA's cost analysis gives an opaque custom-call 0: it must read unavailable
+        flop = r[list(FLOP_COLUMNS)].sum(axis=1, min_count=1)
+        opaque = r["hlo_expression"].astype("string").str.contains(" custom-call(", regex=False, na=False) \
+            & ~r["hlo_expression"].astype("string").str.contains(r"gemm|matmul|conv|cublas|cudnn|hipblas|miopen",
+                                                                  case=False, na=False)
+        assert not (opaque & (flop == 0)).any(), rel
+    # 2. no inf in the table (the rows holding an infinite value, and the longest ones)
+    from roofline.report.table import format_table
+
+    numeric = r.select_dtypes("number").to_numpy(dtype=float, na_value=np.nan)
+    odd = np.isinf(numeric).any(axis=1)
+    shown = r[odd | (np.arange(len(r)) < 40)]
+    text = format_table(shown)
+    assert not re.search(r"(?<![A-Za-z])inf(?![A-Za-z])", text), (rel, [ln for ln in text.splitlines() if "inf" in ln][:3])
+    # 3. "a lower bound: fp16 unavailable" only where that precision's FLOPs are unavailable, and, where the
+    # report has per-opcode instruction counts, only where they show an instruction of that precision
+    notes = r["analysis_note"].astype("string").fillna("")
+    opcodes = _opcodes(shared(rel)) if rel.endswith(".ncu-rep") else {}
+    for i in np.flatnonzero(notes.str.contains("FLOPs are a lower bound", regex=False).to_numpy()):
+        missing = re.search(r"FLOPs are a lower bound: ([a-z0-9, ]+) unavailable", notes.iloc[i]).group(1)
+        for p in [p.strip() for p in missing.replace(" and ", ",").split(",") if p.strip()]:
+            assert np.isnan(r[f"flop_{p}"].iloc[i]), (rel, i, p)
+            assert str(r[source_column(f"flop_{p}")].iloc[i]).startswith(UNAVAILABLE), (rel, i, p)
+            ops = opcodes.get(int(r["kernel_id"].iloc[i]))
+            if ops is not None and p in _PREFIXES:
+                assert any(o.startswith(_PREFIXES[p]) for o in ops), (rel, i, p, sorted(ops)[:20])
+
+
+_PREFIXES = {"fp64": ("DADD", "DMUL", "DFMA"), "fp32": ("FADD", "FMUL", "FFMA"), "fp16": ("HADD", "HMUL", "HFMA")}
+
+
+def _opcodes(path) -> dict[int, set[str]]:
+    """Per launch (in report order), the opcodes its per-opcode counts show executed, read with ncu_report."""
+    import ncu_report
+
+    ctx = ncu_report.load_report(str(path))
+    out, k = {}, 0
+    for i in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(i)
+        for j in range(rng.num_actions()):
+            m = rng.action_by_idx(j).metric_by_name("sass__inst_executed_per_opcode_with_modifier_all")
+            if m is not None and m.has_correlation_ids():
+                keys = m.correlation_ids()
+                out[k] = {str(keys.value(n)).split(".")[0] for n in range(m.num_instances()) if m.value(n)}
+            k += 1
+    return out
+
+
+def test_the_fixture_list_knows_the_capture_traces_folder():
+    names = fixture_names()
+    assert not any(n.endswith("execution_details.json") for n in names)
+    caps = sorted(p.relative_to(SHARED).as_posix() for p in (SHARED / "traces" / "capture_traces").rglob("*.json.gz"))
+    assert caps and set(caps) <= set(names)
