@@ -89,6 +89,10 @@ def test_findings_are_ranked_by_estimated_time_saved():
     path = shared("ncu/sm90_h800_pytorch-flashattn_full-nvtx.ncu-rep")
     frame = roofline.read(path)
     table = findings(frame)
+    # the notebook API gives the same table (top level, a result's method, a run's method)
+    result = roofline.analyze(frame)
+    for same in (roofline.findings(result), result.findings(), roofline.run([path]).findings()):
+        pd.testing.assert_frame_equal(same, table)
     expected = []
     for k, a in enumerate(ncu_actions(path)):
         dur = frame["duration_s"].iloc[k]
@@ -381,9 +385,35 @@ def test_html_report_shows_the_pipe_findings_next_step_and_collect_next(tmp_path
     details = page.locator("#details-list").inner_text()
     assert "binding pipe" in details and "LSU (loads, stores, shared memory)" in details
     assert "pipe roof" in details and "next step" in details and "issue fewer load/store instructions" in details
+    # the latency-limited launch of update_centroids (the other one's replay did not complete): its cause
+    k = page.evaluate("window.rooflineReport.kernels.name.findIndex((n, i) => n.includes('update_centroids') && "
+                      "window.rooflineReport.kernels.time[i] > 0)")
+    page.evaluate(f"window.rooflineReport.showDetails({k})")
+    details = page.locator("#details-list").inner_text()
+    cause = frame.loc[frame["bound"] == "latency-limited", "latency_cause"].item()
+    assert cause.startswith("under one wave; low achieved occupancy; stall: ") and f"latency cause\n{cause}" in details
     # the chart's pipe roofs: dotted lines at the pipe ceilings of the pipe-bound kernels
     ys = sorted(page.evaluate("document.getElementById('kernel-chart').data.filter(t => (t.meta || '').startsWith('pipe:'))"
                               ".map(t => t.y[0])"))
     bound = frame[pipe_bound(frame)]
     assert ys == pytest.approx(sorted(bound["pipe_ceiling_flop_per_s"]), rel=1e-4)  # (5 significant digits in the page)
     assert problems == []
+
+
+def test_latency_cause_is_the_evidence_as_a_tidy_column():
+    path = shared("ncu/sm90_h800_pytorch-flashattn_full-nvtx.ncu-rep")
+    frame = roofline.analyze(roofline.read(path))
+    a = list(ncu_actions(path))[1]  # 8 blocks, 12.4% of a theoretical 75% occupancy: ncu's Small Grid rule
+    # warps stalled per issued instruction, by reason ("selected" is issuing, not a stall)
+    stalls = {n: a[n].value() for n in a.metric_names() if n.startswith("smsp__average_warps_issue_stalled_")
+              and n.endswith("_per_issue_active.ratio") and "_stalled_selected_" not in n}
+    top = sorted(((v, n.removeprefix("smsp__average_warps_issue_stalled_").removesuffix("_per_issue_active.ratio"))
+                  for n, v in stalls.items() if v >= 1.0), reverse=True)[:2]
+    assert frame["latency_cause"].iloc[1] == "; ".join(["under one wave", "low achieved occupancy",
+                                                        *(f"stall: {k}" for _, k in top)])
+    bare = analysed([kernel_row(flop_fp32=1e6, dram_bytes=1e5, l2_bytes=1e5, l1_bytes=1e5),
+                     kernel_row(kernel_id=1, flop_fp32=1e11, duration_s=1e-3, dram_bytes=1e5, l2_bytes=1e5,
+                                l1_bytes=1e5)])
+    assert bare["latency_cause"].iloc[0] == ("unavailable: nothing recorded tells which (collect with ncu --section "
+                                             "LaunchStats --section Occupancy --section WarpStateStats)")
+    assert pd.isna(bare["latency_cause"].iloc[1])  # not latency-limited: no cause

@@ -226,11 +226,11 @@ def summary(frame: pd.DataFrame) -> list[str]:
         what = "; ".join(x for x in (("no shapes (Input Dims)" if it["no_shapes"] else ""),
                                       (f"missing: {lack}" if lack else "")) if x)
         share = float(it["share"])  # type: ignore[arg-type]
-        when = f"{100 * share:.1f}% of the time" if share == share else "time unknown"
+        when = f"{100 * share:.1f}% of the time" if not math.isnan(share) else "time unknown"
         ops = f"op {', '.join(it['ops'])}; " if it["ops"] else ""  # type: ignore[arg-type]
         lines.append(f"  {it['kernel']} ({ops}{when}; {what}):")
         lines += [f"    {c}" for c in it["commands"]]  # type: ignore[attr-defined]
     return lines
 
 
-__all__ = ["plan", "summary", "collect_next_column", "ncu_command", "LAST_NCU", "RECORD_SHAPES"]
+__all__ = ["LAST_NCU", "RECORD_SHAPES", "collect_next_column", "ncu_command", "plan", "summary"]

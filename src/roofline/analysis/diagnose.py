@@ -2,7 +2,7 @@
 the pipe that binds, Nsight Compute's own findings, and one next step, each from what the profile records.
 
 ``analyze`` calls :func:`diagnose` on the roofline frame. It adds ``binding_pipe``, ``binding_pipe_pct``,
-``co_critical_pipes``, ``pipe_ceiling_flop_per_s`` (``pipes.py``), ``next_step`` and ``collect_next``
+``co_critical_pipes``, ``pipe_ceiling_flop_per_s`` (``pipes.py``), ``latency_cause``, ``next_step`` and ``collect_next``
 (``collect.py``), and rewrites ``analysis_note`` parts:
 
 * above a roof: the hierarchy's "no recorded evidence explains it" is replaced by the cause the evidence
@@ -46,6 +46,7 @@ from roofline.analysis.pipes import (
     pipe_utilisation,
     top_findings,
 )
+from roofline.analysis.remedies import PIPE_STEPS, STALLS
 from roofline.analysis.render import Factor, Source
 from roofline.frames import group_ids
 
@@ -60,49 +61,6 @@ STALL_FLOOR = 1.0
 #: a memory roof used at least this much (% of roof) is "at the roof"; ncu's SpeedOfLight rule calls 60 % high
 HIGH_PCT = 60.0
 
-#: what each warp-stall reason means (ncu Profiling Guide, "Warp Stall Reasons"), and the step it points to
-STALLS = {
-    "long_scoreboard": ("waiting on global/local memory (L1TEX) results",
-                        ("hide memory latency: more independent loads in flight per warp, prefetch into shared memory, "
-                         "or more resident warps")),
-    "short_scoreboard": ("waiting on shared memory or MIO results",
-                         "fewer shared-memory round trips (bank conflicts, dependent shared loads)"),
-    "wait": ("fixed-latency dependencies", "more independent instructions between dependent ones (unroll, interleave)"),
-    "barrier": ("waiting at __syncthreads", "less work imbalance between the warps of a block, fewer barriers"),
-    "membar": ("waiting on memory barriers", "fewer memory fences"),
-    "math_pipe_throttle": ("its math pipe was busy", "spread the math over more pipes, or accept: the pipe is busy"),
-    "mio_throttle": ("the MIO queue was full (shared memory, special math, dynamic branches)",
-                     "fewer shared-memory and special-function instructions"),
-    "lg_throttle": ("the local/global memory queue was full", "fewer, wider memory instructions (vectorised loads)"),
-    "tex_throttle": ("the texture queue was full", "fewer texture/surface instructions"),
-    "imc_miss": ("an immediate-constant cache miss", "keep constants in registers or uniform across the warp"),
-    "no_instruction": ("an instruction-cache miss or an empty pipeline after a branch", "smaller, less branchy code"),
-    "branch_resolving": ("resolving branch targets", "fewer divergent branches"),
-    "dispatch_stall": ("the dispatcher could not issue", "nothing in the code: a pipeline conflict"),
-    "drain": ("draining memory stores at exit", "nothing: the kernel's end"),
-    "sleeping": ("a nanosleep or yield", "fewer sleeps/spins"),
-    "misc": ("miscellaneous reasons", ""),
-    "not_selected": ("eligible but another warp issued", "nothing: enough warps are ready (fewer would do)"),
-    "gmma": ("waiting on warpgroup MMA", "overlap the MMA with other work (pipelining)"),
-}
-
-#: the step a pipe-bound kernel's binding pipe points to
-PIPE_STEPS = {
-    "xu": "reduce transcendental work on the XU pipe (fast-math intrinsics such as __expf/exp2f, fewer exp/sin/rsqrt "
-          "per element, conversions out of the inner loop)",
-    "lsu": "issue fewer load/store instructions: wider (vectorised) accesses, reuse in registers or shared memory",
-    "alu": "cut integer and logic instructions (index arithmetic, comparisons): hoist and strength-reduce them",
-    "adu": "fewer divergent branches and address-divergent accesses",
-    "cbu": "fewer branches and barriers in the inner loop",
-    "fp64": "the FP64 pipe is saturated: mixed precision where accuracy allows",
-    "tensor": "the tensor pipe is at its issue limit: only a narrower type (fp8/int8), 2:4 sparsity or less work is faster",
-    "mfma": "the matrix cores are at their issue limit: only a narrower type, sparsity or less work is faster",
-    "valu": "the vector ALU is saturated: fewer instructions per element, or matrix cores if the math is a matmul",
-    "salu": "cut scalar (uniform) instructions: loop bookkeeping, address arithmetic",
-    "lds": "fewer LDS accesses and bank conflicts",
-    "tex": "fewer texture/surface instructions",
-    "uniform": "cut uniform-datapath instructions (loop bookkeeping)",
-}
 _MATMUL_NAME = re.compile(r"gemm|conv|matmul|wmma|mma|cutlass|cublas|attention|flash", re.IGNORECASE)
 _CLOCK = re.compile(r"(\d+(?:\.\d+)?) ?(MHz|GHz)")
 
@@ -134,7 +92,7 @@ class _Rows:
     def _value(self, name: str, r: int) -> Any:
         col = self._cols.get(name, False)
         if col is False:
-            col = self._cols[name] = self.frame[name] if name in self.frame else None
+            col = self._cols[name] = self.frame.get(name)
         return None if col is None else col.iat[r]
 
     def text(self, name: str, r: int) -> str:
@@ -254,29 +212,47 @@ def _stalls(text: str, most: int = 2) -> list[tuple[str, float]]:
 
 def _blocks(v: _Rows, r: int) -> float:
     dims = [v.num(f"grid_{a}", r) for a in "xyz"]
-    return math.prod(d if d == d else 1.0 for d in dims) if dims[0] == dims[0] else math.nan
+    return math.prod(1.0 if math.isnan(d) else d for d in dims) if not math.isnan(dims[0]) else math.nan
 
 
 def latency_evidence(v: _Rows, r: int) -> list[str]:
     """What the profile records about a latency-limited row: waves, occupancy, stalls (empty: nothing)."""
     parts = []
     waves, sms, blocks = v.num("waves_per_sm", r), v.num("sm_count", r), _blocks(v, r)
-    if waves == waves and waves < 1:
+    if waves < 1:  # (NaN compares false: nothing recorded)
         parts.append(f"under one wave (launch__waves_per_multiprocessor {waves:.2f}: the grid fills "
                      f"{100 * waves:.0f}% of the GPU's resident-block slots)")
-    elif blocks == blocks and sms == sms and blocks < sms:
+    elif math.isnan(waves) and blocks < sms:
         parts.append(f"under one wave: {blocks:.0f} blocks for {sms:.0f} SMs")
-    elif waves == waves and waves >= 1 and waves % 1 > 0.01 and math.ceil(waves) <= TAIL_MAX_WAVES:
+    elif waves >= 1 and waves % 1 > 0.01 and math.ceil(waves) <= TAIL_MAX_WAVES:
         parts.append(f"tail effect: {waves:.2f} waves, the partial last wave up to {100 / math.ceil(waves):.0f}% of "
                      "the time at lower occupancy")
     ach, theo = v.num("achieved_occupancy_pct", r), v.num("theoretical_occupancy_pct", r)
-    if ach == ach and theo == theo and theo > 0 and ach < LOW_OCCUPANCY_RATIO * theo:
+    if theo > 0 and ach < LOW_OCCUPANCY_RATIO * theo:  # (NaN compares false)
         parts.append(f"achieved occupancy {ach:.1f}% of a theoretical {theo:.1f}%")
     top = _stalls(v.text("warp_stalls_json", r))
     if top:
         parts.append("top warp stalls: " + ", ".join(f"{k} {x:.1f}" for k, x in top)
                      + " warps per issued instruction (" + STALLS.get(top[0][0], ("", ""))[0] + ")")
     return parts
+
+
+def latency_cause(v: _Rows, r: int) -> str:
+    """A latency-limited row's evidence as a short tidy value ("under one wave; low achieved occupancy; stall:
+    long_scoreboard"), or "unavailable: …" with what would tell, where nothing is recorded."""
+    kinds = []
+    for part in latency_evidence(v, r):
+        if part.startswith("under one wave"):
+            kinds.append("under one wave")
+        elif part.startswith("tail effect"):
+            kinds.append("tail effect")
+        elif part.startswith("achieved occupancy"):
+            kinds.append("low achieved occupancy")
+        elif part.startswith("top warp stalls"):
+            kinds += [f"stall: {k}" for k, _ in _stalls(v.text("warp_stalls_json", r))]
+    if kinds:
+        return "; ".join(kinds)
+    return f"unavailable: nothing recorded tells which (collect with {_what_would_tell(v, r).removesuffix(' would')})"
 
 
 def _what_would_tell(v: _Rows, r: int) -> str:
@@ -342,7 +318,7 @@ def next_step(v: _Rows, r: int, over: str | None, lat: list[str], bound_pipe: bo
                        None)
         if finding:
             return f"fix the access pattern: {finding_title(finding)} ({focus_text(finding)})"
-        if pct == pct and pct < HIGH_PCT:
+        if pct < HIGH_PCT:  # (NaN: unknown, compares false)
             where = ("rocprof-compute analyze: its vL1D and L2 panels" if v.text("compute_capability", r).startswith("gfx")
                      else "ncu --section MemoryWorkloadAnalysis_Tables --section SourceCounters")
             return (f"memory-bound well under the {roof.upper()} roof: look at the access pattern (coalescing, sectors per "
@@ -485,6 +461,7 @@ def diagnose(result: pd.DataFrame, levels: Sequence[str], latency_threshold_pct:
     lat_parts = _keys(out, lat_rows, [*_LATENCY_COLUMNS, "compute_capability"])
     lat_parts = [np.where(recorded, p, 0) for p in lat_parts[:-1]] + lat_parts[-1:] if lat_parts else []
     lat = _Groups(n, lat_rows, [recorded.astype(np.int64), *lat_parts], latency_note)
+    lat_cause = _Groups(n, lat_rows, [recorded.astype(np.int64), *lat_parts], lambda r: latency_cause(v, r))
 
     bound_pipe = pipe_bound(out)
     pipe_rows = np.flatnonzero(bound_pipe)
@@ -494,6 +471,7 @@ def diagnose(result: pd.DataFrame, levels: Sequence[str], latency_threshold_pct:
 
     step = _next_steps(out, v, over, lat, bound_pipe, over_mask, latency_mask)
     out["next_step"] = _categorical(step.code, step.texts)
+    out["latency_cause"] = _categorical(lat_cause.code, lat_cause.texts)
     out["analysis_note"] = _notes(out["analysis_note"], over, lat, pipe, ncu, step, plain)
     out["collect_next"] = collect.collect_next_column(out)
     return out
@@ -581,4 +559,4 @@ def _notes(notes: pd.Series, over: _Groups, lat: _Groups, pipe: _Groups, ncu: _G
     return _categorical(np.asarray(ids, np.int64) + 1, texts)
 
 
-__all__ = ["diagnose", "over_cause", "latency_evidence", "next_step", "match", "evidence_data"]
+__all__ = ["diagnose", "evidence_data", "latency_cause", "latency_evidence", "match", "next_step", "over_cause"]

@@ -18,6 +18,7 @@ profile by estimated time saved = estimated speedup × the launch's time.
 from __future__ import annotations
 
 import json
+import math
 import re
 from functools import lru_cache
 from typing import Any
@@ -74,7 +75,7 @@ def pipe_utilisation(text: str) -> dict[str, float]:
         return out
     for key, value in raw.items():
         pipe = _pipe_of(str(key))
-        if pipe is None or not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+        if pipe is None or not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
             continue
         out[pipe] = max(out.get(pipe, float("-inf")), float(value))
     return out
@@ -271,5 +272,20 @@ def top_findings(text: str, most: int = 2) -> list[dict[str, Any]]:
     return sorted(with_speedup, key=lambda r: -float(r["speedup_pct"]))[:most]
 
 
-__all__ = ["null_count", "pipe_columns", "pipe_bound", "pipe_summary", "findings_summary", "pipe_utilisation", "binding", "findings", "top_findings", "pipe_label",
-           "rule_results", "finding_title", "focus_text", "CO_CRITICAL_POINTS", "PIPE_BOUND_PCT"]
+__all__ = [
+    "CO_CRITICAL_POINTS",
+    "PIPE_BOUND_PCT",
+    "binding",
+    "finding_title",
+    "findings",
+    "findings_summary",
+    "focus_text",
+    "null_count",
+    "pipe_bound",
+    "pipe_columns",
+    "pipe_label",
+    "pipe_summary",
+    "pipe_utilisation",
+    "rule_results",
+    "top_findings",
+]

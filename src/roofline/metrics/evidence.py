@@ -91,4 +91,4 @@ def rules_json(results: Iterable[Mapping[str, Any]]) -> str | None:
     return json.dumps(out, separators=(",", ":"), ensure_ascii=False) if out else None
 
 
-__all__ = ["evidence", "is_evidence", "rules_json", "PIPE_METRIC", "STALL_METRIC"]
+__all__ = ["PIPE_METRIC", "STALL_METRIC", "evidence", "is_evidence", "rules_json"]

@@ -108,7 +108,7 @@ def _column_block(frame: pd.DataFrame, levels: Sequence[str]) -> str:
     for key, col in (("bound", "bound"), ("binding", "binding_roof"), ("precision", "compute_precision"),
                      ("nvtx", "nvtx_range"), ("device", "device_name"), ("note", "analysis_note"),
                      ("pipe", "pipe"), ("findings", "findings"), ("step", "next_step"), ("collect", "collect_next"),
-                     ("category", None)):
+                     ("latency", "latency_cause"), ("category", None)):
         values = (category if col is None else why[col] if col in why else frame[col] if col in frame
                   else pd.Series(pd.NA, index=frame.index))
         codes, uniques = _codes(values)

@@ -330,7 +330,7 @@ def _rules(action: Any) -> str | None:
     """The launch's rule results (ncu's guided analysis) as compact JSON; None where it holds none."""
     try:
         results = action.rule_results_as_dicts()
-    except Exception:  # the SWIG layer raises bare errors on a result it cannot decode: no rules, not a failure
+    except Exception:  # noqa: BLE001 - the SWIG layer raises bare errors on a result it cannot decode: no rules, not a failure
         return None
     return rules_json(results)
 

@@ -490,7 +490,8 @@
       });
       rows.push(['binding roof', cat('binding', i)], ['bound', cat('bound', i)], ['% of roof', num(K.pct[i])], ['note', cat('note', i) || '—']);
       // why it sits there: the busiest pipe, Nsight Compute's findings, the next step, what to collect
-      [['binding pipe', 'pipe'], ['ncu findings', 'findings'], ['next step', 'step'], ['collect next', 'collect']].forEach(function (w) {
+      [['latency cause', 'latency'], ['binding pipe', 'pipe'], ['ncu findings', 'findings'], ['next step', 'step'],
+        ['collect next', 'collect']].forEach(function (w) {
         if (K[w[1] + '_code'] && cat(w[1], i)) rows.push([w[0], cat(w[1], i)]);
       });
       if (K.pipe_roof && K.pipe_roof[i] > 0) rows.push(['pipe roof', si(K.pipe_roof[i], 'FLOP/s')]);
