@@ -330,13 +330,35 @@ def test_collect_next_for_a_shapeless_trace_names_its_longest_kernels():
     by_kernel = defaultdict(float)
     for name, d in zip(frame.loc[no_shapes, "mangled_name"], frame.loc[no_shapes, "duration_s"]):
         by_kernel[short_name(str(name))] += d
-    top = sorted(by_kernel, key=by_kernel.get, reverse=True)[:3]
+    ranked = sorted(by_kernel, key=by_kernel.get, reverse=True)[:3]
     text = "\n".join(collect.summary(frame))
     assert text.count("record_shapes=True") == 1  # printed once
-    for name in top:
+    # the longest, NCCL's all-reduce, gets record_shapes only: a collective waits on its peers and ncu serialises
+    # launches; the next two kernels get an ncu command each
+    assert ranked[0].startswith("ncclKernel_AllReduce") and f"ncu --kernel-name {ranked[0]}" not in text
+    assert f"  {ranked[0]} (op record_param_comms; " in text
+    for name in ranked[1:]:
         assert f"ncu --kernel-name {name} " in text
     # a V100: current Nsight Compute does not profile Volta; the command names the last one that does
     assert "Nsight Compute 2025.2" in text and "--section SpeedOfLight_RooflineChart" in text
+
+
+def test_collect_next_never_profiles_a_copy_and_names_rocprof_for_amd():
+    # AlexNet on an A100: Memcpy HtoD is 84% of the GPU time, but a copy is no kernel ncu could profile
+    alex = roofline.run([shared("traces/torch_a100_alexnet_train_small.pt.trace.json.gz")]).frame
+    text = "\n".join(collect.summary(alex))
+    assert "Memcpy" not in text and "ncu --kernel-name ampere_sgemm_32x32_sliced1x4_tn " in text
+    # a ROCm trace of an MI250 (compute capability "9.0", as torch reports gfx90a): rocprof-compute, never ncu
+    mi250 = roofline.run([shared("traces/torch_rocm6.2_mi250_minitoy_train.pt.trace.json.gz")]).frame
+    lines = collect.summary(mi250)
+    assert lines and not any("ncu " in ln or "Memcpy" in ln for ln in lines)
+    assert any(ln.strip().startswith("rocprof-compute profile -n roofline-next -k ") for ln in lines)
+
+
+def test_collect_next_for_a_timeline_adds_the_gpu_metrics_command_once():
+    frame = roofline.run([shared("nsys/nsys2026.2_h100x2_mfu-before.sqlite")]).frame
+    text = "\n".join(collect.summary(frame))
+    assert text.count("nsys profile --gpu-metrics-devices=all") == 1 and text.count("ncu --kernel-name ") == 3
 
 
 def test_collect_next_for_pascal_names_nvprof_and_the_last_nsight_compute():

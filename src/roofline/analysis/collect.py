@@ -15,7 +15,8 @@ get a command: ``ncu --kernel-name K --launch-skip S --launch-count 1 --section 
 before its longest one, counted within this profile), for the GPU generation's Nsight Compute: current
 releases dropped Pascal (2020.1) and Volta (with CUDA 13.0); ``docs/analysis.md`` cites both. An nsys
 timeline also gets ``nsys profile --gpu-metrics-devices=all`` (whole-run DRAM and SM activity, Turing and
-later); an AMD kernel gets ``rocprof-compute profile``.
+later); an AMD kernel gets ``rocprof-compute profile``. Copies and fills get nothing (no kernel to profile),
+a collective's kernel no ncu command (``plan``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.analysis.pipes import null_count
-from roofline.analysis.render import Factor, Source
+from roofline.analysis.render import Factor
 from roofline.frames import group_ids
 
 TOP = 3
@@ -44,11 +45,18 @@ LAST_NCU = {"pascal": "Nsight Compute 2019.5 (the last with Pascal; 2020.1 remov
             "volta": "Nsight Compute 2025.2 (CUDA 12.9; the last release before CUDA 13.0 dropped Volta)"}
 _PASCAL_NAME = re.compile(r"\b(P100|P40|P4|P6|GTX 10\d0|TITAN Xp?|Quadro P\d+|GP10\d)\b", re.IGNORECASE)
 _VOLTA_NAME = re.compile(r"\b(V100|TITAN V|Quadro GV100|GV10\d|Xavier)\b", re.IGNORECASE)
+#: an AMD GPU by its name (a ROCm PyTorch trace gives its gfx9 parts compute capability "9.0", as Hopper's)
+_AMD_NAME = re.compile(r"\bAMD\b|Radeon|Instinct|\bMI\d{2,3}[A-Z]?\b", re.IGNORECASE)
+#: a copy or fill, not a kernel: no ncu command profiles it (Kineto's "Memcpy HtoD (Pageable -> Device)",
+#: "Memset (Device)", nsys's "[CUDA memcpy Host-to-Device]", ROCm's CopyHostToDevice/FillBuffer)
+#: a collective's kernel (NCCL/RCCL): ncu gets no command for it (see ``plan``)
+_COLLECTIVE_NAME = re.compile(r"(^|[^a-z])(nccl|rccl)", re.IGNORECASE)
+_COPY_NAME = re.compile(r"^(memcpy|memset|\[cuda mem|copy(host|device)to|fillbuffer)", re.IGNORECASE)
 
 
 def _generation(cc: str, device: str) -> str:
     """``amd``, ``pascal``, ``volta``, ``current`` (Turing and later) or ``unknown``."""
-    if cc.startswith("gfx"):
+    if cc.startswith("gfx") or _AMD_NAME.search(device):
         return "amd"
     m = re.match(r"(\d+)\.(\d+)", cc)
     if m:
@@ -64,7 +72,8 @@ def _generation(cc: str, device: str) -> str:
 def _short(name: str) -> str:
     from roofline.ingest.ncu.csv_export import short_name
 
-    return short_name(name) if name else name
+    # ("(anonymous namespace)" is no argument list: ROCm traces name at::native's kernels with it)
+    return short_name(name.replace("(anonymous namespace)", "{anonymous}")) if name else name
 
 
 #: what each missing section would have recorded (a row lacks the section when the column is missing)
@@ -138,16 +147,23 @@ def plan(frame: pd.DataFrame) -> list[dict[str, object]]:
     bits = _missing_bits(frame)
     cc = _factor(frame, "compute_capability")
     fmt = _factor(frame, "format")
-    bits[_lookup(cc, lambda v: bool(v and v.startswith("gfx")))] &= 1  # AMD: FLOPs/bytes only
+    device = _factor(frame, "device_name")
+    amd = _lookup(cc, lambda v: bool(v and v.startswith("gfx"))) | _lookup(device, lambda v: bool(v and _AMD_NAME.search(v)))
+    bits[amd] &= 1  # AMD: FLOPs/bytes only (rocprof-compute profile records the rest in one go)
     trace = _lookup(fmt, lambda v: v == "torch-trace")
-    src = _factor(frame, "flop_fp32_source", rows=trace)
+    src = _factor(frame, "flop_fp32_source")
     shapes = trace & _lookup(src, lambda v: bool(v and "record_shapes" in v))
-    lacking = ((bits != 0) | shapes) & ~_lookup(fmt, lambda v: v in ("xplane", "xprof-trace"))
+    # copies and fills are no kernels: ncu profiles none of them (their time is in the headline)
+    copies = _lookup(src, lambda v: bool(v and v.startswith("memcpy/memset")))
+    if null_count(frame, "copy_kind") < n:
+        copies |= frame["copy_kind"].notna().to_numpy()
+    lacking = ((bits != 0) | shapes) & ~copies & ~_lookup(fmt, lambda v: v in ("xplane", "xprof-trace"))
     if not lacking.any() or total <= 0:
         return []
     # the name ncu's --kernel-name matches: a trace op's GPU kernel's function name, else the row's own; as
     # integer ids into ``labels`` (0: none), each distinct name shortened once
-    gpu, own, full = (_factor(frame, c, rows=lacking) for c in ("mangled_name", "kernel_short_name", "kernel_name"))
+    # (over every row: --launch-skip counts every launch of the kernel, not only the ones lacking something)
+    gpu, own, full = (_factor(frame, c) for c in ("mangled_name", "kernel_short_name", "kernel_name"))
     labels: dict[str, int] = {"": 0}
 
     def label_ids(f: Factor, short: bool) -> np.ndarray:
@@ -158,7 +174,8 @@ def plan(frame: pd.DataFrame) -> list[dict[str, object]]:
     if trace.any():
         names = np.where(trace, g, names)
     label = list(labels)
-    rows = np.flatnonzero(lacking & (names > 0))
+    copy_name = np.array([False, *(bool(_COPY_NAME.match(t)) for t in label[1:])])
+    rows = np.flatnonzero(lacking & (names > 0) & ~copy_name[names])
     if not len(rows):
         return []
     ids, first = group_ids([names[rows], cc.key()[rows].astype(np.int64)], len(rows))
@@ -166,14 +183,15 @@ def plan(frame: pd.DataFrame) -> list[dict[str, object]]:
     time = np.bincount(ids, weights=d, minlength=len(first))
     timed = np.bincount(ids, weights=np.isfinite(dur[rows]).astype(float), minlength=len(first)) > 0
     # longest first; kernels with no duration at all (a replay that did not complete) after them: time unknown
-    order = [g for g in np.argsort(-time, kind="stable") if timed[g] and time[g] / total >= MIN_SHARE][:TOP]
-    order += [g for g in range(len(first)) if not timed[g]][: TOP - len(order)]
-    device = Source(frame, "device_name")
+    order = [g for g in np.argsort(-time, kind="stable") if timed[g] and time[g] / total >= MIN_SHARE]
+    order += [g for g in range(len(first)) if not timed[g]]
     files = _factor(frame, "source_file")
     launch = frame["kernel_id"].to_numpy(dtype=float, na_value=np.nan) if "kernel_id" in frame else np.arange(n, dtype=float)
     out: list[dict[str, object]] = []
-    record_shapes = False
+    record_shapes = timeline = False
     for grp in order:
+        if len(out) == TOP:
+            break
         members = rows[ids == grp]
         name, kcc = label[names[members[0]]], cc.text(int(members[0]))
         share = float(np.nansum(dur[members])) / total if timed[grp] else math.nan
@@ -182,7 +200,9 @@ def plan(frame: pd.DataFrame) -> list[dict[str, object]]:
         # sorted by time, not by launch
         same = (names == names[longest]) & (files.key() == files.key()[longest])
         before = int(np.count_nonzero(same & (launch < launch[longest])))
-        need = _sections(int(np.bitwise_or.reduce(bits[members])))
+        # a collective's kernel waits on its peers, and ncu serialises launches (a multi-rank job can hang under
+        # it): no ncu command; its bytes come from the message sizes (record_shapes) and a link roof
+        need = [] if _COLLECTIVE_NAME.search(name) else _sections(int(np.bitwise_or.reduce(bits[members])))
         gen = _generation(kcc, device.text(longest))
         commands = []
         if shapes[members].any() and not record_shapes:
@@ -190,14 +210,18 @@ def plan(frame: pd.DataFrame) -> list[dict[str, object]]:
             record_shapes = True
         if need:
             commands.append(ncu_command(name, before, need, gen))
-            if fmt.text(longest) == "nsys-sqlite" and gen in ("current", "unknown"):
+            if fmt.text(longest) == "nsys-sqlite" and gen in ("current", "unknown") and not timeline:
+                timeline = True  # (once: it records the whole run)
                 commands.append(f"nsys profile --gpu-metrics-devices=all --trace=cuda,nvtx -o roofline-timeline {APP}")
+        if not commands:
+            continue
         traced = members[trace[members]]  # a trace's ops that launched it, the longest first
         if len(traced) > 50:
             traced = traced[np.argpartition(-np.nan_to_num(dur[traced]), 50)[:50]]
         traced = traced[np.argsort(-np.nan_to_num(dur[traced]))]
         ops = list(dict.fromkeys(t for r in traced if (t := full.text(int(r)))))[:2]
-        out.append({"kernel": name, "ops": ops, "share": share, "missing": need, "no_shapes": bool(shapes[members].any()),
+        missing = ["FLOP and byte counters"] if gen == "amd" and need else need  # (ncu's section names are NVIDIA's)
+        out.append({"kernel": name, "ops": ops, "share": share, "missing": missing, "no_shapes": bool(shapes[members].any()),
                     "rows": members, "commands": commands, "generation": gen})
     return out
 
