@@ -296,6 +296,17 @@ def test_fp32_matmul_on_cuda_cores_of_an_ampere_gpu_is_told_tensor_cores():
     assert r["bound"] == "compute-bound" and r["next_step"].startswith("use tensor cores: TF32")
 
 
+def test_an_amd_gpu_that_a_trace_gives_cc_9_0_is_told_matrix_cores_not_tf32():
+    # a ROCm PyTorch trace reports an MI250's gfx90a as compute capability 9.0, as Hopper's: the device name tells
+    row = kernel_row(kernel_name="aten::mm", op_kernels="Cijk_Ailk_Bljk_SB_MT64x64x16_SN_1LDSB0", flop_fp32=1.5e10,
+                     duration_s=1e-3, compute_capability="9.0", device_name="AMD Instinct MI250X / MI250",
+                     dram_bytes=1e7, l2_bytes=1e7, l1_bytes=1e7)
+    r = analysed([row]).iloc[0]
+    assert r["bound"] == "compute-bound" and r["next_step"].startswith("use the matrix cores if this GPU has them (MFMA")
+    hopper = analysed([dict(row, device_name="NVIDIA H100 80GB HBM3")]).iloc[0]
+    assert hopper["next_step"].startswith("use tensor cores: TF32")
+
+
 def test_memory_bound_well_under_its_roof_is_told_the_access_pattern():
     r = analysed([kernel_row(flop_fp32=1e6, dram_bytes=8e8, duration_s=1e-3)]).iloc[0]  # 0.8 TB/s of 2: 40%
     assert r["bound"] == "memory-bound" and r["next_step"].startswith("memory-bound well under the DRAM roof")

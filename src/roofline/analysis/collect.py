@@ -54,9 +54,14 @@ _COLLECTIVE_NAME = re.compile(r"(^|[^a-z])(nccl|rccl)", re.IGNORECASE)
 _COPY_NAME = re.compile(r"^(memcpy|memset|\[cuda mem|copy(host|device)to|fillbuffer)", re.IGNORECASE)
 
 
+def is_amd(cc: str, device: str) -> bool:
+    """An AMD GPU: a ``gfx`` target, or an AMD device name (a ROCm PyTorch trace reports gfx90a as CC "9.0")."""
+    return cc.startswith("gfx") or bool(_AMD_NAME.search(device))
+
+
 def _generation(cc: str, device: str) -> str:
     """``amd``, ``pascal``, ``volta``, ``current`` (Turing and later) or ``unknown``."""
-    if cc.startswith("gfx") or _AMD_NAME.search(device):
+    if is_amd(cc, device):
         return "amd"
     m = re.match(r"(\d+)\.(\d+)", cc)
     if m:
@@ -257,4 +262,4 @@ def summary(frame: pd.DataFrame) -> list[str]:
     return lines
 
 
-__all__ = ["LAST_NCU", "RECORD_SHAPES", "collect_next_column", "ncu_command", "plan", "summary"]
+__all__ = ["LAST_NCU", "RECORD_SHAPES", "collect_next_column", "is_amd", "ncu_command", "plan", "summary"]

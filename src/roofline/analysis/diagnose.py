@@ -256,7 +256,7 @@ def latency_cause(v: _Rows, r: int) -> str:
 
 
 def _what_would_tell(v: _Rows, r: int) -> str:
-    if v.text("compute_capability", r).startswith("gfx"):
+    if collect.is_amd(v.text("compute_capability", r), v.text("device_name", r)):
         return "rocprof-compute profile (its occupancy and wavefront panels) would"
     return "ncu --section LaunchStats --section Occupancy --section WarpStateStats would"
 
@@ -272,13 +272,16 @@ def _tensor_eligible(v: _Rows, r: int) -> str | None:
     if not (v.text("op_kernels", r) or _MATMUL_NAME.search(v.text("kernel_name", r) + " " + v.text("mangled_name", r))):
         return None
     cc = v.text("compute_capability", r)
+    if collect.is_amd(cc, v.text("device_name", r)):
+        if re.match(r"gfx9(0[8a]|4\d|5\d)", cc):
+            return "use the matrix cores: bf16/fp16 autocast (MFMA)"
+        # (a ROCm trace gives no gfx target: MI100 and later have matrix cores, consumer Radeons other ones)
+        return "use the matrix cores if this GPU has them (MFMA: MI100/gfx908 and later): bf16/fp16 autocast"
     m = re.match(r"(\d+)\.(\d+)", cc)
     if m and int(m.group(1)) >= 8:
         return "use tensor cores: TF32 (torch.backends.cuda.matmul.allow_tf32, cudnn.allow_tf32) or bf16/fp16 autocast"
     if m and int(m.group(1)) == 7:
         return "use tensor cores: fp16 autocast (Volta/Turing tensor cores take fp16, not fp32)"
-    if re.match(r"gfx9(0[8a]|4\d|5\d)", cc):
-        return "use the matrix cores: bf16/fp16 autocast (MFMA)"
     return None
 
 
@@ -319,7 +322,8 @@ def next_step(v: _Rows, r: int, over: str | None, lat: list[str], bound_pipe: bo
         if finding:
             return f"fix the access pattern: {finding_title(finding)} ({focus_text(finding)})"
         if pct < HIGH_PCT:  # (NaN: unknown, compares false)
-            where = ("rocprof-compute analyze: its vL1D and L2 panels" if v.text("compute_capability", r).startswith("gfx")
+            where = ("rocprof-compute analyze: its vL1D and L2 panels"
+                     if collect.is_amd(v.text("compute_capability", r), v.text("device_name", r))
                      else "ncu --section MemoryWorkloadAnalysis_Tables --section SourceCounters")
             return (f"memory-bound well under the {roof.upper()} roof: look at the access pattern (coalescing, sectors per "
                     f"request: {where})")
@@ -458,8 +462,8 @@ def diagnose(result: pd.DataFrame, levels: Sequence[str], latency_threshold_pct:
             return plain.split(":")[0] + ": " + ", ".join(parts)
         return f"{plain}; nothing recorded tells which: {_what_would_tell(v, r)}"
 
-    lat_parts = _keys(out, lat_rows, [*_LATENCY_COLUMNS, "compute_capability"])
-    lat_parts = [np.where(recorded, p, 0) for p in lat_parts[:-1]] + lat_parts[-1:] if lat_parts else []
+    lat_parts = _keys(out, lat_rows, list(_LATENCY_COLUMNS))
+    lat_parts = [np.where(recorded, p, 0) for p in lat_parts] + _keys(out, lat_rows, ["compute_capability", "device_name"])
     lat = _Groups(n, lat_rows, [recorded.astype(np.int64), *lat_parts], latency_note)
     lat_cause = _Groups(n, lat_rows, [recorded.astype(np.int64), *lat_parts], lambda r: latency_cause(v, r))
 
@@ -499,7 +503,7 @@ def _next_steps(out: pd.DataFrame, v: _Rows, over: _Groups, lat: _Groups, bound_
     """``next_step`` grouped by what it reads; the columns only some rows hold are keyed on those rows alone."""
     n = len(out)
     rows = np.arange(n)
-    parts = _keys(out, rows, ["bound", "binding_roof", "compute_precision", "compute_capability"])
+    parts = _keys(out, rows, ["bound", "binding_roof", "compute_precision", "compute_capability", "device_name"])
     pct = out["pct_of_roof"].to_numpy(dtype=float, na_value=np.nan) if "pct_of_roof" in out else np.full(n, np.nan)
     tensor = out["flop_tensor"].to_numpy(dtype=float, na_value=np.nan) > 0 if "flop_tensor" in out else np.zeros(n, bool)
     parts += [(pct >= HIGH_PCT).astype(np.int64), tensor.astype(np.int64), over.code + over_mask, lat.code,
