@@ -106,6 +106,25 @@ def test_findings_are_ranked_by_estimated_time_saved():
     assert first["title"] == "Tail Effect" and first["speedup_type"] == "global" and first["est_speedup_pct"] == 50.0
 
 
+def test_terminal_and_html_rank_the_findings_by_estimated_time_saved(tmp_path, open_page):
+    from roofline.report import html
+
+    path = shared("ncu/sm90_h800_pytorch-flashattn_full-nvtx.ncu-rep")
+    # independently: every estimate of the report × its launch's gpu__time_duration, largest first
+    saved = sorted(((d["speedup_estimation"]["speedup"] / 100 * a["gpu__time_duration.sum"].value() * 1e-9,
+                     d["rule_message"]["title"]) for a in ncu_actions(path) for d in a.rule_results_as_dicts()
+                    if "speedup_estimation" in d and _finite(a["gpu__time_duration.sum"].value())), reverse=True)
+    out = cli("analyze", path).stdout
+    block = out[out.index("ncu's findings by estimated time saved"):].splitlines()
+    assert block[0].startswith(f"ncu's findings by estimated time saved ({len(saved)} with an estimate")
+    assert [ln.split(": ")[0].strip() for ln in block[1:4]] == [f"{i}. {t}" for i, (_, t) in enumerate(saved[:3], 1)]
+    assert block[1].endswith(f"= {saved[0][0] * 1e6:.3g} µs")
+    page, problems = open_page(html.write(roofline.analyze(roofline.read(path)), tmp_path / "r.html"))
+    rows = page.locator("#findings-table tbody tr").all_inner_texts()
+    assert len(rows) == min(10, len(saved)) and rows[0].split("\t")[:2] == ["1", saved[0][1]]
+    assert problems == []
+
+
 def test_terminal_notes_carry_the_top_two_findings():
     frame = roofline.analyze(roofline.read(shared("ncu/sm90_h800_pytorch-flashattn_full-nvtx.ncu-rep")))
     note = frame["analysis_note"].iloc[1]

@@ -173,7 +173,7 @@ def _floats(frame: pd.DataFrame, name: str) -> np.ndarray:
 
 # ---- Nsight Compute's findings ------------------------------------------------------------------------
 
-FINDING_COLUMNS = ("source_file", "kernel_id", "kernel_name", "duration_s", "rule", "rule_name", "section", "title",
+FINDING_COLUMNS = ("source_file", "kernel_id", "kernel_name", "kernel_short_name", "duration_s", "rule", "rule_name", "section", "title",
                    "type", "est_speedup_pct", "speedup_type", "est_time_saved_s", "focus_metrics", "message", "rank")
 
 
@@ -213,13 +213,14 @@ def findings(frame: pd.DataFrame) -> pd.DataFrame:
         dur = _floats(frame, "duration_s")
         ids = frame.get("kernel_id", pd.Series(pd.NA, index=frame.index)).to_numpy(dtype=object)
         names = frame.get("kernel_name", pd.Series(pd.NA, index=frame.index)).to_numpy(dtype=object)
+        shorts = frame.get("kernel_short_name", pd.Series(pd.NA, index=frame.index)).to_numpy(dtype=object)
         files = frame.get("source_file", pd.Series(pd.NA, index=frame.index)).to_numpy(dtype=object)
         for r in np.flatnonzero(col.notna().to_numpy()):
             for res in rule_results(str(texts[r])):
                 sp = res.get("speedup_pct")
                 sp = float(sp) if isinstance(sp, (int, float)) and not isinstance(sp, bool) else np.nan
                 saved = sp / 100.0 * dur[r] if np.isfinite(dur[r]) else np.nan
-                rows.append((files[r], ids[r], names[r], dur[r], res.get("rule"), res.get("name"), res.get("section"),
+                rows.append((files[r], ids[r], names[r], shorts[r], dur[r], res.get("rule"), res.get("name"), res.get("section"),
                              finding_title(res), res.get("type"), sp, res.get("speedup_type"), saved,
                              focus_text(res, most=10) or None, res.get("message") or None))
     out = pd.DataFrame(rows, columns=list(FINDING_COLUMNS[:-1]))
@@ -229,7 +230,7 @@ def findings(frame: pd.DataFrame) -> pd.DataFrame:
     out = out.sort_values("est_time_saved_s", ascending=False, kind="stable", na_position="last").reset_index(drop=True)
     has = out["est_time_saved_s"].notna().to_numpy()
     out["rank"] = pd.arrays.IntegerArray(np.arange(1, len(out) + 1, dtype=np.int64), ~has)  # none without an estimate
-    for c in ("source_file", "kernel_name", "rule", "rule_name", "section", "title", "type", "speedup_type",
+    for c in ("source_file", "kernel_name", "kernel_short_name", "rule", "rule_name", "section", "title", "type", "speedup_type",
               "focus_metrics", "message"):
         out[c] = out[c].astype("string")
     out["kernel_id"] = out["kernel_id"].astype("Int64")

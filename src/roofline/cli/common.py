@@ -110,6 +110,25 @@ def exit_if_failed(analysis: Analysis) -> None:
         fail(f"{analysis.failed} of {analysis.inputs} input(s) failed")
 
 
+def _top_findings(frame: pd.DataFrame, top: int = 3) -> list[str]:
+    """Nsight Compute's findings with the largest estimated time saved across the profile (roofline.findings)."""
+    if "ncu_rules_json" not in frame or not frame["ncu_rules_json"].notna().any():
+        return []
+    from roofline.analysis.pipes import findings
+    from roofline.report.table import _si
+
+    table = findings(frame)
+    ranked = table[table["est_time_saved_s"] > 0]
+    if ranked.empty:
+        return []
+    lines = [f"ncu's findings by estimated time saved ({len(ranked):,} with an estimate; roofline.findings lists all):"]
+    for f in ranked.head(top).itertuples():
+        name = f.kernel_short_name if isinstance(f.kernel_short_name, str) else str(f.kernel_name)
+        lines.append(f"  {f.rank}. {f.title}: {name} (id {f.kernel_id}), est. {f.speedup_type} speedup "
+                     f"{f.est_speedup_pct:.0f}% of {_si(f.duration_s, 's')} = {_si(f.est_time_saved_s, 's')}")
+    return lines
+
+
 def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | None, limit: int | None = None,
                  total: int | None = None, latency_threshold: float = 20.0, more: str = "--top N or --all",
                  scope: pd.DataFrame | None = None, fold: bool = True, full_names: bool = False) -> None:
@@ -180,10 +199,12 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
                 click.echo(f"{prov.get('source_file', '')}: no {table} table in the export; lost: {lost}")
             if isinstance(prov, dict) and prov.get("device_note"):
                 click.echo(f"{prov.get('source_file', '')}: {prov['device_note']}")
-        if scope is not None and not scope.empty:  # the longest kernels lacking counters or shapes, once
+        if scope is not None and not scope.empty:
+            for line in _top_findings(scope):  # ncu's own findings, ranked across the profile
+                click.echo(line)
             from roofline.analysis.collect import summary
 
-            for line in summary(scope):
+            for line in summary(scope):  # the longest kernels lacking counters or shapes, once
                 click.echo(line)
     elif fmt in ("json", "ndjson"):
         from roofline.report.records import stream_json

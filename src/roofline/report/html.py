@@ -32,7 +32,7 @@ from markupsafe import Markup
 from roofline._version import __version__
 from roofline.analysis.aggregate import aggregate
 from roofline.analysis.collect import summary as collect_summary
-from roofline.analysis.pipes import findings_summary, pipe_bound, pipe_summary
+from roofline.analysis.pipes import findings, findings_summary, pipe_bound, pipe_summary
 from roofline.hardware.peaks import LEVELS
 from roofline.report.chart_data import LEVEL_LABELS, roofs, short_source
 from roofline.report.timeseries import step_points
@@ -238,6 +238,19 @@ def plotly_js() -> str:
     return resources.files(__package__).joinpath("vendor", "plotly-roofline.min.js").read_text(encoding="utf-8")
 
 
+def _top_findings(frame: pd.DataFrame, top: int = 10) -> list[dict[str, object]]:
+    """ncu's findings with the largest estimated time saved across the report (``analysis.pipes.findings``)."""
+    if "ncu_rules_json" not in frame or not frame["ncu_rules_json"].notna().any():
+        return []
+    table = findings(frame)
+    ranked = table[table["est_time_saved_s"] > 0].head(top)
+    return [{"rank": int(f.rank), "title": str(f.title), "id": int(f.kernel_id) if pd.notna(f.kernel_id) else None,
+             "kernel": str(f.kernel_short_name if pd.notna(f.kernel_short_name) else f.kernel_name),
+             "speedup": float(f.est_speedup_pct), "type": str(f.speedup_type), "time": float(f.duration_s),
+             "saved": float(f.est_time_saved_s), "focus": str(f.focus_metrics) if pd.notna(f.focus_metrics) else ""}
+            for f in ranked.itertuples()]
+
+
 def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None,
            clock: str = "profiled", top: int = 10, compress: bool | None = None) -> str:
     """The report page as a string."""
@@ -258,6 +271,7 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         "count": len(frame), "top": top, "version": __version__,
         "provenance": get_provenance(result),
         "collect": collect_summary(frame) if len(frame) else [],  # printed once (analysis/collect.py)
+        "findings": _top_findings(frame),
     }
     data = {
         "meta": meta,

@@ -451,6 +451,18 @@
       document.getElementById('collect-list').textContent = lines.join('\n');
       sec.hidden = false;
     }
+    function drawFindings() {  // ncu's findings ranked by estimated time saved (text only: textContent)
+      var items = M.findings || [], sec = document.getElementById('findings');
+      if (!sec || !items.length) return;
+      var body = document.querySelector('#findings-table tbody');
+      items.forEach(function (f) {
+        var tr = document.createElement('tr');
+        [String(f.rank), f.title, f.kernel, f.id === null ? '' : String(f.id), num(f.speedup) + '% ' + f.type,
+         si(f.time, 's'), si(f.saved, 's'), f.focus].forEach(function (t) { tr.appendChild(el('td', t)); });
+        body.appendChild(tr);
+      });
+      sec.hidden = false;
+    }
     function drawPrograms() {
       var traces = roofTraces(), R = ranges();
       ['nvtx', 'program'].forEach(function (by) {  // programs last: on top of a range that spans the whole profile
@@ -586,7 +598,7 @@
     // ---- start ---------------------------------------------------------------------------------
     var anyDrawn = false; for (var i = 0; i < N; i++) if (drawn(i)) { anyDrawn = true; break; }
     if (!anyDrawn) document.getElementById('empty').hidden = false;
-    mark('start'); setupFilters(); levelBoxes(); drawHeadline(); drawPeaks(); drawCollect(); mark('filters+peaks');
+    mark('start'); setupFilters(); levelBoxes(); drawHeadline(); drawPeaks(); drawCollect(); drawFindings(); mark('filters+peaks');
     header(document.getElementById('stats-table'), true);
     header(document.getElementById('top-table'), false);
     if (anyDrawn) { drawPrograms(); }
