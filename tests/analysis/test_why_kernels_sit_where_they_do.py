@@ -244,6 +244,7 @@ def test_a_pipe_bound_kernel_gets_its_pipe_roof_and_step():
     assert r["binding_pipe"] == "xu" and r["co_critical_pipes"] == "fma"
     assert r["pipe_ceiling_flop_per_s"] == pytest.approx(2e12 / 0.91, rel=1e-12)
     assert "pipe: XU (special functions" in r["analysis_note"] and "co-critical: FMA 88.0%" in r["analysis_note"]
+    assert f"caps the kernel at {2e12 / 0.91 / 1e12:.3g} TFLOP/s" in r["analysis_note"]
     assert r["next_step"].startswith("reduce transcendental work")
 
 
@@ -257,6 +258,9 @@ def test_pipe_roofs_are_drawn_at_the_pipe_ceiling():
     bound = frame[pipe_bound(frame)]
     assert set(bound["binding_pipe"]) == {"lsu"} and len(bound) == 2
     assert drawn == sorted(bound["pipe_ceiling_flop_per_s"])
+    # the two launches' roofs lie within 2% of each other: one label for both
+    labels = [t.get_text() for t in fig.axes[0].texts if (t.get_gid() or "").startswith("pipe-label:")]
+    assert labels == [" LSU pipe roof"] and max(drawn) <= 1.02 * min(drawn)
 
 
 def test_amd_pipes_follow_rocprof_computes_speed_of_light_formulas():

@@ -481,13 +481,21 @@ def diagnose(result: pd.DataFrame, levels: Sequence[str], latency_threshold_pct:
     return out
 
 
+def _si(x: float) -> str:
+    """``1.70 T`` (three significant digits and an SI prefix, as the tables print rates)."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g} {prefix}"
+    return f"{x:.3g} "
+
+
 def _pipe_note(v: _Rows, r: int) -> str:
     top, pct, co = binding(v.text("pipe_pct_json", r))
     util = pipe_utilisation(v.text("pipe_pct_json", r))
     peak, ceiling = v.num("peak_flop_per_s", r), v.num("pipe_ceiling_flop_per_s", r)
     others = ", ".join(f"{pipe_label(p).split(' (')[0]} {util[p]:.1f}%" for p in co)
     return (f"pipe: {pipe_label(top or '')} at {pct:.1f}% of its peak binds first: saturated, it caps the kernel at "
-            f"{ceiling:.3g} FLOP/s, {100 * ceiling / peak:.0f}% of the compute roof"
+            f"{_si(ceiling)}FLOP/s, {100 * ceiling / peak:.0f}% of the compute roof"
             + (f" (co-critical: {others})" if others else ""))
 
 

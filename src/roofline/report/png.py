@@ -225,6 +225,7 @@ def _pipe_roofs(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int]) -> 
         return
     bound = pipe_bound(frame)
     y0, y1 = ax.get_ylim()
+    labelled: list[tuple[str, float]] = []  # (pipe, ceiling): launches of one kernel share a roof and one label
     for row in rows:
         ceiling = float(frame["pipe_ceiling_flop_per_s"].iloc[row])
         if not bound[row] or not y0 < ceiling < y1:
@@ -233,6 +234,9 @@ def _pipe_roofs(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int]) -> 
         lo, hi = float(xs.min()) / 1.6, float(xs.max()) * 1.6
         pipe = str(frame["binding_pipe"].iloc[row]).upper()
         ax.plot([lo, hi], [ceiling, ceiling], ":", color="#b15928", lw=1.3, gid=f"pipe:{row}", zorder=4)
+        if any(p == pipe and abs(c - ceiling) <= 0.02 * ceiling for p, c in labelled):
+            continue
+        labelled.append((pipe, ceiling))
         ax.text(hi, ceiling, f" {pipe} pipe roof", fontsize=6.5, color="#b15928", va="center", parse_math=False,
                 gid=f"pipe-label:{row}")
 
