@@ -354,7 +354,8 @@ def test_collect_next_names_the_basic_reports_kernel_and_its_missing_sections():
     for s in needed:
         assert s not in sections and f"--section {s}" in text
     assert "--section Occupancy" not in text and "--section LaunchStats" not in text  # the basic set has them
-    assert frame["collect_next"].notna().all()  # on every launch of it, for the JSON records
+    assert pd.Series(collect.collect_next_column(frame)).notna().all()  # on every launch of it, for the JSON records
+    assert "collect_next" not in frame  # (it reads whole profiles: no column of the per-row analysis)
 
 
 def test_collect_next_for_a_shapeless_trace_names_its_longest_kernels():
@@ -393,6 +394,19 @@ def test_collect_next_for_a_timeline_adds_the_gpu_metrics_command_once():
     frame = roofline.run([shared("nsys/nsys2026.2_h100x2_mfu-before.sqlite")]).frame
     text = "\n".join(collect.summary(frame))
     assert text.count("nsys profile --gpu-metrics-devices=all") == 1 and text.count("ncu --kernel-name ") == 3
+
+
+def test_collect_next_is_per_profile_as_a_dataset_of_each_input_alone_holds_it():
+    paths = [shared(BASIC), shared("ncu/sm80_a100_mistic-cub-154launches_basic.ncu-rep")]
+    together = roofline.run(paths).frame
+    for path in paths:
+        alone = roofline.run([path]).frame
+        mine = together[together["source_file"] == alone["source_file"].iloc[0]]
+        ours = pd.Series(collect.collect_next_column(together), index=together.index)[mine.index]
+        assert ours.astype(str).tolist() == pd.Series(collect.collect_next_column(alone)).astype(str).tolist()
+    text = "\n".join(collect.summary(together))  # each profile's own under its file name
+    assert all(f" {p}:" in text for p in together["source_file"].unique())
+    assert "ncu --kernel-name Baseline " in text and "ncu --kernel-name distanceCalculationsKernel " in text
 
 
 def test_collect_next_for_pascal_names_nvprof_and_the_last_nsight_compute():
@@ -473,3 +487,30 @@ def test_latency_cause_is_the_evidence_as_a_tidy_column():
     assert bare["latency_cause"].iloc[0] == ("unavailable: nothing recorded tells which (collect with ncu --section "
                                              "LaunchStats --section Occupancy --section WarpStateStats)")
     assert pd.isna(bare["latency_cause"].iloc[1])  # not latency-limited: no cause
+
+
+def test_grouped_texts_equal_each_row_analysed_alone():
+    """Over 64 rows the texts are rendered once per group of rows that agree on what they read; each row analysed
+    alone (no grouping) gives the same notes, next steps and latency causes."""
+    util = json.dumps({"sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active": 91.0,
+                       "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": 88.0})
+    kinds = [
+        {"peak_flop_per_s_fp32_source": "spec: X fp32: arch model gfx942 (no datasheet figure)", "flop_fp32": 1e11},
+        {"kernel_name": "volta_h884gemm_64x64_ldg8_nn", "flop_fp32": 1e11, "flop_fp32_source": "model: 2·M·N·K"},
+        {"flop_fp32": 1e6, "dram_bytes": 1e5, "l2_bytes": 1e5, "l1_bytes": 1e5, "grid_x": 4, "grid_y": 1, "grid_z": 1,
+         "sm_count": 80},
+        {"flop_fp32": 1e6, "dram_bytes": 1e5, "l2_bytes": 1e5, "l1_bytes": 1e5, "compute_capability": "9.0",
+         "device_name": "AMD Instinct MI250X / MI250"},
+        {"flop_fp32": 2e9, "pipe_pct_json": util},
+        {"kernel_name": "ampere_sgemm_128x64_nn", "flop_fp32": 1.5e10, "compute_capability": "8.0", "dram_bytes": 1e7,
+         "l2_bytes": 1e7, "l1_bytes": 1e7},
+        {"flop_fp32": 1e6, "dram_bytes": 8e8},
+    ]
+    rows = [kernel_row(kernel_id=i, duration_s=1e-3, **kinds[i % len(kinds)]) for i in range(10 * len(kinds))]
+    together = analysed(rows)
+    assert len(together) > 64 and together["analysis_note"].nunique() == len(kinds)
+    for i in range(len(kinds)):
+        alone = analysed([rows[i]]).iloc[0]
+        same = together[together["kernel_id"] == i].iloc[0]
+        for c in ("analysis_note", "next_step", "latency_cause"):
+            assert (pd.isna(alone[c]) and pd.isna(same[c])) or alone[c] == same[c], (i, c)

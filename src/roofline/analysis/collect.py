@@ -141,9 +141,27 @@ def ncu_command(kernel: str, skip: int, sections: list[str], generation: str) ->
 
 
 def plan(frame: pd.DataFrame) -> list[dict[str, object]]:
-    """The kernels to collect next, longest first: per kernel its name, share of the profile's time, what it
-    lacks, the rows it stands for (positions) and the command(s). String columns are read through Arrow
-    (``render.Factor``), and kernel names only on the rows that lack something."""
+    """The kernels to collect next, per profile (``source_file``: each profile's own longest, its share of that
+    profile's time, its launches counted in it; a batch dataset, which analyses each input alone, holds the same),
+    longest first: per kernel its name, share, what it lacks, the rows it stands for (positions in ``frame``) and
+    the command(s)."""
+    if "source_file" not in frame or len(frame) == 0:
+        return _plan_one(frame)
+    files = _factor(frame, "source_file")
+    keys = files.key()
+    if (keys == keys[0]).all():
+        return [dict(it, source_file=files.text(0)) for it in _plan_one(frame)]
+    out: list[dict[str, object]] = []
+    for k in pd.unique(keys):  # (in the frame's order of first appearance)
+        pos = np.flatnonzero(keys == k)
+        for it in _plan_one(frame.iloc[pos]):
+            out.append(dict(it, rows=pos[it["rows"]], source_file=files.text(int(pos[0]))))  # type: ignore[index]
+    return out
+
+
+def _plan_one(frame: pd.DataFrame) -> list[dict[str, object]]:
+    """``plan`` of one profile. String columns are read through Arrow (``render.Factor``), each distinct value
+    once."""
     n = len(frame)
     if not n or "duration_s" not in frame:
         return []
@@ -244,22 +262,36 @@ def collect_next_column(frame: pd.DataFrame) -> pd.Categorical:
     return pd.Categorical.from_codes(code, categories=texts)
 
 
+#: profiles whose collect-next items the printed block lists (the column holds every profile's)
+MAX_PROFILES = 5
+
+
 def summary(frame: pd.DataFrame) -> list[str]:
-    """The collect-next block, printed once under a table: one line per kernel, then its command(s)."""
+    """The collect-next block, printed once under a table: one line per kernel, then its command(s); with several
+    profiles, each profile's (up to ``MAX_PROFILES``) under its file name, ``record_shapes`` said once."""
     items = plan(frame)
     if not items:
         return []
+    profiles = list(dict.fromkeys(str(it.get("source_file") or "") for it in items))
     lines = ["collect next (the longest kernels lacking counters or shapes):"]
-    for it in items:
-        lack = ", ".join(it["missing"]) if it["missing"] else ""  # type: ignore[arg-type]
-        what = "; ".join(x for x in (("no shapes (Input Dims)" if it["no_shapes"] else ""),
-                                      (f"missing: {lack}" if lack else "")) if x)
-        share = float(it["share"])  # type: ignore[arg-type]
-        when = f"{100 * share:.1f}% of the time" if not math.isnan(share) else "time unknown"
-        ops = f"op {', '.join(it['ops'])}; " if it["ops"] else ""  # type: ignore[arg-type]
-        lines.append(f"  {it['kernel']} ({ops}{when}; {what}):")
-        lines += [f"    {c}" for c in it["commands"]]  # type: ignore[attr-defined]
+    said: set[str] = set()
+    for profile in profiles[:MAX_PROFILES]:
+        if len(profiles) > 1:
+            lines.append(f" {profile or 'a profile naming no file'}:")
+        for it in (it for it in items if str(it.get("source_file") or "") == profile):
+            lack = ", ".join(it["missing"]) if it["missing"] else ""  # type: ignore[arg-type]
+            what = "; ".join(x for x in (("no shapes (Input Dims)" if it["no_shapes"] else ""),
+                                          (f"missing: {lack}" if lack else "")) if x)
+            share = float(it["share"])  # type: ignore[arg-type]
+            when = f"{100 * share:.1f}% of the time" if not math.isnan(share) else "time unknown"
+            ops = f"op {', '.join(it['ops'])}; " if it["ops"] else ""  # type: ignore[arg-type]
+            commands = [c for c in it["commands"] if not (c in said and c == RECORD_SHAPES)]  # type: ignore[attr-defined]
+            said.update(commands)
+            lines.append(f"  {it['kernel']} ({ops}{when}; {what}):")
+            lines += [f"    {c}" for c in commands]
+    if len(profiles) > MAX_PROFILES:
+        lines.append(f" … and {len(profiles) - MAX_PROFILES} more profile(s): the collect_next column "
+                     "(--format json, --out) holds each one's")
     return lines
-
 
 __all__ = ["LAST_NCU", "RECORD_SHAPES", "collect_next_column", "is_amd", "ncu_command", "plan", "summary"]

@@ -2,8 +2,9 @@
 the pipe that binds, Nsight Compute's own findings, and one next step, each from what the profile records.
 
 ``analyze`` calls :func:`diagnose` on the roofline frame. It adds ``binding_pipe``, ``binding_pipe_pct``,
-``co_critical_pipes``, ``pipe_ceiling_flop_per_s`` (``pipes.py``), ``latency_cause``, ``next_step`` and ``collect_next``
-(``collect.py``), and rewrites ``analysis_note`` parts:
+``co_critical_pipes``, ``pipe_ceiling_flop_per_s`` (``pipes.py``), ``latency_cause`` and ``next_step``, and rewrites
+``analysis_note`` parts (every one from its own row: a batch dataset's scan analyses record batches alone; what to
+collect next reads whole profiles and is ``collect.py``'s, outside this stage):
 
 * above a roof: the hierarchy's "no recorded evidence explains it" is replaced by the cause the evidence
   supports (the reader's flags, an algorithm named by the kernels, a tensor-core kernel whose FLOPs are filed
@@ -58,6 +59,8 @@ LOW_OCCUPANCY_RATIO = 0.8
 TAIL_MAX_WAVES = 4
 #: stall reasons under this many warps per issued instruction are not named
 STALL_FLOOR = 1.0
+#: frames this small render every row's texts without grouping (the keys cost more than the texts)
+FEW_ROWS = 64
 #: a memory roof used at least this much (% of roof) is "at the roof"; ncu's SpeedOfLight rule calls 60 % high
 HIGH_PCT = 60.0
 
@@ -369,9 +372,11 @@ class _Groups:
     """``fn(first row)`` per group of ``rows`` that agree on ``parts``: ``code`` over all rows (0: not in
     ``rows``; g + 1: group g) and ``texts[g]``."""
 
-    def __init__(self, n: int, rows: np.ndarray, parts: list[np.ndarray], fn: Callable[[int], Any]) -> None:
+    def __init__(self, n: int, rows: np.ndarray, parts: list[np.ndarray] | None, fn: Callable[[int], Any]) -> None:
         self.code = np.zeros(n, np.int64)
         self.texts: list[Any] = []
+        if parts is None:  # (a few rows: each its own group, no keys computed)
+            parts = [np.arange(len(rows), dtype=np.int64)]
         if len(rows):
             ids, first = group_ids(parts or [np.zeros(len(rows), np.int64)], len(rows))
             self.code[rows] = ids + 1
@@ -438,7 +443,7 @@ _LATENCY_COLUMNS = ("waves_per_sm", "sm_count", "grid_x", "grid_y", "grid_z", "a
 
 
 def diagnose(result: pd.DataFrame, levels: Sequence[str], latency_threshold_pct: float) -> pd.DataFrame:
-    """The roofline frame with the pipe, next-step and collect-next columns and the notes the evidence supports."""
+    """The roofline frame with the pipe, latency-cause and next-step columns and the notes the evidence supports."""
     n = len(result)
     out = result.assign(**{c: v for c, v in pipe_columns(result).items()})
     v = _Rows(out)
@@ -446,7 +451,8 @@ def diagnose(result: pd.DataFrame, levels: Sequence[str], latency_threshold_pct:
     latency_mask = (out["bound"] == "latency-limited").fillna(False).to_numpy(dtype=bool) if "bound" in out \
         else np.zeros(n, bool)
     over_rows = np.flatnonzero(over_mask)
-    over = _Groups(n, over_rows, _over_keys(out, over_rows, levels), lambda r: over_cause(v, r, levels))
+    few = n <= FEW_ROWS
+    over = _Groups(n, over_rows, None if few else _over_keys(out, over_rows, levels), lambda r: over_cause(v, r, levels))
 
     # latency: rows with something recorded are grouped by it; the others by what would tell (AMD or not)
     plain = LATENCY_NOTE.format(threshold=latency_threshold_pct)
@@ -462,22 +468,25 @@ def diagnose(result: pd.DataFrame, levels: Sequence[str], latency_threshold_pct:
             return plain.split(":")[0] + ": " + ", ".join(parts)
         return f"{plain}; nothing recorded tells which: {_what_would_tell(v, r)}"
 
-    lat_parts = _keys(out, lat_rows, list(_LATENCY_COLUMNS))
-    lat_parts = [np.where(recorded, p, 0) for p in lat_parts] + _keys(out, lat_rows, ["compute_capability", "device_name"])
-    lat = _Groups(n, lat_rows, [recorded.astype(np.int64), *lat_parts], latency_note)
-    lat_cause = _Groups(n, lat_rows, [recorded.astype(np.int64), *lat_parts], lambda r: latency_cause(v, r))
+    lat_keys = None
+    if not few:
+        lat_parts = _keys(out, lat_rows, list(_LATENCY_COLUMNS))
+        lat_parts = [np.where(recorded, p, 0) for p in lat_parts] + _keys(out, lat_rows, ["compute_capability",
+                                                                                         "device_name"])
+        lat_keys = [recorded.astype(np.int64), *lat_parts]
+    lat = _Groups(n, lat_rows, lat_keys, latency_note)
+    lat_cause = _Groups(n, lat_rows, lat_keys, lambda r: latency_cause(v, r))
 
     bound_pipe = pipe_bound(out)
     pipe_rows = np.flatnonzero(bound_pipe)
     pipe = _Groups(n, pipe_rows, [np.arange(len(pipe_rows))], lambda r: _pipe_note(v, r))
     rule_rows = np.flatnonzero(out["ncu_rules_json"].notna().to_numpy()) if "ncu_rules_json" in out else np.zeros(0, int)
-    ncu = _Groups(n, rule_rows, _keys(out, rule_rows, ["ncu_rules_json"]), lambda r: _ncu_note(v, r))
+    ncu = _Groups(n, rule_rows, None if few else _keys(out, rule_rows, ["ncu_rules_json"]), lambda r: _ncu_note(v, r))
 
     step = _next_steps(out, v, over, lat, bound_pipe, over_mask, latency_mask)
     out["next_step"] = _categorical(step.code, step.texts)
     out["latency_cause"] = _categorical(lat_cause.code, lat_cause.texts)
     out["analysis_note"] = _notes(out["analysis_note"], over, lat, pipe, ncu, step, plain)
-    out["collect_next"] = collect.collect_next_column(out)
     return out
 
 
@@ -511,6 +520,13 @@ def _next_steps(out: pd.DataFrame, v: _Rows, over: _Groups, lat: _Groups, bound_
     """``next_step`` grouped by what it reads; the columns only some rows hold are keyed on those rows alone."""
     n = len(out)
     rows = np.arange(n)
+
+    def step(r: int) -> str | None:
+        return next_step(v, r, over.at(r), latency_evidence(v, r) if latency_mask[r] else [], bool(bound_pipe[r]),
+                         bool(over_mask[r]))
+
+    if n <= FEW_ROWS:
+        return _Groups(n, rows, None, step)
     parts = _keys(out, rows, ["bound", "binding_roof", "compute_precision", "compute_capability", "device_name"])
     pct = out["pct_of_roof"].to_numpy(dtype=float, na_value=np.nan) if "pct_of_roof" in out else np.full(n, np.nan)
     tensor = out["flop_tensor"].to_numpy(dtype=float, na_value=np.nan) > 0 if "flop_tensor" in out else np.zeros(n, bool)
@@ -538,8 +554,7 @@ def _next_steps(out: pd.DataFrame, v: _Rows, over: _Groups, lat: _Groups, bound_
             full = np.zeros(n, np.int64)
             full[rich_rows] = p
             parts.append(full)
-    return _Groups(n, rows, parts, lambda r: next_step(v, r, over.at(r), latency_evidence(v, r) if latency_mask[r] else [],
-                                                       bool(bound_pipe[r]), bool(over_mask[r])))
+    return _Groups(n, rows, parts, step)
 
 
 def _categorical(code: np.ndarray, texts: list[Any]) -> pd.Categorical:

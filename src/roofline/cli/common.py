@@ -199,7 +199,8 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
                 click.echo(f"{prov.get('source_file', '')}: no {table} table in the export; lost: {lost}")
             if isinstance(prov, dict) and prov.get("device_note"):
                 click.echo(f"{prov.get('source_file', '')}: {prov['device_note']}")
-        if scope is not None and not scope.empty:
+        # kernel tables only: a --by summary of a batch dataset streams from its scan and prints the same table
+        if scope is not None and not scope.empty and by is None:
             for line in _top_findings(scope):  # ncu's own findings, ranked across the profile
                 click.echo(line)
             from roofline.analysis.collect import summary
@@ -220,9 +221,22 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
             else:
                 click.echo(orjson.dumps(items, option=orjson.OPT_INDENT_2).decode())
             return
-        stream_json(result, ndjson=fmt == "ndjson")
+        stream_json(_with_collect(result, scope, by), ndjson=fmt == "ndjson")
     else:
-        click.echo(result.to_csv(index=False), nl=False)
+        click.echo(_with_collect(result, scope, by).to_csv(index=False), nl=False)
+
+
+def _with_collect(result: pd.DataFrame, scope: pd.DataFrame | None, by: str | None) -> pd.DataFrame:
+    """Kernel rows with their ``collect_next`` command, planned over the whole profiles of ``scope``
+    (analysis/collect.py): not a column of the analysis, which a dataset's scan runs on record batches."""
+    if by is not None or scope is None or scope.empty or result.empty or not scope.index.is_unique:
+        return result
+    import pandas as pd
+
+    from roofline.analysis.collect import collect_next_column
+
+    column = pd.Series(collect_next_column(scope), index=scope.index)
+    return result.assign(collect_next=column.reindex(result.index))
 
 
 def write_html(result: pd.DataFrame, path: Path, levels: tuple[str, ...], clock: str, top: int = 10) -> None:

@@ -31,6 +31,7 @@ from markupsafe import Markup
 
 from roofline._version import __version__
 from roofline.analysis.aggregate import aggregate
+from roofline.analysis.collect import collect_next_column
 from roofline.analysis.collect import summary as collect_summary
 from roofline.analysis.pipes import findings, findings_summary, pipe_bound, pipe_summary
 from roofline.hardware.peaks import LEVELS
@@ -100,7 +101,8 @@ def _column_block(frame: pd.DataFrame, levels: Sequence[str]) -> str:
     # why it sits there (analysis/diagnose.py): the pipe roof where a pipe binds below the FLOP roof, and texts
     parts["pipe_roof"] = _numbers(frame["pipe_ceiling_flop_per_s"].where(pipe_bound(frame))
                                   if "pipe_ceiling_flop_per_s" in frame else pd.Series(np.nan, index=frame.index))
-    why = {"pipe": pipe_summary(frame), "findings": findings_summary(frame)}
+    why = {"pipe": pipe_summary(frame), "findings": findings_summary(frame),
+           "collect_next": pd.Series(collect_next_column(frame), index=frame.index)}  # (whole profiles: collect.py)
     from roofline.analysis.categories import categorize
 
     cats = {}
