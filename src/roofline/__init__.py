@@ -7,6 +7,7 @@
     >>> run = roofline.run(["a.ncu-rep", "traces/"])   # frame, failures and warnings (keeps going)
     >>> result.summary(); roofline.by_category(result)  # the headline; time per op category
     >>> roofline.plot(result)                          # the report's kernel chart as a plotly Figure
+    >>> roofline.findings(result)                      # Nsight Compute's rule results, by estimated time saved
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from roofline.errors import RooflineError
 # `roofline --version`/`--help` start-up) does not pay for pandas and the analysis stack.
 _LAZY = {"analyze": "roofline.api", "run": "roofline.api", "roofline_analysis": "roofline.analysis",
          "summary": "roofline.api", "by_category": "roofline.api", "plot": "roofline.api", "compare": "roofline.api",
+         "findings": "roofline.api",
          "read": "roofline.api", "read_each": "roofline.api", "read_metrics": "roofline.ingest", "sniff": "roofline.ingest",
          "read_table": "roofline.schema", "write_table": "roofline.schema",
          "open_dataset": "roofline.batch.dataset"}
 
 if TYPE_CHECKING:
     from roofline.analysis import roofline_analysis
-    from roofline.api import analyze, by_category, compare, plot, read, read_each, run, summary
+    from roofline.api import analyze, by_category, compare, findings, plot, read, read_each, run, summary
     from roofline.batch.dataset import open_dataset
     from roofline.ingest import read_metrics, sniff
     from roofline.schema import read_table, write_table
@@ -51,6 +53,7 @@ __all__ = [
     "analyze",
     "by_category",
     "compare",
+    "findings",
     "open_dataset",
     "plot",
     "read",

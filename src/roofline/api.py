@@ -148,6 +148,17 @@ def by_category(result: pd.DataFrame | Analysis | PathsLike) -> pd.DataFrame:
     return view(_frame(result), "category")
 
 
+def findings(result: pd.DataFrame | Analysis | PathsLike) -> pd.DataFrame:
+    """Nsight Compute's own rule results (its guided analysis, ``IAction.rule_results_as_dicts()``), one row per
+    launch and result beside the roofline rows (``kernel_id``, ``source_file``): rule, section, title, type,
+    estimated speedup (``global``: of the kernel's time; ``local``: of the part the rule looks at), estimated time
+    saved (speedup × the launch's time), focus metrics, message, ``rank`` across the profile by time saved
+    (docs/analysis.md). Empty where no input is a full Nsight Compute report."""
+    from roofline.analysis.pipes import findings as table
+
+    return table(_frame(result))
+
+
 def plot(result: pd.DataFrame | Analysis | PathsLike, device: str | None = None,
          levels: Sequence[str] | None = None, title: str | None = None) -> object:
     """The HTML report's kernel roofline chart as a plotly Figure, for one device (default: the one with the
@@ -178,4 +189,4 @@ def compare(before: pd.DataFrame | Analysis | PathsLike | list, after: pd.DataFr
     return compare_sides([side(i, x) for i, x in enumerate((before, after, *candidates))], levels, mapping).table
 
 
-__all__ = ["analyze", "by_category", "compare", "plot", "read", "read_each", "run", "summary"]
+__all__ = ["analyze", "by_category", "compare", "findings", "plot", "read", "read_each", "run", "summary"]

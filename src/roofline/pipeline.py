@@ -126,6 +126,12 @@ class Analysis:
 
         return view(self.frame, "category")
 
+    def findings(self) -> pd.DataFrame:
+        """Nsight Compute's rule results, one row each, ranked by estimated time saved: ``roofline.findings``."""
+        from roofline.analysis.pipes import findings
+
+        return findings(self.frame)
+
     def compact(self, top: int | None = 20) -> pd.DataFrame:
         from roofline.result import compact
 

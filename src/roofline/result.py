@@ -136,6 +136,13 @@ class RooflineResult(pd.DataFrame):
 
         return view(self, "category")
 
+    def findings(self) -> pd.DataFrame:
+        """Nsight Compute's own rule results (guided analysis), one row per launch and result, ranked across the
+        profile by estimated time saved (speedup × the launch's time): ``roofline.findings``."""
+        from roofline.analysis.pipes import findings
+
+        return findings(self)
+
     def _footer(self, shown: int) -> str:
         return (f"{shown} of {len(self):,} rows, longest first; {len(self.columns)} columns in "
                 "result.frame; result.summary(), result.by_category(), roofline.plot(result)")

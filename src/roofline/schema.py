@@ -125,6 +125,14 @@ STATUS_COLUMNS: dict[str, str] = {
     "match_method": "string",  # --counters: how the row found its counters (see docs/nsys.md)
     "counter_samples": "Int64",  # --counters: sampled launches averaged into the row's counters
     "counter_spread": "float64",  # --counters: relative std dev of those launches' FLOPs (else DRAM bytes)
+    # why a kernel sits where it does (docs/analysis.md, "Why a kernel sits where it does"): what the profile records
+    "pipe_pct_json": "string",  # ncu full sets / rocprof-compute: {pipe metric: its % of peak (JSON)}
+    "ncu_rules_json": "string",  # ncu: the report's own rule results (guided analysis), JSON list
+    "achieved_occupancy_pct": "float64",  # ncu: sm__warps_active.avg.pct_of_peak_sustained_active
+    "theoretical_occupancy_pct": "float64",  # ncu: sm__maximum_warps_per_active_cycle_pct
+    "waves_per_sm": "float64",  # ncu: launch__waves_per_multiprocessor
+    "warp_stalls_json": "string",  # ncu: {stall reason: warps stalled per issued instruction} (JSON)
+    "op_kernels": "string",  # traces: the distinct kernels a matmul/conv op launched, one per line
     # collectives (NCCL/RCCL; docs/collectives.md): what the profile records of each; null on other rows
     "collective": "string",  # nccl-tests' name: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, ...
     "collective_source": "string",

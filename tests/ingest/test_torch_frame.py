@@ -66,7 +66,7 @@ def _props(i: int, name: Any, major: Any, minor: Any, sms: Any) -> dict[str, Any
 
 
 def _cost(fp32: float, src: Any, path: Any, dram: float, evidence: Any = None) -> tuple[Any, ...]:
-    return (0.0, fp32, 0.0, 0.0, src, src, src, src, path, dram, src, None, evidence, NAN)
+    return (0.0, fp32, 0.0, 0.0, src, src, src, src, path, dram, src, None, evidence, NAN, None)
 
 
 def _row(ts: Any, name: Any, dev: Any, cost: tuple[Any, ...], grid: Any = None, block: Any = None,

@@ -1,5 +1,6 @@
-"""Three promises over every shared fixture (issue 31): no 0 FLOP for work whose cost is unknown, no ``inf`` in
-any table, no "FLOPs are a lower bound" note without a precision whose counters are missing."""
+"""Promises over every shared fixture (issue 31): no 0 FLOP for work whose cost is unknown, no ``inf`` in any
+table, no "FLOPs are a lower bound" note without a precision whose counters are missing; (issue 34) no "wrong
+peak" unless the peak's source is a fallback or the row's own counters measured past a spec roof."""
 
 from __future__ import annotations
 
@@ -63,6 +64,16 @@ def test_every_fixture_keeps_the_three_promises(rel):
             ops = opcodes.get(int(r["kernel_id"].iloc[i]))
             if ops is not None and p in _PREFIXES:
                 assert any(o.startswith(_PREFIXES[p]) for o in ops), (rel, i, p, sorted(ops)[:20])
+    # 4. "wrong peak" only where the binding roof's source is a fallback (architecture model, the higher of
+    # ambiguous candidates, MIG, a hand-given or measured figure) or the row's counters beat a spec roof
+    for i in np.flatnonzero(notes.str.contains("wrong peak", regex=False).to_numpy()):
+        roof = str(r["binding_roof"].iloc[i])
+        peak = str(r["peak_flop_per_s_source" if roof == "compute" else f"peak_{roof}_bytes_per_s_source"].iloc[i])
+        measured = r[[c for c in r.columns if c.endswith("_source") and (c.startswith("flop_") if roof == "compute"
+                                                                          else c == f"{roof}_bytes_source")]]
+        fallback = re.search(r"arch model|upper bound|higher of|\bMIG\b|(^|\W)(user|measured):", peak)
+        contradicted = peak.startswith("spec") and measured.iloc[i].astype(str).str.startswith("counters").any()
+        assert fallback or contradicted, (rel, i, roof, peak, notes.iloc[i])
 
 
 _PREFIXES = {"fp64": ("DADD", "DMUL", "DFMA"), "fp32": ("FADD", "FMUL", "FFMA"), "fp16": ("HADD", "HMUL", "HFMA")}

@@ -37,7 +37,8 @@ def test_notes_carry_the_reasons_and_the_legend_the_markers():
     assert bool(frame.loc[frame["kernel_id"] == 1, "over_roof"].item())
     text = format_table(frame)
     assert "notes:" in text and "L2 level absent: no L2 bytes (unavailable: no counter; collect with ncu --set full)" in text
-    assert "above the compute roof: likely a wrong peak" in text
+    # no evidence (a counters peak, FLOPs of no known count): the note says what to check, not "wrong peak"
+    assert "above the compute roof: no recorded evidence explains it" in text and "wrong peak" not in text
     # an absent level is a dash, explained in the legend (its reason is in the notes), not an unknown number
     assert "! above a roof (cause in the notes)" in text and "- no bytes at that level (the notes say why)" in text
     table = text.split("notes:")[0]

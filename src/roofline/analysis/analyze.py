@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.analysis.comm import communication
+from roofline.analysis.diagnose import diagnose
 from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical, roofline_columns
 from roofline.analysis.render import Factor, as_string, render
 from roofline.hardware.attach import fill_spec_peaks
@@ -69,7 +70,7 @@ def analyze(
     extra = pd.concat([extra, communication(framed, links)], axis=1)
     stale = [c for c in framed.columns if c in extra.columns or c.endswith("_boost")]
     base = framed.drop(columns=stale)
-    out = pd.concat([base, extra], axis=1)
+    out = diagnose(pd.concat([base, extra], axis=1), levels, latency_threshold_pct)
     out.attrs = {}
     return set_provenance(out, get_provenance(kernels))
 

@@ -15,7 +15,8 @@ Rules (``docs/analysis.md`` says the same for people):
 * bound: ``compute-bound`` / ``memory-bound`` by the binding roof, but ``latency-limited`` when
   % of roof is under ``latency_threshold_pct`` (default 20): far below every roof, the kernel is
   limited by latency or occupancy, which a roofline cannot tell apart.
-* Above 100% of a roof is flagged (``over_roof``) with the likely cause, never shown as a win.
+* Above 100% of a roof is flagged (``over_roof``), never shown as a win; the note names the roof and its source,
+  and ``diagnose.py`` the cause the evidence supports.
 
 Everything is vectorised over columns: no Python loop per row.
 """
@@ -43,6 +44,11 @@ LATENCY_THRESHOLD_PCT = 20.0
 OVER_ROOF_TOLERANCE = 1e-9
 
 BOUNDS = ("compute-bound", "memory-bound", "latency-limited", UNAVAILABLE)
+#: an over-roof point whose cause nothing recorded tells (diagnose.py replaces it where the evidence does)
+UNEXPLAINED = ("no recorded evidence explains it: check the peak source (spec vs counters), sparse vs dense, the "
+               "clock basis and how the FLOPs/bytes were counted")
+#: the latency-limited note part (diagnose.py adds the evidence where the profile records it)
+LATENCY_NOTE = "under {threshold:g}% of every roof: latency- or occupancy-limited"
 #: a missing value whose source says nothing (a reader's gap): never an empty "()" in a note
 _UNSAID = "the profile does not say why"
 
@@ -531,11 +537,10 @@ class _Texts:
                     # previous op (a residual add's inputs in a 50 MB L2) legitimately beats the roof
                     parts.append(f"above the {name} roof: the bytes are modelled from shapes, as if every tensor "
                                  f"came from {name.upper()}; data still in a cache explains it ({src})")
-                else:
-                    parts.append(f"above the {name} roof: likely a wrong peak; check the peak source (spec vs "
-                                 f"counters), sparse vs dense, and the clock basis ({src})")
+                else:  # analysis/diagnose.py puts the cause the evidence supports in place of UNEXPLAINED
+                    parts.append(f"above the {name} roof: {UNEXPLAINED} ({src})")
             if v["latency"][r]:
-                parts.append(f"under {threshold:g}% of every roof: latency- or occupancy-limited")
+                parts.append(LATENCY_NOTE.format(threshold=threshold))
             return "; ".join(parts) or None
 
         return render_rare([v["latency"], *over.words], rare, keys, self.n, fn)

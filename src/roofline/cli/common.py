@@ -110,6 +110,25 @@ def exit_if_failed(analysis: Analysis) -> None:
         fail(f"{analysis.failed} of {analysis.inputs} input(s) failed")
 
 
+def _top_findings(frame: pd.DataFrame, top: int = 3) -> list[str]:
+    """Nsight Compute's findings with the largest estimated time saved across the profile (roofline.findings)."""
+    if "ncu_rules_json" not in frame or not frame["ncu_rules_json"].notna().any():
+        return []
+    from roofline.analysis.pipes import findings
+    from roofline.report.table import _si
+
+    table = findings(frame)
+    ranked = table[table["est_time_saved_s"] > 0]
+    if ranked.empty:
+        return []
+    lines = [f"ncu's findings by estimated time saved ({len(ranked):,} with an estimate; roofline.findings lists all):"]
+    for f in ranked.head(top).itertuples():
+        name = f.kernel_short_name if isinstance(f.kernel_short_name, str) else str(f.kernel_name)
+        lines.append(f"  {f.rank}. {f.title}: {name} (id {f.kernel_id}), est. {f.speedup_type} speedup "
+                     f"{f.est_speedup_pct:.0f}% of {_si(f.duration_s, 's')} = {_si(f.est_time_saved_s, 's')}")
+    return lines
+
+
 def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: str | None, limit: int | None = None,
                  total: int | None = None, latency_threshold: float = 20.0, more: str = "--top N or --all",
                  scope: pd.DataFrame | None = None, fold: bool = True, full_names: bool = False,
@@ -120,7 +139,9 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
 
     The table view starts with the headline of ``scope`` (the kernels the rows come from: coverage, time by
     kind, MFU); with ``fold``, rows without a roofline point are not listed but summed into one line per
-    reason, and idle rows are never listed (their time is in the headline)."""
+    reason, and idle rows are never listed (their time is in the headline); it ends with the collect-next
+    commands for the longest kernels of ``scope`` lacking counters or shapes, printed once (analysis/collect.py).
+    JSON and CSV carry them per row (``collect_next``)."""
     import pandas as pd
 
     if fmt == "table" and by in ("category", "summary", "collective"):
@@ -182,6 +203,14 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
                 click.echo(f"{prov.get('source_file', '')}: no {table} table in the export; lost: {lost}")
             if isinstance(prov, dict) and prov.get("device_note"):
                 click.echo(f"{prov.get('source_file', '')}: {prov['device_note']}")
+        # kernel tables only: a --by summary of a batch dataset streams from its scan and prints the same table
+        if scope is not None and not scope.empty and by is None:
+            for line in _top_findings(scope):  # ncu's own findings, ranked across the profile
+                click.echo(line)
+            from roofline.analysis.collect import summary
+
+            for line in summary(scope):  # the longest kernels lacking counters or shapes, once
+                click.echo(line)
     elif fmt in ("json", "ndjson"):
         from roofline.report.records import stream_json
 
@@ -199,9 +228,22 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
             else:
                 click.echo(orjson.dumps(items, option=orjson.OPT_INDENT_2).decode())
             return
-        stream_json(result, ndjson=fmt == "ndjson")
+        stream_json(_with_collect(result, scope, by), ndjson=fmt == "ndjson")
     else:
-        click.echo(result.to_csv(index=False), nl=False)
+        click.echo(_with_collect(result, scope, by).to_csv(index=False), nl=False)
+
+
+def _with_collect(result: pd.DataFrame, scope: pd.DataFrame | None, by: str | None) -> pd.DataFrame:
+    """Kernel rows with their ``collect_next`` command, planned over the whole profiles of ``scope``
+    (analysis/collect.py): not a column of the analysis, which a dataset's scan runs on record batches."""
+    if by is not None or scope is None or scope.empty or result.empty or not scope.index.is_unique:
+        return result
+    import pandas as pd
+
+    from roofline.analysis.collect import collect_next_column
+
+    column = pd.Series(collect_next_column(scope), index=scope.index)
+    return result.assign(collect_next=column.reindex(result.index))
 
 
 def write_html(result: pd.DataFrame, path: Path, levels: tuple[str, ...], clock: str, top: int = 10) -> None:

@@ -27,6 +27,7 @@ from roofline.errors import (
     path_text,
 )
 from roofline.metrics.derive import compute_capability, derive, nan_inputs
+from roofline.metrics.evidence import evidence
 from roofline.schema import (
     QUANTITY_COLUMNS,
     SOURCED_COLUMNS,
@@ -144,6 +145,9 @@ def build_kernels_frame(
             row[f"grid_{axis}"] = _int_or_none(raw.get(f"launch__grid_dim_{axis}", launch.get(f"grid_{axis}")))
             row[f"block_{axis}"] = _int_or_none(raw.get(f"launch__block_dim_{axis}", launch.get(f"block_{axis}")))
         row.update(derive(raw, launch.get("opcode_counts"), cc))
+        if "evidence" in launch:  # ncu reports: pipes, occupancy, stalls and the report's own rule results
+            row.update(evidence(launch["evidence"]))
+            row["ncu_rules_json"] = launch.get("rules")
         _flag(row, raw, launch.get("flags"))
         rows.append(row)
     return set_provenance(kernels_from_records(rows), [meta])

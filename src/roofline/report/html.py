@@ -31,6 +31,9 @@ from markupsafe import Markup
 
 from roofline._version import __version__
 from roofline.analysis.aggregate import aggregate
+from roofline.analysis.collect import collect_next_column
+from roofline.analysis.collect import summary as collect_summary
+from roofline.analysis.pipes import findings, findings_summary, pipe_bound, pipe_summary
 from roofline.hardware.peaks import LEVELS
 from roofline.report.chart_data import LEVEL_LABELS, roofs, short_source
 from roofline.report.comm_chart import comm_data
@@ -96,14 +99,21 @@ def _column_block(frame: pd.DataFrame, levels: Sequence[str]) -> str:
     for lv in levels:
         parts[f"int_{lv}"] = _numbers(frame[f"intensity_{lv}_flop_per_byte"])
         parts[f"bytes_{lv}"] = _numbers(frame[f"{lv}_bytes"])
+    # why it sits there (analysis/diagnose.py): the pipe roof where a pipe binds below the FLOP roof, and texts
+    parts["pipe_roof"] = _numbers(frame["pipe_ceiling_flop_per_s"].where(pipe_bound(frame))
+                                  if "pipe_ceiling_flop_per_s" in frame else pd.Series(np.nan, index=frame.index))
+    why = {"pipe": pipe_summary(frame), "findings": findings_summary(frame),
+           "collect_next": pd.Series(collect_next_column(frame), index=frame.index)}  # (whole profiles: collect.py)
     from roofline.analysis.categories import categorize
 
     cats = {}
     category = categorize(frame)  # the op category table the terminal's --by category uses
     for key, col in (("bound", "bound"), ("binding", "binding_roof"), ("precision", "compute_precision"),
                      ("nvtx", "nvtx_range"), ("device", "device_name"), ("note", "analysis_note"),
-                     ("category", None)):
-        values = category if col is None else frame[col] if col in frame else pd.Series(pd.NA, index=frame.index)
+                     ("pipe", "pipe"), ("findings", "findings"), ("step", "next_step"), ("collect", "collect_next"),
+                     ("latency", "latency_cause"), ("category", None)):
+        values = (category if col is None else why[col] if col in why else frame[col] if col in frame
+                  else pd.Series(pd.NA, index=frame.index))
         codes, uniques = _codes(values)
         parts[f"{key}_code"] = codes
         cats[key] = uniques
@@ -231,6 +241,19 @@ def plotly_js() -> str:
     return resources.files(__package__).joinpath("vendor", "plotly-roofline.min.js").read_text(encoding="utf-8")
 
 
+def _top_findings(frame: pd.DataFrame, top: int = 10) -> list[dict[str, object]]:
+    """ncu's findings with the largest estimated time saved across the report (``analysis.pipes.findings``)."""
+    if "ncu_rules_json" not in frame or not frame["ncu_rules_json"].notna().any():
+        return []
+    table = findings(frame)
+    ranked = table[table["est_time_saved_s"] > 0].head(top)
+    return [{"rank": int(f.rank), "title": str(f.title), "id": int(f.kernel_id) if pd.notna(f.kernel_id) else None,
+             "kernel": str(f.kernel_short_name if pd.notna(f.kernel_short_name) else f.kernel_name),
+             "speedup": float(f.est_speedup_pct), "type": str(f.speedup_type), "time": float(f.duration_s),
+             "saved": float(f.est_time_saved_s), "focus": str(f.focus_metrics) if pd.notna(f.focus_metrics) else ""}
+            for f in ranked.itertuples()]
+
+
 def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None,
            clock: str = "profiled", top: int = 10, compress: bool | None = None) -> str:
     """The report page as a string."""
@@ -250,6 +273,8 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         "level_labels": {lv: LEVEL_LABELS[lv] for lv in levels}, "precisions": list(PRECISIONS),
         "count": len(frame), "top": top, "version": __version__,
         "provenance": get_provenance(result),
+        "collect": collect_summary(frame) if len(frame) else [],  # printed once (analysis/collect.py)
+        "findings": _top_findings(frame),
     }
     data = {
         "meta": meta,

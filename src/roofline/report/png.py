@@ -4,10 +4,11 @@ Log-log axes in FLOP/byte and FLOP/s (SI tick labels, one per decade); a sloped 
 flat roof per precision the kernels used, each labelled with its value and source (roofs of one value share a
 line and a label); ridge points marked; one marker per kernel and level (coloured by bound as in the HTML
 report, a shape per level, joined by a thin line as in NERSC's hierarchical charts; legend and key beside the
-axes); the longest kernels numbered without overlap and named in a key; notes below the axes.
+axes); the longest kernels numbered without overlap and named in a key; notes below the axes. A dotted "pipe
+roof" across a kernel's points where its busiest SM pipe caps it below the FLOP roof (``analysis/pipes.py``).
 
 Every artist carries a ``gid`` (``roof:dram``, ``roof:fp32``, ``ridge:dram:fp32``, ``level:dram``
-for the kernels' markers at a level, in the order of ``chart_data.points``) so tests read the drawn
+for the kernels' markers at a level, in the order of ``chart_data.points``, ``pipe:<row>``) so tests read the drawn
 coordinates back and compare them with the data.
 """
 
@@ -181,6 +182,7 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
                        bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, framealpha=0.9,
                        title="roofs; colour = bound, shape = memory level", title_fontsize=7.5)
     ax.grid(True, which="major", alpha=0.25)
+    _pipe_roofs(ax, frame, pts, list(order.index[:label_top]))
     _label_top(ax, frame, pts, list(order.index[:label_top]), legend)
     return fig
 
@@ -212,6 +214,31 @@ def drawable(pts: pd.DataFrame, roof_list: list[Roof]) -> tuple[pd.DataFrame, li
     ok = ((cols >= lo) & (cols <= hi)).all(axis=1).to_numpy()
     kept = [r for r in roof_list if lo <= r.value <= hi]
     return pts[ok], kept, int((~ok).sum()) + len(roof_list) - len(kept)
+
+
+def _pipe_roofs(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int]) -> None:  # type: ignore[no-untyped-def]
+    """A short horizontal "pipe roof" across each of the longest kernels' points whose binding pipe caps it below
+    its FLOP roof (``analysis/pipes.py``): the FLOP/s at which that pipe would be saturated."""
+    from roofline.analysis.pipes import pipe_bound
+
+    if "pipe_ceiling_flop_per_s" not in frame:
+        return
+    bound = pipe_bound(frame)
+    y0, y1 = ax.get_ylim()
+    labelled: list[tuple[str, float]] = []  # (pipe, ceiling): launches of one kernel share a roof and one label
+    for row in rows:
+        ceiling = float(frame["pipe_ceiling_flop_per_s"].iloc[row])
+        if not bound[row] or not y0 < ceiling < y1:
+            continue
+        xs = pts.loc[pts["row"] == row, "intensity_flop_per_byte"]
+        lo, hi = float(xs.min()) / 1.6, float(xs.max()) * 1.6
+        pipe = str(frame["binding_pipe"].iloc[row]).upper()
+        ax.plot([lo, hi], [ceiling, ceiling], ":", color="#b15928", lw=1.3, gid=f"pipe:{row}", zorder=4)
+        if any(p == pipe and abs(c - ceiling) <= 0.02 * ceiling for p, c in labelled):
+            continue
+        labelled.append((pipe, ceiling))
+        ax.text(hi, ceiling, f" {pipe} pipe roof", fontsize=6.5, color="#b15928", va="center", parse_math=False,
+                gid=f"pipe-label:{row}")
 
 
 def _label_top(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int], legend) -> None:  # type: ignore[no-untyped-def]

@@ -47,7 +47,7 @@ _TEXT = ("kernel_short_name", "kernel", "program", "nvtx", "compute_precision", 
 # inside a reason and does not start a new part
 _PART = re.compile(r"(FLOPs are a lower bound|no FLOPs|no compute roof|zero duration|negative duration|"
                    r"[A-Z0-9]+ level absent|no memory level|above the |under [0-9.]+% of every roof|"
-                   r"[0-9]+ kernel\(s\) without|[0-9]+ of [0-9]+ timed kernels)")
+                   r"[0-9]+ kernel\(s\) without|[0-9]+ of [0-9]+ timed kernels|pipe: |ncu: |next step: )")
 # said by the bound column already ("latency-limited") and explained by the legend
 _LATENCY = re.compile(r"under [0-9.]+% of every roof: latency- or occupancy-limited")
 

@@ -20,6 +20,7 @@ merged per dispatch as rocprof-compute does.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -332,6 +333,7 @@ def read(path: str | Path, definitions: str = "3.6", roofline_device: int = 0) -
         "replay_ok": True,
     })
     _launch(pmc, cols)
+    cols["pipe_pct_json"] = pipe_utilisation(ctr, info, pmc)
     extra["dispatch_id"] = pd.to_numeric(pmc["Dispatch_ID"], errors="coerce").astype("Int64").to_numpy() \
         if "Dispatch_ID" in pmc else pd.array([pd.NA] * n, dtype="Int64")
     extra["agent_id"] = pd.to_numeric(pmc["GPU_ID"], errors="coerce").astype("Int64").to_numpy() \
@@ -414,6 +416,32 @@ def _launch(pmc: pd.DataFrame, cols: dict[str, Any]) -> None:
     if grid is not None and wg is not None:
         cols["grid_x"] = [None if (pd.isna(g) or pd.isna(w) or w <= 0) else int(-(-g // w)) for g, w in zip(grid, wg)]
         cols["grid_y"], cols["grid_z"] = 1, 1
+
+
+def pipe_utilisation(ctr: Counters, info: dict[str, str], pmc: pd.DataFrame) -> list[str | None]:
+    """Per dispatch, rocprof-compute's own pipe utilisations (System Speed-of-Light panel,
+    ``analysis_configs/gfx942/0200_system-speed-of-light.yaml``) as compact JSON, % of peak: VALU, SALU and
+    MFMA utilisation over ``GRBM_GUI_ACTIVE / num_xcd`` active cycles × CUs (× 4 SIMDs for MFMA), and the
+    theoretical LDS bandwidth's % of ``max_sclk × CUs × 128 B``. A counter it lacks leaves that pipe out."""
+    n = len(pmc)
+    cus, xcd, sclk = _number(info.get("cu_per_gpu")), _number(info.get("num_xcd")) or 1.0, _number(info.get("max_sclk"))
+    banks = _number(info.get("lds_banks_per_cu"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        active = ctr.get("GRBM_GUI_ACTIVE") / xcd * (cus or np.nan) if ctr.has("GRBM_GUI_ACTIVE") else np.full(n, np.nan)
+        pipes = {name: 100.0 * ctr.get(c) / (active * k) for name, c, k in (
+            ("VALU Utilization", "SQ_ACTIVE_INST_VALU", 1), ("SALU Utilization", "SQ_ACTIVE_INST_SCA", 1),
+            ("MFMA Utilization", "SQ_VALU_MFMA_BUSY_CYCLES", 4)) if ctr.has(c)}
+        if ctr.has("SQ_LDS_IDX_ACTIVE") and ctr.has("SQ_LDS_BANK_CONFLICT") and banks and sclk and cus \
+                and "Start_Timestamp" in pmc and "End_Timestamp" in pmc:
+            ns = (pd.to_numeric(pmc["End_Timestamp"], errors="coerce")
+                  - pd.to_numeric(pmc["Start_Timestamp"], errors="coerce")).to_numpy(dtype=float)
+            gbps = (ctr.get("SQ_LDS_IDX_ACTIVE") - ctr.get("SQ_LDS_BANK_CONFLICT")) * 4 * banks / ns
+            pipes["Theoretical LDS Bandwidth"] = 100.0 * gbps / (sclk * cus * 0.128)
+    out: list[str | None] = []
+    for r in range(n):
+        row = {k: round(float(v[r]), 6) for k, v in pipes.items() if np.isfinite(v[r])}
+        out.append(json.dumps(row, separators=(",", ":")) if row else None)
+    return out
 
 
 def _tensor(ctr: Counters, arch: str, cols: dict[str, Any], extra: dict[str, Any], n: int) -> None:

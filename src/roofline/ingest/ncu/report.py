@@ -26,6 +26,7 @@ from roofline.errors import CorruptReportError, MissingDependencyError, NoKernel
 from roofline.ingest import isolate
 from roofline.ingest.common import build_kernels_frame, check_magic, head, provenance_record
 from roofline.metrics.derive import is_relevant
+from roofline.metrics.evidence import is_evidence, rules_json
 from roofline.metrics.tensor import OPCODE_METRIC
 from roofline.schema import conform_metrics, set_provenance
 
@@ -325,6 +326,15 @@ def _opcode_counts(action: Any) -> dict[str, float] | None:
     return out
 
 
+def _rules(action: Any) -> str | None:
+    """The launch's rule results (ncu's guided analysis) as compact JSON; None where it holds none."""
+    try:
+        results = action.rule_results_as_dicts()
+    except Exception:  # noqa: BLE001 - the SWIG layer raises bare errors on a result it cannot decode: no rules, not a failure
+        return None
+    return rules_json(results)
+
+
 def read_raw(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Per launch: identity plus the relevant raw metrics; and the file's provenance. ``ncu_report`` runs in
     a forked child (:mod:`roofline.ingest.isolate`): a report that makes it abort is one typed error."""
@@ -346,15 +356,18 @@ def _read_raw(path: Path, ctx: Any) -> tuple[list[dict[str, Any]], dict[str, Any
         for a_idx in range(rng.num_actions()):
             a = rng.action_by_idx(a_idx)
             names = a.metric_names()
-            wanted = wanted_cache.get(names)
-            if wanted is None:  # launches of one report usually share one metric list
-                wanted = [n for n in names if is_relevant(n)]
-                wanted_cache[names] = wanted
+            found = wanted_cache.get(names)
+            if found is None:  # launches of one report usually share one metric list
+                found = wanted_cache[names] = ([n for n in names if is_relevant(n)], [n for n in names if is_evidence(n)])
+            wanted, why = found
             raw: dict[str, Any] = {}
             for n in wanted:
                 v = a.metric_by_name(n).value()
                 if v is not None:
                     raw[n] = v
+            # why the kernel sits where it does (pipes, occupancy, stalls), kept apart from ``raw``, whose NaN
+            # count flags an incomplete replay
+            evidence_raw = {n: a.metric_by_name(n).value() for n in why}
             if metric_set is None:
                 metric_set = _metric_set(a)
             launches.append(
@@ -368,6 +381,8 @@ def _read_raw(path: Path, ctx: Any) -> tuple[list[dict[str, Any]], dict[str, Any
                     "metric_set": metric_set,
                     "raw": raw,
                     "opcode_counts": _opcode_counts(a),
+                    "evidence": evidence_raw,
+                    "rules": _rules(a),
                 }
             )
             kernel_id += 1

@@ -14,12 +14,14 @@ from roofline.schema import UNAVAILABLE
 NAN = float("nan")
 #: where an op's modelled FLOPs go, by the precision of its cost
 FLOP_SLOT = {"fp64": 0, "fp32": 1, "fp16": 2, "bf16": 2, "tensor": 3}
-NO_OP_COLUMNS = (None, None, NAN)  # op_args, precision_evidence, host_link_bytes of a row no op model priced
+NO_OP_COLUMNS = (None, None, NAN, None)  # op_args, precision_evidence, host_link_bytes, op_kernels of a row no op model priced
 
 
-def modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: float = 0.0) -> tuple[Any, ...]:
+def modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: float = 0.0,
+             op_kernels: tuple[str, ...] | None = None) -> tuple[Any, ...]:
     """The cost columns of a modelled op: FLOPs in the slot of the precision the evidence gives (the
-    dtype, or the kernel names: an fp32 GEMM on TF32 tensor cores), bytes as the hardware moves them."""
+    dtype, or the kernel names: an fp32 GEMM on TF32 tensor cores), bytes as the hardware moves them.
+    ``op_kernels``: the kernels the ``op_kernels`` column names (default: ``kernels`` of a matmul-like op)."""
     precision, path = c.precision, c.tensor_path
     evidence = ("no dtype recorded: filed under fp32, PyTorch's default dtype" if c.why.startswith("Input type not")
                 else f"the dtype ({path or precision}{', tensor cores' if path else ''})")
@@ -43,7 +45,10 @@ def modelled(c: OpCost, n_events: int, kernels: tuple[str, ...] = (), host: floa
     if host:
         nbytes, bsrc = NAN, (f"{UNAVAILABLE}: {host:.0f} B crossed the host link (PCIe/NVLink-C2C/xGMI), not device "
                              "memory (host_link_bytes); the spec table has no link bandwidth yet, so no link roof")
-    return (*flops, src, src, src, src, path, nbytes, bsrc, c.args or None, evidence, host if host else NAN)
+    # the kernels a matmul/conv ran (what its algorithm is told by: cuDNN Winograd, FFT...; analysis/diagnose.py)
+    return (*flops, src, src, src, src, path, nbytes, bsrc, c.args or None, evidence, host if host else NAN,
+            "\n".join(names) if (names := (kernels if c.matmul_like else ()) if op_kernels is None else op_kernels)
+            else None)
 
 
 def copy_cost(device: float, host: float, unknown: int) -> tuple[Any, ...]:
@@ -55,7 +60,7 @@ def copy_cost(device: float, host: float, unknown: int) -> tuple[Any, ...]:
     if host:
         why = (f"{UNAVAILABLE}: host<->device copy of {host:.0f} B: bound by PCIe/NVLink, "
                "not by device memory (host_link_bytes)")
-        return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why, None, None, host)
+        return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, NAN, why, None, None, host, None)
     return (0.0, 0.0, 0.0, 0.0, note, note, note, note, None, device,
             "memcpy/memset args: bytes (device-to-device copies read and write: × 2)", *NO_OP_COLUMNS)
 

@@ -42,7 +42,7 @@ def estimates(a: Args, op_args: Args | None, name: str) -> tuple[Any, ...] | Non
         nbytes, bsrc = float(gb) * 1e9, f"trace estimate: kernel_num_gb = {gb} (× 1e9 B)"
     else:
         nbytes, bsrc = NAN, f"{UNAVAILABLE}: the trace carries kernel_flop but no kernel_num_gb"
-    return (*flops, src, src, src, src, path, nbytes, bsrc, None, "trace estimate", NAN)
+    return (*flops, src, src, src, src, path, nbytes, bsrc, None, "trace estimate", NAN, None)
 
 
 def unmodelled(frame: pd.DataFrame, top: int = 10) -> list[dict[str, Any]]:

@@ -98,7 +98,7 @@ SPLIT_BACKWARD = {"aten::cudnn_convolution_backward_input": (("aten::cudnn_convo
 #: a row's cost columns, in the order of the tuples ``_costs`` makes
 COST_COLUMNS = ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "flop_fp64_source", "flop_fp32_source",
                 "flop_fp16_source", "flop_tensor_source", "tensor_path", "dram_bytes", "dram_bytes_source",
-                "op_args", "precision_evidence", "host_link_bytes")
+                "op_args", "precision_evidence", "host_link_bytes", "op_kernels")
 MISSING = object()  # a signature not modelled yet (None is a cached "no model")
 #: the attribution of an op whose kernels are a graph replay no capture trace was joined to
 GRAPH_IN_OP = "op: graph replay (no capture trace joined)"
@@ -333,7 +333,7 @@ class _Rows:
                 if len(evs) == 1:
                     self.sources[main.cat] = src
         c = self._cost11(op, evs, margs, label)
-        if len(c) != 14:  # the 11 columns every row has, + NO_OP_COLUMNS
+        if len(c) != 15:  # the 11 columns every row has, + NO_OP_COLUMNS
             c += NO_OP_COLUMNS
         a = op.args if op is not None else None
         if a is None or (a.input_dims is NULL and a.input_dims_lc is NULL and a.input_type is NULL):
@@ -467,7 +467,11 @@ class _Rows:
                 if c.flops != c.flops or c.bytes != c.bytes:  # per call: evidence beyond the op's own args
                     extra = self._evidence(op, name, c, dims, args, evs)  # type: ignore[arg-type]
                     if extra is not None:
-                        return _modelled(extra, len(evs), kernels, copies)
+                        # a conv priced from its neighbours: its kernels still name its algorithm (op_kernels);
+                        # its precision stays the dtype's, as before
+                        names = kernels or (tuple(sorted({str(e.name) for e in evs if e.cat in KERNEL_CATS}))
+                                            if extra.matmul_like else ())
+                        return _modelled(extra, len(evs), kernels, copies, names)
                 found = self.costs.get((key, kernels, copies))
                 if found is None:
                     found = self.costs[(key, kernels, copies)] = _modelled(c, len(evs), kernels, copies)

@@ -428,6 +428,7 @@
       var capped = state.filtered.length > CHART_LIMIT;
       if (capped) traces.push({type: 'scatter', mode: 'markers', x: [null], y: [null], meta: 'capped', marker: {opacity: 0},
         name: 'the ' + CHART_LIMIT + ' longest of ' + state.filtered.length + ' kernels drawn; the tables hold all'});
+      pipeRoofs(rows).forEach(function (t) { traces.push(t); });
       var L = layout('kernels: one point per kernel and memory level');
       if (!total) L.annotations = [{text: (DEVICES[state.device] || {}).drawn ? 'no drawable kernel passes the filters'
         : 'nothing drawable on ' + esc(deviceName(state.device)), xref: 'paper', yref: 'paper', x: 0.5, y: 0.5,
@@ -438,6 +439,38 @@
       traces.concat(layers).forEach(function (t) { if ((t.meta || '').indexOf('level:') === 0) state.levelCounts[t.meta.slice(6)] += t.x.length; });
       Plotly.react('kernel-chart', traces, L, {responsive: true, displaylogo: false});
       drawCanvas();
+    }
+    function pipeRoofs(rows) {  // a short flat "pipe roof" across the points of the longest pipe-bound kernels
+      var out = [];
+      for (var j = 0, n = 0; j < rows.length && n < 10 && K.pipe_roof; j++) {
+        var i = rows[j], y = K.pipe_roof[i], xs = [];
+        if (!(y > 0)) continue;
+        LEVELS.forEach(function (lv) { var x = K['int_' + lv][i]; if (state.levelsOn[lv] && x > 0) xs.push(x); });
+        if (!xs.length) continue;
+        n++;
+        out.push({type: 'scatter', mode: 'lines', x: [Math.min.apply(null, xs) / 1.6, Math.max.apply(null, xs) * 1.6], y: [y, y],
+          name: esc(K.short[i]) + ': ' + esc((cat('pipe', i) || '').split(' (')[0]) + ' pipe roof', showlegend: false,
+          hoverinfo: 'name', line: {color: '#b15928', dash: 'dot', width: 1.5}, meta: 'pipe:' + i});
+      }
+      return out;
+    }
+    function drawCollect() {
+      var lines = M.collect || [], sec = document.getElementById('collect');
+      if (!sec || !lines.length) return;
+      document.getElementById('collect-list').textContent = lines.join('\n');
+      sec.hidden = false;
+    }
+    function drawFindings() {  // ncu's findings ranked by estimated time saved (text only: textContent)
+      var items = M.findings || [], sec = document.getElementById('findings');
+      if (!sec || !items.length) return;
+      var body = document.querySelector('#findings-table tbody');
+      items.forEach(function (f) {
+        var tr = document.createElement('tr');
+        [String(f.rank), f.title, f.kernel, f.id === null ? '' : String(f.id), num(f.speedup) + '% ' + f.type,
+         si(f.time, 's'), si(f.saved, 's'), f.focus].forEach(function (t) { tr.appendChild(el('td', t)); });
+        body.appendChild(tr);
+      });
+      sec.hidden = false;
     }
     function drawPrograms() {
       var traces = roofTraces(), R = ranges();
@@ -477,6 +510,12 @@
         rows.push([M.level_labels[lv] + ' intensity', num(K['int_' + lv][i]) + ' FLOP/B']);
       });
       rows.push(['binding roof', cat('binding', i)], ['bound', cat('bound', i)], ['% of roof', num(K.pct[i])], ['note', cat('note', i) || '—']);
+      // why it sits there: the busiest pipe, Nsight Compute's findings, the next step, what to collect
+      [['latency cause', 'latency'], ['binding pipe', 'pipe'], ['ncu findings', 'findings'], ['next step', 'step'],
+        ['collect next', 'collect']].forEach(function (w) {
+        if (K[w[1] + '_code'] && cat(w[1], i)) rows.push([w[0], cat(w[1], i)]);
+      });
+      if (K.pipe_roof && K.pipe_roof[i] > 0) rows.push(['pipe roof', si(K.pipe_roof[i], 'FLOP/s')]);
       rows.forEach(function (r) { dl.appendChild(el('dt', r[0])); dl.appendChild(el('dd', String(r[1]))); });
       document.getElementById('details').dataset.kernel = String(i);
     }
@@ -568,7 +607,7 @@
     // ---- start ---------------------------------------------------------------------------------
     var anyDrawn = false; for (var i = 0; i < N; i++) if (drawn(i)) { anyDrawn = true; break; }
     if (!anyDrawn) document.getElementById('empty').hidden = false;
-    mark('start'); setupFilters(); levelBoxes(); drawHeadline(); drawPeaks(); mark('filters+peaks');
+    mark('start'); setupFilters(); levelBoxes(); drawHeadline(); drawPeaks(); drawCollect(); drawFindings(); mark('filters+peaks');
     header(document.getElementById('stats-table'), true);
     header(document.getElementById('top-table'), false);
     if (anyDrawn) { drawPrograms(); }
