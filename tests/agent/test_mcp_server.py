@@ -116,10 +116,11 @@ def test_every_tool_answers_what_the_cli_says(fixtures_root):
         assert p["peak_source"] == row[f"peak_{lv}_bytes_per_s_source"]
     assert [p["level"] for p in explained["points"]] == ["dram", "l2", "l1"]
     assert explained["compute"]["peak_flop_per_s"] == row["peak_flop_per_s"]
-    try:  # the why-findings (issue 34) where this build has them, else said to be unavailable
-        import roofline.analysis.diagnose  # noqa: F401
-    except ImportError:
-        assert "unavailable" in explained["findings"]
+    # the why-findings (issue 34): the row's own evidence columns, and ncu's rule results for that launch
+    why = explained["findings"]
+    assert why["next_step"] == row.get("next_step") and why["latency_cause"] == row.get("latency_cause")
+    assert why["binding_pipe"] == row.get("binding_pipe")
+    assert all(f["kernel_id"] == row["kernel_id"] for f in why["ncu_findings"])
 
     cmp_cli = _cli_json("compare", a10g, a10g_all, "--top", "5")  # compare: the CLI's summary and identity rows
     _same_header(compared, cmp_cli)

@@ -268,16 +268,24 @@ def explain_kernel(session: Session, path: str, row_key: str | None = None, name
             "unavailable": unavailable, "findings": _findings(hit.head(1)), "row": row}
 
 
-def _findings(row: pd.DataFrame) -> dict[str, Any] | list[Any]:
-    """The why-findings of a row (roofline.analysis.diagnose, where this build has it)."""
-    try:
-        from roofline.analysis import diagnose  # type: ignore[attr-defined]
-    except ImportError:
-        return {"unavailable": "this roofline has no why-findings (roofline.analysis.diagnose); the bound, the "
-                               "binding roof and the notes above are what it can say"}
-    if not hasattr(diagnose, "findings"):  # pragma: no cover - a build whose diagnose speaks another API
-        return {"unavailable": "roofline.analysis.diagnose has no findings(frame) in this build"}
-    return json.loads(json.dumps(diagnose.findings(row), default=str))  # pragma: no cover - later builds
+def _findings(row: pd.DataFrame) -> dict[str, Any]:
+    """Why the row sits where it does (issue 34, docs/analysis.md): the binding pipe and its ceiling, the latency
+    evidence, the next step, and Nsight Compute's own rule results ranked by estimated time saved."""
+    from roofline.analysis.pipes import findings
+
+    r = row.iloc[0]
+
+    def get(col: str) -> Any:
+        v = r.get(col) if col in row else None
+        return None if v is None or (isinstance(v, float) and v != v) or v is pd.NA else v
+
+    rules = findings(row)
+    return {
+        "binding_pipe": get("binding_pipe"), "binding_pipe_pct": get("binding_pipe_pct"),
+        "co_critical_pipes": get("co_critical_pipes"), "pipe_ceiling_flop_per_s": get("pipe_ceiling_flop_per_s"),
+        "latency_cause": get("latency_cause"), "next_step": get("next_step"),
+        "ncu_findings": json.loads(rules.to_json(orient="records", default_handler=str)) if len(rules) else [],
+    }
 
 
 def compare(session: Session, baseline: str, candidate: str, top: int | None = None, cursor: str | None = None,
