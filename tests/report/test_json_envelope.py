@@ -101,9 +101,11 @@ def test_headline_peaks_and_notes_come_before_the_rows_in_the_stream():
     for roof, col in (("fp32", "peak_flop_per_s_fp32"), ("l2", "peak_l2_bytes_per_s")):
         values = [r[col] for r in env["rows"]]
         assert (peaks[roof]["min"], peaks[roof]["max"], peaks[roof]["rows"]) == (min(values), max(values), 4)
-    # the note of the one latency-limited kernel, once, with its row count
-    assert env["notes"] == [{"level": "row", "text": "under 20% of every roof: latency- or occupancy-limited",
-                             "rows": 1}]
+    # the notes of the one latency-limited kernel, once each, with their row count
+    assert env["notes"] == [  # with its evidence (issue 34) and the next step it points to, each once
+        {"level": "row", "text": "under 20% of every roof: tail effect: 1.60 waves, the partial last wave up to 50% of "
+                                 "the time at lower occupancy", "rows": 1},
+        {"level": "row", "text": "next step: size the grid to whole waves (1.60 now)", "rows": 1}]
 
 
 def _recaptured(frame: pd.DataFrame, seed: int) -> pd.DataFrame:

@@ -183,6 +183,9 @@ def analyze(session: Session, paths: list[str], top: int | None = None, cursor: 
                                    name=name, nvtx=nvtx, bound=bound, precision=precision)
     except ValueError as exc:
         raise ToolInputError(str(exc)) from None
+    from roofline.analysis.collect import with_collect_next
+
+    result = with_collect_next(result, scope, by)  # as the CLI's JSON rows carry it
     if by is not None:
         with_row_keys(result, by)
     page = _page(result, offset, n, detail, query)
@@ -237,7 +240,9 @@ def explain_kernel(session: Session, path: str, row_key: str | None = None, name
     if hit.empty:
         raise ToolInputError(f"{path}: no kernel row with " + (f"row_key {row_key!r}" if row_key else
                                                                 f"a name matching {name!r}"))
-    row = records(hit.head(1))[0]
+    from roofline.analysis.collect import with_collect_next
+
+    row = records(with_collect_next(hit.head(1), frame, None))[0]  # its collect-next command, as the CLI's row
     levels = [lv for lv in run.levels if f"intensity_{lv}_flop_per_byte" in frame]
     points = []
     for lv in levels:

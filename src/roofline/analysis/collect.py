@@ -294,4 +294,15 @@ def summary(frame: pd.DataFrame) -> list[str]:
                      "(--format json, --out) holds each one's")
     return lines
 
-__all__ = ["LAST_NCU", "RECORD_SHAPES", "collect_next_column", "is_amd", "ncu_command", "plan", "summary"]
+__all__ = ["LAST_NCU", "RECORD_SHAPES", "collect_next_column", "is_amd", "ncu_command", "plan", "summary",
+           "with_collect_next"]
+
+
+def with_collect_next(result: pd.DataFrame, scope: pd.DataFrame | None, by: str | None) -> pd.DataFrame:
+    """Kernel rows with their ``collect_next`` command, planned over the whole profiles of ``scope`` (the CLI's
+    JSON/CSV records and the MCP tools' rows alike): not a column of the analysis, which a dataset's scan runs on
+    record batches. Grouped rows (``by``) are returned as they are."""
+    if by is not None or scope is None or scope.empty or result.empty or not scope.index.is_unique:
+        return result
+    column = pd.Series(collect_next_column(scope), index=scope.index)
+    return result.assign(collect_next=column.reindex(result.index))

@@ -215,7 +215,7 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
         from roofline.report.records import stream_json
 
         if fmt == "json" and envelope is not None:  # --by summary too: its headlines are the envelope's
-            stream_json(result, ndjson=False, header=envelope)
+            stream_json(_with_collect(result, scope, by), ndjson=False, header=envelope)
             return
         if by == "summary":  # NDJSON: the headlines, nested as they are (reasons, kinds, peaks), one per line
             import orjson
@@ -234,16 +234,9 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
 
 
 def _with_collect(result: pd.DataFrame, scope: pd.DataFrame | None, by: str | None) -> pd.DataFrame:
-    """Kernel rows with their ``collect_next`` command, planned over the whole profiles of ``scope``
-    (analysis/collect.py): not a column of the analysis, which a dataset's scan runs on record batches."""
-    if by is not None or scope is None or scope.empty or result.empty or not scope.index.is_unique:
-        return result
-    import pandas as pd
+    from roofline.analysis.collect import with_collect_next
 
-    from roofline.analysis.collect import collect_next_column
-
-    column = pd.Series(collect_next_column(scope), index=scope.index)
-    return result.assign(collect_next=column.reindex(result.index))
+    return with_collect_next(result, scope, by)
 
 
 def write_html(result: pd.DataFrame, path: Path, levels: tuple[str, ...], clock: str, top: int = 10) -> None:
