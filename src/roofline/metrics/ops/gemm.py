@@ -109,7 +109,7 @@ def _conv(call: Call, out_dims: Any) -> OpCost | None:
     x, w = first(call, "input", "self"), call.tensor("weight")
     if x is None or w is None or len(x[0]) < 3 or len(w[0]) != len(x[0]):
         return None
-    (xs, zx), (ws, zw) = x, w
+    (xs, zx), (ws, _) = x, w
     nsp = len(xs) - 2
     transposed = "transpose" in call.name or bool(call.flag("transposed"))
     stride, pad, dil = (_spatial(call.ints(a), nsp) for a in ("stride", "padding", "dilation"))
