@@ -92,14 +92,24 @@ def _loadable(path: Path) -> Iterator[str]:
     yield name
 
 
-def load(path: Path, name: str | None = None) -> Any:
-    """Open a report and check that it really holds kernels (``name``: what to give ncu_report)."""
+def precheck(path: Path) -> int | None:
+    """The checks that need no ``ncu_report`` (magic, record structure): the file's kernel result count, None
+    for a compressed report. Run before the isolated child is forked, so a damaged file costs no fork."""
     if path.name.lower().endswith(".ncu-repz"):
-        head(path)  # compressed reports have no documented magic: the range check below decides
-        results = None
-    else:
-        check_magic(path, MAGIC, "an Nsight Compute report", SUFFIXES)
-        results = check_structure(path)  # ncu_report itself loads a truncated report silently
+        head(path)  # compressed reports have no documented magic: the range check in load decides
+        return None
+    check_magic(path, MAGIC, "an Nsight Compute report", SUFFIXES)
+    return check_structure(path)  # ncu_report itself loads a truncated report silently
+
+
+_UNCHECKED = object()
+
+
+def load(path: Path, name: str | None = None, results: Any = _UNCHECKED) -> Any:
+    """Open a report and check that it really holds kernels (``name``: what to give ncu_report; ``results``:
+    :func:`precheck`'s count when the caller ran it already)."""
+    if results is _UNCHECKED:
+        results = precheck(path)
     ncu = _ncu_report()
     try:
         ctx = ncu.load_report(name or str(path))
@@ -339,8 +349,9 @@ def read_raw(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Per launch: identity plus the relevant raw metrics; and the file's provenance. ``ncu_report`` runs in
     a forked child (:mod:`roofline.ingest.isolate`): a report that makes it abort is one typed error."""
     _ncu_ready()  # imported and initialised here, once: each child starts with it (a missing package: said here)
+    results = precheck(path)
     with _loadable(path) as name:
-        launches, meta = isolate.call(path, lambda: _read_raw(path, load(path, name)), "ncu_report")
+        launches, meta = isolate.call(path, lambda: _read_raw(path, load(path, name, results)), "ncu_report")
     return launches, meta
 
 
@@ -400,8 +411,9 @@ def read_metrics(path: str | Path) -> pd.DataFrame:
     """Every raw metric of every launch, with value and unit (lossless; instanced values expanded)."""
     path = Path(path)
     _ncu_ready()
+    results = precheck(path)
     with _loadable(path) as name:
-        rows, meta = isolate.call(path, lambda: _read_metrics(path, load(path, name)), "ncu_report")
+        rows, meta = isolate.call(path, lambda: _read_metrics(path, load(path, name, results)), "ncu_report")
     frame = pd.DataFrame(
         rows,
         columns=["source_file", "range_id", "kernel_id", "metric", "instance", "value", "value_text", "unit"],
