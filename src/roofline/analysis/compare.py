@@ -18,7 +18,7 @@ Changes: relative (%) for time, FLOPs, bytes, achieved FLOP/s; absolute (points)
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -165,7 +165,7 @@ def program_change(diff: pd.DataFrame) -> dict[str, float]:
 
 # -- the regression gate -----------------------------------------------------------------------
 
-RULE_HELP = (
+RULE_HELP = _RULE_HELP = (
     "rules: METRIC>N% or METRIC<-N% on time, flop, achieved, dram_bytes, l2_bytes, l1_bytes (relative "
     "change of a matched kernel); roof<-N (change of % of roof, in points); total_time>N% (whole "
     "program); bound (any matched kernel whose binding roof moved); vanished; new. Separate rules with commas."
@@ -183,7 +183,10 @@ class Rule:
     threshold: float | None = None
 
 
-def parse_rules(text: str) -> list[Rule]:
+def parse_rules(text: str, metrics: Collection[str] | None = None, help_text: str | None = None) -> list[Rule]:
+    """The --fail-on rules; ``metrics``/``help_text``: another gate's (the identity gate's) names and help."""
+    metrics = _METRICS if metrics is None else metrics
+    RULE_HELP = help_text or _RULE_HELP  # noqa: N806 - the help the messages below quote
     rules = []
     for part in [p.strip() for p in text.split(",") if p.strip()]:
         if part in ("bound", "vanished", "new"):
@@ -193,7 +196,7 @@ def parse_rules(text: str) -> list[Rule]:
         if not m:
             raise CompareError(f"bad --fail-on rule {part!r}; {RULE_HELP}")
         metric, op, value, unit = m.groups()
-        if metric not in _METRICS and metric != "total_time":
+        if metric not in metrics and metric != "total_time":
             raise CompareError(f"unknown metric {metric!r} in --fail-on rule {part!r}; {RULE_HELP}")
         if metric == "roof" and unit == "%":
             raise CompareError(f"--fail-on {part!r}: % of roof changes are in points (roof<-10), not %")

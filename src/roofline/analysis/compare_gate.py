@@ -15,14 +15,13 @@ numbers it did not see.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from roofline.analysis.compare import CompareError, Rule
+from roofline.analysis.compare import Rule
 from roofline.analysis.compare_runs import Comparison
 
 MIN_SHARE_PCT = 1.0
@@ -53,25 +52,10 @@ DEFAULT_FLOOR = Floor()
 
 
 def parse_rules(text: str) -> list[Rule]:
-    rules = []
-    for part in [p.strip() for p in text.split(",") if p.strip()]:
-        if part in ("bound", "vanished", "new"):
-            rules.append(Rule(part, part))
-            continue
-        m = re.fullmatch(r"([a-z_0-9]+)\s*([<>])\s*([-+]?\d+(?:\.\d+)?)\s*(%|pts?)?", part)
-        if not m:
-            raise CompareError(f"bad --fail-on rule {part!r}; {RULE_HELP}")
-        metric, op, value, unit = m.groups()
-        if metric not in METRICS and metric != "total_time":
-            raise CompareError(f"unknown metric {metric!r} in --fail-on rule {part!r}; {RULE_HELP}")
-        if metric == "roof" and unit == "%":
-            raise CompareError(f"--fail-on {part!r}: % of roof changes are in points (roof<-10), not %")
-        if metric != "roof" and unit not in ("%", None):
-            raise CompareError(f"--fail-on {part!r}: use % for relative changes")
-        rules.append(Rule(part, metric, op, float(value)))
-    if not rules:
-        raise CompareError(f"empty --fail-on; {RULE_HELP}")
-    return rules
+    """The --fail-on rules of the identity gate (the launch gate's parser with this gate's metrics)."""
+    from roofline.analysis.compare import parse_rules as parse
+
+    return parse(text, METRICS, RULE_HELP)
 
 
 def in_scope(table: pd.DataFrame, metric: str, floor: Floor) -> pd.DataFrame:

@@ -260,3 +260,15 @@ def write_frame(frame: pd.DataFrame, out: Path) -> None:
         write_table(frame, out)
     except (RooflineError, OSError) as exc:
         fail(f"cannot write {out}: {exc}")
+
+
+def exit_on_gate(violations: list[str], unchecked: list[str], fail_on: str | None) -> None:
+    """compare's gate: one line per violated rule and per rule that could not be evaluated, then exit 4."""
+    for v in violations:
+        err(f"regression: {v}")
+    for v in unchecked:
+        err(f"cannot evaluate: {v}")
+    if violations or unchecked:
+        err(f"--fail-on {fail_on!r}: {len(violations)} violation(s)"
+            + (f", {len(unchecked)} rule check(s) that could not be evaluated" if unchecked else ""))
+        sys.exit(EXIT_GATE)

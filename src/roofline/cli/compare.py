@@ -10,7 +10,7 @@ from typing import Any
 import click
 import pandas as pd
 
-from roofline.cli.common import EXIT_GATE, EXIT_INPUT_ERRORS, analysed, levels_option, print_result
+from roofline.cli.common import EXIT_INPUT_ERRORS, analysed, levels_option, print_result
 from roofline.cli.common import err as _err
 from roofline.errors import path_text
 
@@ -178,14 +178,9 @@ def _identities(sides: list[tuple[str, list[tuple[str, pd.DataFrame]]]], levels:
         except OSError as exc:  # a folder or a path under a file: the user's to fix, not a bug
             _err(f"cannot write {path_text(html_path)}: {exc.strerror or exc}")
             sys.exit(EXIT_INPUT_ERRORS)
-    for v in violations:
-        _err(f"regression: {v}")
-    for v in unchecked:
-        _err(f"cannot evaluate: {v}")
-    if violations or unchecked:
-        _err(f"--fail-on {fail_on!r}: {len(violations)} violation(s)"
-             + (f", {len(unchecked)} rule check(s) that could not be evaluated" if unchecked else ""))
-        sys.exit(EXIT_GATE)
+    from roofline.cli.common import exit_on_gate
+
+    exit_on_gate(violations, unchecked, fail_on)
 
 
 def _devices_note(frames: list[pd.DataFrame]) -> list[str]:

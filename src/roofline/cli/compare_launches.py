@@ -14,7 +14,7 @@ from typing import Any
 import click
 import pandas as pd
 
-from roofline.cli.common import EXIT_GATE, EXIT_INPUT_ERRORS, print_result
+from roofline.cli.common import EXIT_INPUT_ERRORS, print_result
 from roofline.cli.common import err as _err
 from roofline.errors import path_text
 
@@ -80,14 +80,9 @@ def launches_cmd(profiles: tuple[Path, ...], frames_of: list[pd.DataFrame], leve
         print_result(everything, fmt, levels, None, envelope=env)
     elif fmt != "table":
         print_result(everything, fmt, levels, None)
-    for v in violations:
-        _err(f"regression: {v}")
-    for v in unchecked:
-        _err(f"cannot evaluate: {v}")
-    if violations or unchecked:
-        _err(f"--fail-on {fail_on!r}: {len(violations)} violation(s)"
-             + (f", {len(unchecked)} rule check(s) that could not be evaluated" if unchecked else ""))
-        sys.exit(EXIT_GATE)
+    from roofline.cli.common import exit_on_gate
+
+    exit_on_gate(violations, unchecked, fail_on)
 
 
 def cut(name: str, width: int = NAME_WIDTH) -> str:
