@@ -298,8 +298,12 @@ def estimate(model: str | Path | ModelConfig, gpu: str | GpuSpec, batch: int | l
     scaling["request_time_s"] = scaling["ttft_s"] + (generate - 1) * scaling["tpot_s"]  # 1st token: prefill
 
     def decode_intensity(b: int) -> float:
-        step = _phase_ops(m, "decode", b, 1, decode_ctx, prec, flash, tp).assign(prompt=prompt)
-        return float(_totals(_roofline(step, hw), hw)["intensity_flop_per_byte"].iloc[0])
+        # the decode step's FLOPs / bytes as _totals sums them, without frames: the bisection asks ~16 times
+        rows = [(r, m.layers) for r in layer_ops(m, b, 1, decode_ctx, prec, flash, tp)]
+        rows += [(r, 1) for r in model_ops(m, b, 1, prec, tp)]
+        flop = math.fsum(r["flop"] * n for r, n in rows)
+        byts = math.fsum((r["weight_bytes"] + r["act_bytes"] + r["kv_bytes"]) * n for r, n in rows)
+        return flop / byts
 
     cross, note = _crossover(decode_intensity, hw.ridge_flop_per_byte)
     weights_only = math.ceil(hw.ridge_flop_per_byte * prec.weight_bits / 8 / 2)
