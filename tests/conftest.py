@@ -5,6 +5,8 @@ A test that needs a shared fixture fails, rather than skips, when it is missing 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 from pathlib import Path
 
@@ -42,6 +44,28 @@ def fixture_names() -> list[str]:
 
 #: CSV exports record no device: the --device the CLI asks for
 CSV_DEVICE = {"sm70": "V100 SXM2", "sm75": "T4", "sm80": "A100 SXM4 40GB"}
+
+
+def fixture_params(names: list[str]) -> list:
+    """``names`` as parameters grouped by fixture: pytest-xdist (--dist loadgroup) runs every test of one
+    fixture on one worker, one after the other, so they share :func:`fixture_analysis`'s one analysis."""
+    return [pytest.param(rel, marks=pytest.mark.xdist_group(f"fixture {rel}")) for rel in names]
+
+
+@functools.lru_cache(maxsize=2)
+def _fixture_run(rel: str, device: str | None):
+    import roofline
+
+    return roofline.run(SHARED / rel, device=device)
+
+
+def fixture_analysis(rel: str, csv_device: bool = True):
+    """``roofline.run`` of one shared fixture (a CSV export with its --device unless ``csv_device`` is False),
+    computed once for the every-fixture tests (five of them read each fixture); the frame is a copy."""
+    path = shared(rel)
+    device = CSV_DEVICE[path.name[:4]] if csv_device and path.suffix == ".csv" else None
+    analysis = _fixture_run(rel, device)
+    return dataclasses.replace(analysis, frame=analysis.frame.copy())
 
 
 def ncu_fixtures(*suffixes: str) -> list[str]:

@@ -9,22 +9,18 @@ import re
 import numpy as np
 import pytest
 
-from conftest import CSV_DEVICE, SHARED, fixture_names, shared
+from conftest import SHARED, fixture_analysis, fixture_names, fixture_params, shared
 from roofline.schema import FLOP_COLUMNS, UNAVAILABLE, source_column
 
 
 def _analysed(rel: str):
-    """The fixture's analysed frame, None when it has no GPU work (read once: the pipeline says so)."""
-    from roofline.pipeline import Options, run
-
-    path = shared(rel)
-    device = CSV_DEVICE[path.name[:4]] if path.suffix == ".csv" else None
-    analysis = run([path], Options(device=device))
+    """The fixture's analysed frame, None when it has no GPU work (the pipeline says so)."""
+    analysis = fixture_analysis(rel)  # one analysis per fixture, shared with the other every-fixture tests
     assert not analysis.failed, [f.message for f in analysis.failures]
     return None if analysis.frame.empty else analysis.frame
 
 
-@pytest.mark.parametrize("rel", fixture_names())
+@pytest.mark.parametrize("rel", fixture_params(fixture_names()))
 def test_every_fixture_keeps_the_three_promises(rel):
     r = _analysed(rel)
     if r is None:

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import roofline
-from conftest import SHARED, shared
+from conftest import SHARED, fixture_analysis, fixture_params, shared
 from conftest import cli as _cli
 from roofline.analysis.headline import headlines
 from roofline.schema import read_table, write_table
@@ -44,10 +44,9 @@ def covered_share(frame: pd.DataFrame) -> float:
     return float(dur[point].sum() / dur.sum())
 
 
-@pytest.mark.parametrize("rel", _inputs())
+@pytest.mark.parametrize("rel", fixture_params(_inputs()))
 def test_headline_adds_up_and_its_coverage_is_the_out_frames(rel, tmp_path):
-    path = shared(rel)
-    run = roofline.run(path)
+    run = fixture_analysis(rel, csv_device=False)  # roofline.run(path), shared with the other every-fixture tests
     out = tmp_path / "frame.parquet"
     write_table(run.frame, out)  # what --out writes
     frame = read_table(out)
