@@ -18,6 +18,23 @@ NCU = SHARED / "ncu"
 OWN = Path(__file__).resolve().parent / "fixtures"
 
 
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:3] if part.isdigit())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist ≤ 3.8 groups tests (xdist_group, --dist loadgroup) by rewriting their node ids, which pytest
+    9.2 no longer reads (xdist issue #1386): every group would run spread over the workers, module fixtures
+    built once per worker and a fixture's shared analysis lost. Refuse that pair rather than run slowly."""
+    if config.getoption("dist", None) != "loadgroup":
+        return
+    import xdist
+
+    if _version(pytest.__version__) >= (9, 2) and _version(xdist.__version__) <= (3, 8, 0):
+        raise pytest.UsageError(f"pytest {pytest.__version__} with pytest-xdist {xdist.__version__} ignores "
+                                "xdist_group: install the pytest the test extra pins (pip install -e '.[test]')")
+
+
 def shared(rel: str) -> Path:
     """Path of a shared fixture; skip locally, fail in CI, when it is missing."""
     p = SHARED / rel
