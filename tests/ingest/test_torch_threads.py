@@ -133,7 +133,23 @@ def check(ops: list[Event], qs: list[tuple[Any, Any, Any]]) -> Threads:
         assert fast.within(o, limit=3) == ref.within(o, limit=3)
         assert fast.enclosing(o) is ref.enclosing(o)
     assert sum(e is not None for e in expected) > len(qs) // 3  # the lookups found ops, not only None
+    check_callers(ops, fast, ref)
     return fast
+
+
+def check_callers(ops: list[Event], fast: Threads, ref: Reference) -> None:
+    """callers_of (all at once, a NumPy walk) and enclosing with an index: the reference's enclosing."""
+    expected = [ref.enclosing(o) for o in ops]
+    some = list(range(len(ops)))[::-3] * 2  # (any order, repeated)
+    for indices in (list(range(len(ops))), some):
+        found = fast.callers_of(indices)
+        if fast.starts.dtype == object:  # times past float64: the one-by-one walk decides
+            assert found is None
+        else:
+            assert [ops[i] if i >= 0 else None for i in found] == [expected[i] for i in indices]
+            assert all(ops[i] is expected[j] for i, j in zip(found, indices) if i >= 0)
+    assert all(fast.enclosing(o, i) is expected[i] for i, o in enumerate(ops))
+    assert len(ops) < 5 or sum(e is not None for e in expected) > len(ops) // 4  # callers were found
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -190,6 +206,8 @@ def test_unhashable_and_odd_ids() -> None:
     for o in ops:
         assert fast.following(o) == ref.following(o) and fast.within(o) == ref.within(o)
         assert fast.enclosing(o) is ref.enclosing(o)
+    check_callers(ops, fast, ref)  # (a: in no thread, no caller; c's caller is b, on the thread (1, 1))
+    assert fast.callers_of([0, 1, 2, 3]) == [-1, -1, 1, -1]
 
 
 def test_no_ops_and_no_queries() -> None:
@@ -212,6 +230,7 @@ def test_the_bert_sample_matches_the_reference() -> None:
     for o in ops:
         assert fast.following(o) == ref.following(o) and fast.within(o) == ref.within(o)
         assert fast.enclosing(o) is ref.enclosing(o)
+    check_callers(ops, fast, ref)
 
 
 def frame_of(rng: random.Random, n: int) -> Any:

@@ -43,6 +43,20 @@ def test_every_spelling_names_its_collective(name, coll):
     assert canonical(name.rstrip("_") if isinstance(name, str) and name.startswith("c10d") else name) == coll
 
 
+def test_a_name_looked_up_again_names_the_same_collective():
+    # canonical remembers plain str names (a trace's collective rows repeat a few): later and interleaved lookups
+    # answer as the first did, and a str subclass (not remembered) as its plain text does
+    names = ["allreduce", "_allgather_base", "wait", "", "nccl:_reduce_scatter_base", "AllReduce", "send"]
+    first = [canonical(n) for n in names]
+    assert first == ["all_reduce", "all_gather", None, None, "reduce_scatter", "all_reduce", "send_recv"]
+    assert [canonical(n) for n in reversed(names)] == first[::-1]
+
+    class Name(str):
+        pass
+
+    assert [canonical(Name(n)) for n in names] == first
+
+
 @pytest.mark.parametrize(("kernel", "coll"), [
     ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "all_reduce"),  # the V100 trace
     ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all_gather"),  # the B200 trace

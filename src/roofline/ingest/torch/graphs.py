@@ -29,6 +29,8 @@ import contextvars
 import json
 import re
 from collections import defaultdict
+from contextlib import suppress
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ from roofline.ingest.torch.decode import Event, decode
 #: capture traces given explicitly (``roofline analyze REPLAY --capture CAPTURE``); else the
 #: ``capture_traces/`` folder beside the replay is looked in
 CAPTURES: contextvars.ContextVar[tuple[Path, ...] | None] = contextvars.ContextVar("roofline_captures", default=None)
+_NAME = attrgetter("name")
 MIN_MATCH = 0.95  # share of kernel names that must equal the captured ones, position by position
 #: the capture folder's index (vLLM, SGLang, TraceLens): [{"file": ..., "batch_size": N, "mode": "FULL"}, ...]
 INDEX = "execution_details.json"
@@ -50,6 +53,10 @@ _BATCH = re.compile(r"^execute_(\d+)_|\bbs=(\d+)\b")
 def graph_launched(groups: dict[int, list[Event]], runtimes: dict[Any, Event]) -> list[tuple[int, int, Event]]:
     """(op, position in its group, event) of the GPU events of CUDA/HIP graphs launched inside an op (their launch has the op's External id: a
     torch.compile region replaying its cudagraph): the op has no shapes of them, the capture trace has."""
+    names = list(map(_NAME, runtimes.values()))
+    with suppress(TypeError):  # (a name that is not a str: each is looked at below)
+        if "GraphLaunch" not in "\0".join(names):  # the usual trace: one C search, no str() per launch
+            return []
     launches = {c for c, rt in runtimes.items() if "GraphLaunch" in str(rt.name)}
     if not launches:
         return []

@@ -102,6 +102,8 @@ class Threads:
         self.ends: np.ndarray = np.empty(0)
         self.order: np.ndarray = np.empty(0, dtype=np.intp)  # the op index at each position
         self._as_objects: tuple[np.ndarray, np.ndarray] | None = None
+        self.durs: np.ndarray | None = None  # float64 durations at each position (where times are float64)
+        self._walk: tuple[np.ndarray, ...] | None = None  # what callers_of() walks over, made on first use
 
     def _index(self) -> dict[tuple[Any, Any], tuple[int, int]]:
         if self.spans is not None:
@@ -113,7 +115,7 @@ class Threads:
             codes = np.full(len(ops), -1, dtype=np.intp)  # each op's group; -1: none
             codes[grouped] = np.repeat(np.arange(len(keys)), np.diff(bounds))
             order = np.lexsort((ts, codes))[len(ops) - len(grouped):]  # stable: ties keep the trace's order
-            self.starts, self.ends = ts[order], (ts + dur)[order]
+            self.starts, self.ends, self.durs = ts[order], (ts + dur)[order], dur[order]
         else:  # Python's comparisons and sums, thread by thread, exactly as a list sort by start
             raw_ts, raw_dur = list(map(_TS, ops)), list(map(_DUR, ops))
             order_list: list[int] = []
@@ -162,8 +164,13 @@ class Threads:
         a, b = np.searchsorted(starts, [float(op.ts), float(op.ts) + float(op.dur)], side="right").tolist()
         return [self.ops[i] for i in self.order[lo + a:lo + min(b, a + limit)].tolist()]
 
-    def enclosing(self, op: Event) -> Event | None:
-        """The innermost other op whose span holds ``op`` on its thread (its caller)."""
+    def enclosing(self, op: Event, index: int | None = None) -> Event | None:
+        """The innermost other op whose span holds ``op`` on its thread (its caller); with ``op``'s index
+        in the ops, by :meth:`callers_of` where the times are float64."""
+        if index is not None:
+            callers = self.callers_of([index])
+            if callers is not None:
+                return self.ops[callers[0]] if callers[0] >= 0 else None
         found = self._slice(op)
         if found is None:
             return None
@@ -175,6 +182,53 @@ class Threads:
             if o is not op and float(o.ts) + float(o.dur) >= end and o.dur >= op.dur:
                 return o
         return None
+
+    def callers_of(self, indices: list[int]) -> list[int] | None:
+        """:meth:`enclosing` of the ops at these indexes, all at once, as op indexes (-1: none); None where
+        the times are not float64. Stack-free: each op walks back from the last op starting at or before it,
+        all together, one NumPy step per position (at most WALK, as enclosing() walks one op's), and stops
+        once no op before it on its thread ends at or after its end (a running maximum of the ends: a
+        top-level op is settled before the first step)."""
+        spans = self._index()
+        if self.durs is None:
+            return None
+        if self._walk is None:
+            self._walk = self._walk_arrays(spans)
+        pos, lo, j, reach, before = self._walk
+        ends, durs = self.ends, self.durs
+        q = pos[np.asarray(indices, dtype=np.intp)]
+        todo = np.flatnonzero(q >= 0)  # (an op with an unhashable pid/tid is in no thread: none)
+        p = q[todo]
+        # j past the op's own position: ops that start with it, walked; else only if one before ends late enough
+        keep = (j[p] > p) | (before[p] >= ends[p])
+        todo, p = todo[keep], p[keep]
+        hit = np.full(len(q), -1, dtype=np.intp)
+        for step in range(WALK):
+            k = j[p] - step
+            live = (k >= lo[p]) & (reach[np.maximum(k, 0)] >= ends[p])  # (none at or before k ends late enough)
+            todo, p, k = todo[live], p[live], k[live]
+            held = (k != p) & (ends[k] >= ends[p]) & (durs[k] >= durs[p])
+            hit[todo[held]] = self.order[k[held]]
+            todo, p = todo[~held], p[~held]
+            if not todo.size:
+                break
+        return hit.tolist()  # type: ignore[no-any-return]
+
+    def _walk_arrays(self, spans: dict[tuple[Any, Any], tuple[int, int]]) -> tuple[np.ndarray, ...]:
+        """(each op's position, -1 if in no thread; then at each position: its thread's first position, the
+        last position starting at or before it, the latest end up to it and before it, on its thread)."""
+        n, starts = len(self.order), self.starts
+        pos = np.full(len(self.ops), -1, dtype=np.intp)
+        pos[self.order] = np.arange(n)
+        lo, j = np.empty(n, dtype=np.intp), np.empty(n, dtype=np.intp)
+        reach, before = np.empty(n), np.empty(n)
+        for a, b in spans.values():
+            lo[a:b] = a
+            j[a:b] = a + np.searchsorted(starts[a:b], starts[a:b], side="right") - 1
+            reach[a:b] = np.maximum.accumulate(self.ends[a:b])
+            before[a] = -np.inf
+            before[a + 1:b] = reach[a:b - 1]
+        return pos, lo, j, reach, before
 
     def innermost(self, pid: Any, tid: Any, ts: Any) -> int | None:
         """The index of the innermost op on (pid, tid) whose span holds ``ts``: the latest start at or

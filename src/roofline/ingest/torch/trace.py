@@ -16,7 +16,6 @@ measured FP instruction counts; their rows use those.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from contextlib import suppress
 from operator import itemgetter
@@ -68,6 +67,7 @@ from roofline.ingest.torch.decode import (
 )
 from roofline.ingest.torch.devices import unlisted_devices
 from roofline.ingest.torch.graphs import graph_launched
+from roofline.ingest.torch.links import link
 from roofline.ingest.torch.scan import COPY_CATS, KERNEL_CATS, NUMBER, Scan
 from roofline.ingest.torch.stream import Uncut
 from roofline.ingest.torch.stream import events as stream_events
@@ -132,10 +132,6 @@ def read(path: str | Path) -> pd.DataFrame:
         return _build(path, held, chunks, top)
 
 
-def _ext(a: Args) -> Any:
-    return a.external_id if a.external_id is not None else a.external_id_lc
-
-
 def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], top: dict[str, Any]) -> pd.DataFrame:
     """The frame of decoded events, given as lists in document order (the pieces of a streamed read, or one
     list). ``top`` (the top-level fields) is read after the events: a streamed read fills it at its end.
@@ -170,39 +166,7 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
         raise (NoGpuWorkError if ops else NoKernelsError)(path, why)  # events, none on a GPU: a valid trace
     steps.sort()
     threads = _Threads(ops)
-    groups: dict[int, list[Event]] = defaultdict(list)
-    orphans: list[tuple[Event, str]] = []
-    # the usual case first: a launch whose External id names an op (an int), or whose launch (a runtime
-    # event, kept here) is looked up on its thread below, all at once; _link decides the rest (labels,
-    # a launch-less event, an unusable id)
-    linked: list[Any] = []
-    for e in gpu:
-        try:
-            a = e.args
-            rt = runtimes.get(a.correlation) if a is not None and a.correlation is not None else None
-            if rt is not None:
-                ra = rt.args
-                ext = ra.external_id if ra.external_id is not None else ra.external_id_lc
-                op = by_ext.get(ext) if ext is not None else None
-                linked.append(rt if op is None else op)
-                continue
-        except TypeError:
-            pass
-        linked.append(None)
-    lookups = [x for x in linked if x.__class__ is Event]
-    held = iter(threads.innermost_of(lookups) if lookups else ())
-    for e, op in zip(gpu, linked):
-        if op.__class__ is Event:
-            op = next(held)
-        if op is None:
-            try:
-                op, label = _link(e.args, runtimes, by_ext, threads)
-            except TypeError:
-                op, label = None, "orphan: unusable correlation or External id"
-            if op is None:
-                orphans.append((e, label))
-                continue
-        groups[op].append(e)
+    groups, orphans = link(gpu, runtimes, by_ext, threads)  # each GPU event's op, or its orphan label
 
     rows = _Rows(devices, steps, threads)
     if any(e.name.__class__ is str and e.name[:4].lower() in ("nccl", "rccl") for e in gpu):
@@ -228,11 +192,12 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
                       if (kept_evs := [e for i, e in enumerate(evs) if (op, i) not in gone])}
     replayed = {in_graph[j][0] for j in range(len(in_graph)) if j not in taken}  # ops still holding replayed kernels
     for op, evs in groups.items():
-        rows.add(ops[op], evs, GRAPH_IN_OP if op in replayed else "op")
+        rows.add(ops[op], evs, GRAPH_IN_OP if op in replayed else "op", op)
     for e, label in orphans:
         rows.add(None, [e], label)
     for r in ranges:
         rows.add_range(r)
+    rows.settle()
     import msgspec
 
     meta = provenance_record(path, "torch-trace", reader=f"msgspec {msgspec.__version__}")
@@ -256,26 +221,6 @@ def _build(path: Path, raw: bytes | list[bytes], chunks: Iterable[list[Event]], 
 def _ranges(path: Path, raw: bytes) -> list[Any]:
     return [r for r in range_events(path, raw)
             if r.cat == RANGE_CAT and r.ph == "X" and r.ts.__class__ in NUMBER and r.dur.__class__ in NUMBER]
-
-
-def _link(args: Args | None, runtimes: dict[Any, Event], by_ext: dict[Any, int],
-          threads: _Threads) -> tuple[int | None, str]:
-    rt = runtimes.get(args.correlation) if args is not None and args.correlation is not None else None
-    if rt is not None:
-        ext = _ext(rt.args)  # type: ignore[arg-type]  # a runtime event is kept only with its args
-        op = by_ext.get(ext) if ext is not None else None
-        if op is None:
-            op = threads.innermost(rt.pid, rt.tid, rt.ts)
-        if op is not None:
-            return op, "op"
-        if "Graph" in str(rt.name):
-            return None, "orphan: graph replay (the graph's ops are not in the trace)"
-        return None, "orphan: launch outside any CPU op"
-    ext = _ext(args) if args is not None else None
-    op = by_ext.get(ext) if ext is not None else None
-    if op is not None:
-        return op, "op"
-    return None, "orphan: launched outside the capture window (no launch event)"
 
 
 class _Rows:
@@ -302,8 +247,10 @@ class _Rows:
         self.unlisted: tuple[dict[str, Any], str | None] = ({}, None)  # (the props of unlisted device ids, why)
         self.busy: Busy | None = None  # the device's non-collective kernel intervals, where there are collectives
         self.annotations: Annotations | None = None
+        self.pending: list[tuple[int, Event, int, Args | None, Any, list[Event]]] = []  # collective rows: settle()
 
-    def add(self, op: Event | None, evs: list[Event], label: str) -> None:
+    def add(self, op: Event | None, evs: list[Event], label: str, index: int | None = None) -> None:
+        """A row: ``op`` (the op at ``index`` in the threads' ops, if given) and its GPU events."""
         if len(evs) == 1:
             main = evs[0]
             dur_us = float(main.dur)
@@ -342,13 +289,35 @@ class _Rows:
             dims, types = self._inputs(op)
         coll = NOT_COMM
         if is_comm(name, main.name):
-            caller = self.threads.enclosing(op) if op is not None and self.threads is not None else None
-            found = collective(op, caller, margs, main.name, self.annotations)
-            if found[0] is not None or (self.busy is not None and has_comm_kernel(evs)):
-                coll = (*(found if found[0] is not None else UNNAMED),
-                        *(self.busy.overlap(evs) if self.busy is not None else (NAN, NAN, None)))
+            if index is not None and self.threads is not None:  # its caller is looked up with the others'
+                self.pending.append((len(self.rows), op, index, margs, main.name, evs))
+            else:
+                caller = self.threads.enclosing(op) if op is not None and self.threads is not None else None
+                coll = self._coll(op, caller, margs, main.name, evs)
         self.rows.append((ts, name, name if op is not None else _short(name), main.name, self.mark, dev,
                           dur_us * 1e-6, src, label, grid, block, c, dims, types, coll))
+
+    def _coll(self, op: Event | None, caller: Event | None, margs: Args | None, kernel: Any,
+              evs: list[Event]) -> tuple[Any, ...]:
+        """A collective row's columns (NOT_COMM for a row that is none)."""
+        found = collective(op, caller, margs, kernel, self.annotations)
+        if found[0] is not None or (self.busy is not None and has_comm_kernel(evs)):
+            return (*(found if found[0] is not None else UNNAMED),
+                    *(self.busy.overlap(evs) if self.busy is not None else (NAN, NAN, None)))
+        return NOT_COMM
+
+    def settle(self) -> None:
+        """The collective columns of the rows added with their op's index: their callers (the ops enclosing
+        them on their threads) looked up all at once (``Threads.callers_of``), then each row's."""
+        pending, self.pending = self.pending, []
+        if not pending:
+            return
+        threads = self.threads
+        assert threads is not None
+        found = threads.callers_of([p[2] for p in pending])
+        for i, (row, op, index, margs, kernel, evs) in enumerate(pending):
+            caller = threads.enclosing(op) if found is None else threads.ops[found[i]] if found[i] >= 0 else None
+            self.rows[row] = (*self.rows[row][:-1], self._coll(op, caller, margs, kernel, evs))
 
     def _inputs(self, op: Event | None) -> tuple[str | None, str | None]:
         """The op's recorded Input Dims and Input type, as the trace wrote them (JSON text)."""

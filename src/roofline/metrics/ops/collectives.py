@@ -9,6 +9,7 @@ traces record only ``In msg nelems``, and then the input alone is (the row says 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -74,8 +75,21 @@ _STRIP = re.compile(r"(_base|_coalesced|_into_tensor|_tensor|_single)+$")
 def canonical(name: Any) -> str | None:
     """The nccl-tests name of a collective from any of its spellings (NCCL's ``AllReduce``, c10d's
     ``_allgather_base``, ``nccl:_reduce_scatter_base``, Kineto's ``Collective name``); None when not one."""
+    if name.__class__ is str:  # (a str subclass, whose methods may differ, is not cached)
+        return _canonical_str(name)
     if not isinstance(name, str) or not name:
         return None
+    return _spelled(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical_str(name: str) -> str | None:
+    """``canonical`` of a plain str, remembered: a trace's collective rows look the same few names up two or
+    three times each (the V100 trace's 2,020 rows: 4,040 calls, 3-6 ms uncached, under 1 ms so)."""
+    return _spelled(name) if name else None
+
+
+def _spelled(name: str) -> str | None:
     low = name.lower().strip()
     for prefix in ("c10d::", "nccl:", "rccl:"):
         low = low.removeprefix(prefix)
