@@ -307,35 +307,38 @@
     function topCompute() { var t = 0; deviceRoofs().forEach(function (r) { if (r.kind === 'compute' && r.value > t) t = r.value; }); return t; }
     function roofKind(key) { var h = key.indexOf('#'); return h < 0 ? key : key.slice(0, h); }  // 'dram#3' -> 'dram'
     function roofTraces() {
-      // one legend entry per roof kind: a device whose kernels ran under many roof sets (125 sets of ~10 roofs
-      // made plotly lay out 1,248 entries) shows each kind once, and a click on it toggles every set's roof of it
+      // one trace per roof kind, whatever the number of roof sets: a device whose kernels ran under many sets
+      // (125 sets of ~10 roofs) draws each kind as one line of segments split by nulls, where a trace per roof
+      // (1,250) cost plotly most of each chart's draw. One legend entry per kind, a click on it toggles every
+      // set's roof of that kind, and each segment's hover (its points' text) names its own roof and set
       var R = ranges(), x0 = Math.pow(10, R.x[0]), x1 = Math.pow(10, R.x[1]), top = topCompute() || Math.pow(10, R.y[1]);
-      var traces = [], minRidge = x1, first = {}, sets = {};
-      function roofTrace(r, x, y, line) {
-        var kind = roofKind(r.key), t = {type: 'scatter', mode: 'lines', x: x, y: y, name: esc(r.label), line: line,
-          hovertemplate: esc(r.label) + '<extra></extra>', meta: 'roof:' + r.key, legendgroup: 'roof:' + kind,
-          showlegend: !first[kind]};
-        if (!first[kind]) first[kind] = t;
-        sets[kind] = (sets[kind] || 0) + 1;
-        return t;
+      var kinds = [], byKind = {}, sets = {}, minRidge = x1;
+      function segment(r, x, y, line) {
+        var kind = roofKind(r.key), t = byKind[kind], label = esc(r.label);
+        if (!t) {
+          kinds.push(kind); sets[kind] = 0;
+          t = byKind[kind] = {type: 'scatter', mode: 'lines', x: [], y: [], text: [], name: label, line: line,
+            hovertemplate: '%{text}<extra></extra>', meta: 'roof:' + kind, legendgroup: 'roof:' + kind};
+        } else { t.x.push(null); t.y.push(null); t.text.push(null); }
+        t.x.push(x[0], x[1]); t.y.push(y[0], y[1]); t.text.push(label, label);
+        sets[kind]++;
       }
       deviceRoofs().forEach(function (r) {
         if (r.kind !== 'bandwidth') return;
         var xe = top / r.value; if (xe < minRidge) minRidge = xe;
-        traces.push(roofTrace(r, [x0, xe], [r.value * x0, top],
-          {color: '#444', dash: DASH[roofKind(r.key)] || 'solid', width: 1.5}));
+        segment(r, [x0, xe], [r.value * x0, top], {color: '#444', dash: DASH[roofKind(r.key)] || 'solid', width: 1.5});
       });
       deviceRoofs().forEach(function (r) {
         if (r.kind !== 'compute') return;
         var xs = Math.min(minRidge, x1);
         deviceRoofs().forEach(function (b) { if (b.kind === 'bandwidth') xs = Math.min(xs, r.value / b.value); });
-        traces.push(roofTrace(r, [xs, x1], [r.value, r.value], {color: ROOF_COLOURS[roofKind(r.key)] || '#333', width: 2}));
+        segment(r, [xs, x1], [r.value, r.value], {color: ROOF_COLOURS[roofKind(r.key)] || '#333', width: 2});
       });
-      Object.keys(first).forEach(function (kind) {  // the entry names the kind, each line's hover its own roof
-        if (sets[kind] > 1) first[kind].name = first[kind].name.replace(/ \[roof set [^\]]*\]$/, '')
-          + ' … ' + sets[kind] + ' roof sets';
+      return kinds.map(function (kind) {  // the entry names the kind (and how many sets), each segment its own roof
+        var t = byKind[kind];
+        if (sets[kind] > 1) t.name = t.name.replace(/ \[roof set [^\]]*\]$/, '') + ' … ' + sets[kind] + ' roof sets';
+        return t;
       });
-      return traces;
     }
     // tick labels of our own, one per decade, always SI (plotly's 'SI' format turns to powers of ten past
     // 10^14: 100T, then 10^15 and 10^16, on one axis)
