@@ -228,6 +228,10 @@ def test_multi_device_report_opens_on_a_drawable_device(tmp_path, open_page):
     assert set(_column(page, "top-table", "device")) == {"NVIDIA A10G"}
     assert set(_column(page, "stats-table", "device")) == {"NVIDIA A10G"}
     assert set(page.locator("#peaks-table tbody tr td:first-child").all_text_contents()) == {"NVIDIA A10G"}
+    # the programs chart (below the tables) is drawn after the first view, with the device's roofs and its program
+    page.wait_for_function("window.rooflineReport.state.programs === true", timeout=10_000)
+    metas = page.evaluate("document.getElementById('program-chart').data.map(t => t.meta)")
+    assert "roof:dram" in metas and any(m.startswith("program:") for m in metas), metas
     _screenshot(page, "report-multi-device.png")
     a100 = page.locator("#f-device option").nth(1).get_attribute("value")
     page.select_option("#f-device", a100)
