@@ -308,6 +308,12 @@ def test_roof_sets_share_one_trace_and_legend_entry_per_roof_kind_and_toggle_tog
     want = sorted(r.value for r in chart_roofs(res) if r.kind == "bandwidth" and r.key.split("#")[0] == "dram")
     assert sorted(ys[0] / xs[0] for xs, ys, _ in segments) == pytest.approx(want, rel=1e-12)
     assert all(t[0] == t[1] and "[roof set" in t[0] for _, _, t in segments)  # each segment's hover names its set
+    # the L2 roof is the same line in every set: one segment, whose hover names all 30 sets
+    _, _, _, l2_name, x, y, text = next(r for r in roofs if r[0] == "roof:l2")
+    assert l2_name.endswith("… 30 roof sets") and len(x) == 2 and None not in x
+    assert text[0] == text[1] and text[0].endswith("[roof sets 1–30 of 30: 30 kernel(s)]"), text
+    l2 = {r.value for r in chart_roofs(res) if r.key.split("#")[0] == "l2"}
+    assert len(l2) == 1 and y[0] / x[0] == pytest.approx(l2.pop(), rel=1e-12)
     page.locator("#kernel-chart .legend .traces", has_text="30 roof sets").first.locator(".legendtoggle").click(force=True)
     # (plotly tells a click from a double click after its delay: wait for the toggle, do not sleep)
     page.wait_for_function("document.getElementById('kernel-chart').data"

@@ -310,18 +310,24 @@
       // one trace per roof kind, whatever the number of roof sets: a device whose kernels ran under many sets
       // (125 sets of ~10 roofs) draws each kind as one line of segments split by nulls, where a trace per roof
       // (1,250) cost plotly most of each chart's draw. One legend entry per kind, a click on it toggles every
-      // set's roof of that kind, and each segment's hover (its points' text) names its own roof and set
+      // set's roof of that kind, and each segment's hover (its points' text) names its own roof and set; sets
+      // whose roof of a kind is the same line (same value, same ends) share one segment (plotly draws a path
+      // per segment), its hover naming every set of them
       var R = ranges(), x0 = Math.pow(10, R.x[0]), x1 = Math.pow(10, R.x[1]), top = topCompute() || Math.pow(10, R.y[1]);
       var kinds = [], byKind = {}, sets = {}, minRidge = x1;
       function segment(r, x, y, line) {
-        var kind = roofKind(r.key), t = byKind[kind], label = esc(r.label);
+        var kind = roofKind(r.key), t = byKind[kind], at = x.concat(y).join(' ');
         if (!t) {
           kinds.push(kind); sets[kind] = 0;
-          t = byKind[kind] = {type: 'scatter', mode: 'lines', x: [], y: [], text: [], name: label, line: line,
+          t = byKind[kind] = {type: 'scatter', mode: 'lines', x: [], y: [], text: [], name: esc(r.label), line: line,
             hovertemplate: '%{text}<extra></extra>', meta: 'roof:' + kind, legendgroup: 'roof:' + kind};
-        } else { t.x.push(null); t.y.push(null); t.text.push(null); }
-        t.x.push(x[0], x[1]); t.y.push(y[0], y[1]); t.text.push(label, label);
+          t.segments = {};
+        }
         sets[kind]++;
+        if (t.segments[at]) { t.segments[at].labels.push(r.label); return; }
+        if (t.x.length) { t.x.push(null); t.y.push(null); t.text.push(null); }
+        t.segments[at] = {at: t.x.length, labels: [r.label]};
+        t.x.push(x[0], x[1]); t.y.push(y[0], y[1]); t.text.push(esc(r.label), esc(r.label));
       }
       deviceRoofs().forEach(function (r) {
         if (r.kind !== 'bandwidth') return;
@@ -336,9 +342,25 @@
       });
       return kinds.map(function (kind) {  // the entry names the kind (and how many sets), each segment its own roof
         var t = byKind[kind];
+        Object.keys(t.segments).forEach(function (at) {
+          var s = t.segments[at];
+          if (s.labels.length > 1) t.text[s.at] = t.text[s.at + 1] = esc(sharedLabel(s.labels));
+        });
+        delete t.segments;
         if (sets[kind] > 1) t.name = t.name.replace(/ \[roof set [^\]]*\]$/, '') + ' … ' + sets[kind] + ' roof sets';
         return t;
       });
+    }
+    function sharedLabel(labels) {  // 'DRAM 2 TB/s (counters) [roof sets 1–3, 7 of 9: 40 kernel(s)]'
+      var m = labels.map(function (l) { return /^(.*) \[roof set (\d+) of (\d+): (\d+) kernel\(s\)\]$/.exec(l); });
+      if (m.some(function (x) { return !x; })) return labels.join('; ');
+      var nums = m.map(function (x) { return +x[2]; }).sort(function (a, b) { return a - b; }), parts = [], kernels = 0;
+      m.forEach(function (x) { kernels += +x[4]; });
+      for (var i = 0; i < nums.length; i++) {
+        var j = i; while (j + 1 < nums.length && nums[j + 1] === nums[j] + 1) j++;
+        parts.push(j > i ? nums[i] + '–' + nums[j] : String(nums[i])); i = j;
+      }
+      return m[0][1] + ' [roof sets ' + parts.join(', ') + ' of ' + m[0][3] + ': ' + kernels + ' kernel(s)]';
     }
     // tick labels of our own, one per decade, always SI (plotly's 'SI' format turns to powers of ten past
     // 10^14: 100T, then 10^15 and 10^16, on one axis)
