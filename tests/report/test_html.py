@@ -228,6 +228,10 @@ def test_multi_device_report_opens_on_a_drawable_device(tmp_path, open_page):
     assert set(_column(page, "top-table", "device")) == {"NVIDIA A10G"}
     assert set(_column(page, "stats-table", "device")) == {"NVIDIA A10G"}
     assert set(page.locator("#peaks-table tbody tr td:first-child").all_text_contents()) == {"NVIDIA A10G"}
+    # the programs chart (below the tables) is drawn after the first view, with the device's roofs and its program
+    page.wait_for_function("window.rooflineReport.state.programs === true", timeout=10_000)
+    metas = page.evaluate("document.getElementById('program-chart').data.map(t => t.meta)")
+    assert "roof:dram" in metas and any(m.startswith("program:") for m in metas), metas
     _screenshot(page, "report-multi-device.png")
     a100 = page.locator("#f-device option").nth(1).get_attribute("value")
     page.select_option("#f-device", a100)
@@ -280,21 +284,36 @@ def test_diff_page_shows_units(tmp_path, open_page):
     assert problems == []
 
 
-def test_roof_sets_share_one_legend_entry_per_roof_kind_and_toggle_together(tmp_path, open_page):
-    # 30 kernels of one GPU, each measured against its own DRAM bandwidth (a roof set each): the legend lists
-    # each kind of roof once (DRAM, L2, L1, fp32), not 30 times, and a click on DRAM hides all 30 DRAM roofs
+def test_roof_sets_share_one_trace_and_legend_entry_per_roof_kind_and_toggle_together(tmp_path, open_page):
+    # 30 kernels of one GPU, each measured against its own DRAM bandwidth (a roof set each): the chart draws each
+    # kind of roof (DRAM, L2, L1, fp32) as one trace and one legend entry, not 30 (plotly's cost is per trace),
+    # its segments at the values the kernels' % of roof used, and a click on DRAM hides all 30 DRAM roofs
+    from roofline.report.chart_data import roofs as chart_roofs
+
     rows = [kernel_row(kernel_id=i, kernel_name=f"k{i}", kernel_short_name=f"k{i}", duration_s=1e-3 * (i + 1),
                        peak_dram_bytes_per_s=1e12 * (1.2 ** i)) for i in range(30)]
-    path = html.write(analysed(rows), tmp_path / "sets.html")
+    res = analysed(rows)
+    path = html.write(res, tmp_path / "sets.html")
     page, problems = open_page(path)
     roofs = page.evaluate("document.getElementById('kernel-chart').data.filter(t => (t.meta || '').startsWith('roof:'))"
-                          ".map(t => [t.meta, t.legendgroup, t.showlegend !== false, t.name, t.hovertemplate])")
-    assert len([r for r in roofs if r[1] == "roof:dram"]) == 30
-    shown = [r for r in roofs if r[2]]
-    assert sorted(r[1] for r in shown) == ["roof:dram", "roof:fp32", "roof:l1", "roof:l2"]
-    dram = next(r for r in shown if r[1] == "roof:dram")
-    assert dram[3].endswith("… 30 roof sets") and "[roof set" not in dram[3]
-    assert all("[roof set" in r[4] for r in roofs if r[1] == "roof:dram")  # each line's hover names its own set
+                          ".map(t => [t.meta, t.legendgroup, t.showlegend !== false, t.name, t.x, t.y, t.text])")
+    assert sorted(r[0] for r in roofs) == ["roof:dram", "roof:fp32", "roof:l1", "roof:l2"]
+    assert all(r[1] == r[0] and r[2] for r in roofs)  # each its own legend entry and group
+    meta, _, _, name, x, y, text = next(r for r in roofs if r[0] == "roof:dram")
+    assert name.endswith("… 30 roof sets") and "[roof set" not in name
+    # 30 segments split by nulls: each set's DRAM roof at the bandwidth its kernels were measured against
+    assert len(x) == len(y) == len(text) == 30 * 3 - 1
+    segments = [(x[i:i + 2], y[i:i + 2], text[i:i + 2]) for i in range(0, len(x), 3)]
+    assert all(i + 2 >= len(x) or x[i + 2] is None for i in range(0, len(x), 3))
+    want = sorted(r.value for r in chart_roofs(res) if r.kind == "bandwidth" and r.key.split("#")[0] == "dram")
+    assert sorted(ys[0] / xs[0] for xs, ys, _ in segments) == pytest.approx(want, rel=1e-12)
+    assert all(t[0] == t[1] and "[roof set" in t[0] for _, _, t in segments)  # each segment's hover names its set
+    # the L2 roof is the same line in every set: one segment, whose hover names all 30 sets
+    _, _, _, l2_name, x, y, text = next(r for r in roofs if r[0] == "roof:l2")
+    assert l2_name.endswith("… 30 roof sets") and len(x) == 2 and None not in x
+    assert text[0] == text[1] and text[0].endswith("[roof sets 1–30 of 30: 30 kernel(s)]"), text
+    l2 = {r.value for r in chart_roofs(res) if r.key.split("#")[0] == "l2"}
+    assert len(l2) == 1 and y[0] / x[0] == pytest.approx(l2.pop(), rel=1e-12)
     page.locator("#kernel-chart .legend .traces", has_text="30 roof sets").first.locator(".legendtoggle").click(force=True)
     # (plotly tells a click from a double click after its delay: wait for the toggle, do not sleep)
     page.wait_for_function("document.getElementById('kernel-chart').data"
@@ -303,6 +322,7 @@ def test_roof_sets_share_one_legend_entry_per_roof_kind_and_toggle_together(tmp_
     others = page.evaluate("document.getElementById('kernel-chart').data.filter(t => t.legendgroup === 'roof:l2')"
                            ".map(t => t.visible)")
     assert "legendonly" not in others  # the other kinds stay drawn
+    assert problems == []
 
 
 def _demo_page(tmp_path, open_page, width=1280, height=800):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from roofline.frames import group_ids
 from roofline.hardware.peaks import LEVELS
 from roofline.report.table import is_integer_work
 from roofline.schema import PRECISIONS, source_column
@@ -55,24 +56,56 @@ def _si(v: float, unit: str) -> str:
     return f"{v:.3g} {unit}"
 
 
-def _representative(frame: pd.DataFrame, col: str) -> tuple[float, str] | None:
-    """The time-weighted median of a peak over the kernels that have it, and that kernel's source."""
-    vals = pd.to_numeric(frame[col], errors="coerce") if col in frame else pd.Series(dtype=float)
-    ok = vals.notna() & (vals > 0) & np.isfinite(vals.astype(float))
+class _Columns:
+    """The columns the roofs are read from, converted once (numbers as float arrays, texts as object arrays): a roof
+    set is a positions array into them, where slicing the frame per set copied every column (a batch dataset's
+    device had 125 sets of a 100,000-row frame)."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
+        self._cache: dict[str, np.ndarray | None] = {}
+
+    def num(self, col: str) -> np.ndarray | None:
+        """``col`` as floats (unparseable and missing values NaN), None when the frame has no such column."""
+        key = "#" + col
+        if key not in self._cache:
+            self._cache[key] = (pd.to_numeric(self._frame[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+                                if col in self._frame else None)
+        return self._cache[key]
+
+    def obj(self, col: str) -> np.ndarray | None:
+        """``col``'s values as objects (missing values as pandas has them), None when the frame has no such column."""
+        key = "$" + col
+        if key not in self._cache:
+            self._cache[key] = self._frame[col].to_numpy(dtype=object) if col in self._frame else None
+        return self._cache[key]
+
+    def text(self, col: str, pos: int) -> str:
+        """One value of ``col`` as text ("" where missing or where the frame has no such column)."""
+        if col not in self._frame:
+            return ""
+        v = self._frame[col].iloc[pos]
+        return "" if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else str(v)
+
+
+def _representative(cols: _Columns, col: str, rows: np.ndarray) -> tuple[float, str] | None:
+    """The time-weighted median of a peak over the kernels (``rows``) that have it, and that kernel's source."""
+    vals = cols.num(col)
+    if vals is None:
+        return None
+    vals = vals[rows]
+    ok = (vals > 0) & np.isfinite(vals)  # (NaN compares False)
     if not ok.any():
         return None
-    v = vals[ok].to_numpy()
-    w = pd.to_numeric(frame.loc[ok, "duration_s"], errors="coerce").fillna(0).to_numpy() if "duration_s" in frame \
-        else np.ones(len(v))
+    v = vals[ok]
+    dur = cols.num("duration_s")
+    w = np.where(np.isnan(dur[rows][ok]), 0.0, dur[rows][ok]) if dur is not None else np.ones(len(v))
     if w.sum() <= 0:
         w = np.ones(len(v))
     order = np.argsort(v, kind="stable")
     cum = np.cumsum(w[order])
     i = order[np.searchsorted(cum, cum[-1] / 2)]
-    src_col = source_column(col)
-    src = frame.loc[ok, src_col].iloc[i] if src_col in frame else ""
-    src = "" if src is None or src is pd.NA or (isinstance(src, float) and math.isnan(src)) else str(src)
-    return float(v[i]), src
+    return float(v[i]), cols.text(source_column(col), int(rows[ok][i]))
 
 
 #: per device, charts for this many roof sets; kernels under further sets are named in a note
@@ -108,65 +141,66 @@ def _clustered(v: np.ndarray, tol: float = SET_TOLERANCE) -> np.ndarray:
         return out
     uniq = np.unique(v[ok])
     heads = np.empty_like(uniq)
-    head = uniq[0]
-    for i, x in enumerate(uniq):
-        if x > head * (1 + tol):
-            head = x
-        heads[i] = head
+    i = 0
+    while i < len(uniq):  # one step per cluster: its members are the values up to head * (1 + tol)
+        j = int(np.searchsorted(uniq, uniq[i] * (1 + tol), side="right"))
+        heads[i:j] = uniq[i]
+        i = j
     out[ok] = heads[np.searchsorted(uniq, v[ok])]
     return out
 
 
-def _set_codes(frame: pd.DataFrame, levels: Sequence[str]) -> np.ndarray:
-    """One code per distinct roof set: bandwidth and CUDA-core roofs by value (within SET_TOLERANCE) and kind of source
-    (the tensor roof depends on each kernel's data path: drawn per path inside a set)."""
-    keys = []
+def _set_codes(frame: pd.DataFrame, cols: _Columns, levels: Sequence[str]) -> np.ndarray:
+    """One code per distinct roof set (numbered by first appearance): bandwidth and CUDA-core roofs by value (within
+    SET_TOLERANCE) and kind of source (the tensor roof depends on each kernel's data path: drawn per path inside a
+    set)."""
+    parts = []
     for col in [f"peak_{lv}_bytes_per_s" for lv in levels] + [f"peak_flop_per_s_{p}" for p in ("fp64", "fp32", "fp16")]:
-        if col not in frame:
+        vals = cols.num(col)
+        if vals is None:
             continue
-        keys.append(pd.Series(_clustered(pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float,
-                                                                                          na_value=np.nan))))
+        parts.append(pd.factorize(_clustered(vals), use_na_sentinel=True)[0] + 1)  # (missing -> 0, its own value)
         src = source_column(col)
         if src in frame:
             codes, uniq = pd.factorize(frame[src].astype("string").fillna(""))
-            kinds = np.array([short_source(str(u)) for u in uniq] + [""], dtype=object)
-            keys.append(pd.Series(kinds[codes]))
-    if not keys:
-        return np.zeros(len(frame), dtype=int)
-    table = pd.concat(keys, axis=1).astype(str)
-    return pd.factorize(pd.MultiIndex.from_frame(table))[0]
+            kinds = pd.factorize(np.array([short_source(str(u)) for u in uniq] + [""], dtype=object))[0]
+            parts.append(kinds[codes])
+    return group_ids(parts, len(frame))[0] if parts else np.zeros(len(frame), dtype=int)
 
 
-def _set_roofs(frame: pd.DataFrame, levels: Sequence[str]) -> list[Roof]:
+def _set_roofs(cols: _Columns, rows: np.ndarray, levels: Sequence[str]) -> list[Roof]:
+    """The roofs of the kernels at positions ``rows``."""
     out: list[Roof] = []
     for lv in levels:
-        moved = pd.to_numeric(frame[f"{lv}_bytes"], errors="coerce") if f"{lv}_bytes" in frame else None
-        if moved is None or not (moved > 0).any():
+        moved = cols.num(f"{lv}_bytes")
+        if moved is None or not (moved[rows] > 0).any():
             continue  # no kernel has bytes at this level (a trace has no cache counters): a roof with no point
-        rep = _representative(frame, f"peak_{lv}_bytes_per_s")
+        rep = _representative(cols, f"peak_{lv}_bytes_per_s", rows)
         if rep:
             out.append(Roof("bandwidth", lv, rep[0], rep[1],
                             f"{LEVEL_LABELS[lv]} {_si(rep[0], 'B/s')} ({short_source(rep[1])})"))
     for p in PRECISIONS:
-        share = pd.to_numeric(frame.get(f"flop_share_{p}"), errors="coerce") if f"flop_share_{p}" in frame else None
-        if share is None or not (share > 0).any():
+        share = cols.num(f"flop_share_{p}")
+        if share is None or not (share[rows] > 0).any():
             continue
-        used = frame[(share > 0).to_numpy()]
+        used = rows[share[rows] > 0]
         col = f"peak_flop_per_s_{p}"
-        if p != "tensor" or col not in used:
-            rep = _representative(used, col)
+        peaks = cols.num(col)
+        if p != "tensor" or peaks is None:
+            rep = _representative(cols, col, used)
             if rep:
                 out.append(Roof("compute", p, rep[0], rep[1], f"{p} {_si(rep[0], 'FLOP/s')} ({short_source(rep[1])})"))
             continue
         # tensor: one roof per distinct peak the tensor kernels used (their data paths differ)
-        vals = _clustered(pd.to_numeric(used[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan))
+        vals = _clustered(peaks[used])
         groups = [g for g in pd.unique(vals) if np.isfinite(g)]
+        path_col = cols.obj("tensor_path")
         for g in groups:
             part = used[vals == g]
-            rep = _representative(part, col)
+            rep = _representative(cols, col, part)
             if not rep:
                 continue
-            paths = part["tensor_path"].dropna().astype(str).unique() if "tensor_path" in part else []
+            paths = list(dict.fromkeys(str(v) for v in path_col[part] if not pd.isna(v))) if path_col is not None else []
             name = f"tensor {paths[0]}" if len(paths) == 1 else "tensor"
             key = "tensor" if len(groups) == 1 else f"tensor:{paths[0] if len(paths) == 1 else _si(rep[0], 'FLOP/s')}"
             unit = "OP/s" if len(paths) and all(is_integer_work(p) for p in paths) else "FLOP/s"  # integer: OPs
@@ -179,13 +213,20 @@ def roof_sets(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> list[RoofS
     kernels' % of roof was computed against, so a chart of one set never draws a roof no kernel used."""
     if frame.empty:
         return [RoofSet(0, 1, np.zeros(0, dtype=bool), [], 0.0)]
-    codes = _set_codes(frame, levels)
-    dur = pd.to_numeric(frame["duration_s"], errors="coerce").fillna(0).to_numpy() if "duration_s" in frame \
-        else np.ones(len(frame))
+    cols = _Columns(frame)
+    codes = _set_codes(frame, cols, levels)
+    dur = cols.num("duration_s")
+    dur = np.where(np.isnan(dur), 0.0, dur) if dur is not None else np.ones(len(frame))
     drawable = plottable(frame).to_numpy()
     # sets whose kernels can be drawn first (a set of copies and memsets only has no point on the chart)
-    order = sorted(set(codes.tolist()), key=lambda c: (-dur[(codes == c) & drawable].sum(), -dur[codes == c].sum(), c))
-    return [RoofSet(i, len(order), codes == c, _set_roofs(frame[codes == c], levels), float(dur[codes == c].sum()))
+    n_sets = int(codes.max()) + 1
+    by_set = np.argsort(codes, kind="stable")  # each set's rows, in frame order, as one slice
+    bounds = np.searchsorted(codes[by_set], np.arange(n_sets + 1))
+    rows = [by_set[bounds[c]:bounds[c + 1]] for c in range(n_sets)]
+    total = [dur[r].sum() for r in rows]
+    drawn = [dur[r[drawable[r]]].sum() for r in rows]
+    order = sorted(range(n_sets), key=lambda c: (-drawn[c], -total[c], c))
+    return [RoofSet(i, n_sets, codes == c, _set_roofs(cols, rows[c], levels), float(total[c]))
             for i, c in enumerate(order)]
 
 

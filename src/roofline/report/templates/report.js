@@ -307,35 +307,60 @@
     function topCompute() { var t = 0; deviceRoofs().forEach(function (r) { if (r.kind === 'compute' && r.value > t) t = r.value; }); return t; }
     function roofKind(key) { var h = key.indexOf('#'); return h < 0 ? key : key.slice(0, h); }  // 'dram#3' -> 'dram'
     function roofTraces() {
-      // one legend entry per roof kind: a device whose kernels ran under many roof sets (125 sets of ~10 roofs
-      // made plotly lay out 1,248 entries) shows each kind once, and a click on it toggles every set's roof of it
+      // one trace per roof kind, whatever the number of roof sets: a device whose kernels ran under many sets
+      // (125 sets of ~10 roofs) draws each kind as one line of segments split by nulls, where a trace per roof
+      // (1,250) cost plotly most of each chart's draw. One legend entry per kind, a click on it toggles every
+      // set's roof of that kind, and each segment's hover (its points' text) names its own roof and set; sets
+      // whose roof of a kind is the same line (same value, same ends) share one segment (plotly draws a path
+      // per segment), its hover naming every set of them
       var R = ranges(), x0 = Math.pow(10, R.x[0]), x1 = Math.pow(10, R.x[1]), top = topCompute() || Math.pow(10, R.y[1]);
-      var traces = [], minRidge = x1, first = {}, sets = {};
-      function roofTrace(r, x, y, line) {
-        var kind = roofKind(r.key), t = {type: 'scatter', mode: 'lines', x: x, y: y, name: esc(r.label), line: line,
-          hovertemplate: esc(r.label) + '<extra></extra>', meta: 'roof:' + r.key, legendgroup: 'roof:' + kind,
-          showlegend: !first[kind]};
-        if (!first[kind]) first[kind] = t;
-        sets[kind] = (sets[kind] || 0) + 1;
-        return t;
+      var kinds = [], byKind = {}, sets = {}, minRidge = x1;
+      function segment(r, x, y, line) {
+        var kind = roofKind(r.key), t = byKind[kind], at = x.concat(y).join(' ');
+        if (!t) {
+          kinds.push(kind); sets[kind] = 0;
+          t = byKind[kind] = {type: 'scatter', mode: 'lines', x: [], y: [], text: [], name: esc(r.label), line: line,
+            hovertemplate: '%{text}<extra></extra>', meta: 'roof:' + kind, legendgroup: 'roof:' + kind};
+          t.segments = {};
+        }
+        sets[kind]++;
+        if (t.segments[at]) { t.segments[at].labels.push(r.label); return; }
+        if (t.x.length) { t.x.push(null); t.y.push(null); t.text.push(null); }
+        t.segments[at] = {at: t.x.length, labels: [r.label]};
+        t.x.push(x[0], x[1]); t.y.push(y[0], y[1]); t.text.push(esc(r.label), esc(r.label));
       }
       deviceRoofs().forEach(function (r) {
         if (r.kind !== 'bandwidth') return;
         var xe = top / r.value; if (xe < minRidge) minRidge = xe;
-        traces.push(roofTrace(r, [x0, xe], [r.value * x0, top],
-          {color: '#444', dash: DASH[roofKind(r.key)] || 'solid', width: 1.5}));
+        segment(r, [x0, xe], [r.value * x0, top], {color: '#444', dash: DASH[roofKind(r.key)] || 'solid', width: 1.5});
       });
       deviceRoofs().forEach(function (r) {
         if (r.kind !== 'compute') return;
         var xs = Math.min(minRidge, x1);
         deviceRoofs().forEach(function (b) { if (b.kind === 'bandwidth') xs = Math.min(xs, r.value / b.value); });
-        traces.push(roofTrace(r, [xs, x1], [r.value, r.value], {color: ROOF_COLOURS[roofKind(r.key)] || '#333', width: 2}));
+        segment(r, [xs, x1], [r.value, r.value], {color: ROOF_COLOURS[roofKind(r.key)] || '#333', width: 2});
       });
-      Object.keys(first).forEach(function (kind) {  // the entry names the kind, each line's hover its own roof
-        if (sets[kind] > 1) first[kind].name = first[kind].name.replace(/ \[roof set [^\]]*\]$/, '')
-          + ' … ' + sets[kind] + ' roof sets';
+      return kinds.map(function (kind) {  // the entry names the kind (and how many sets), each segment its own roof
+        var t = byKind[kind];
+        Object.keys(t.segments).forEach(function (at) {
+          var s = t.segments[at];
+          if (s.labels.length > 1) t.text[s.at] = t.text[s.at + 1] = esc(sharedLabel(s.labels));
+        });
+        delete t.segments;
+        if (sets[kind] > 1) t.name = t.name.replace(/ \[roof set [^\]]*\]$/, '') + ' … ' + sets[kind] + ' roof sets';
+        return t;
       });
-      return traces;
+    }
+    function sharedLabel(labels) {  // 'DRAM 2 TB/s (counters) [roof sets 1–3, 7 of 9: 40 kernel(s)]'
+      var m = labels.map(function (l) { return /^(.*) \[roof set (\d+) of (\d+): (\d+) kernel\(s\)\]$/.exec(l); });
+      if (m.some(function (x) { return !x; })) return labels.join('; ');
+      var nums = m.map(function (x) { return +x[2]; }).sort(function (a, b) { return a - b; }), parts = [], kernels = 0;
+      m.forEach(function (x) { kernels += +x[4]; });
+      for (var i = 0; i < nums.length; i++) {
+        var j = i; while (j + 1 < nums.length && nums[j + 1] === nums[j] + 1) j++;
+        parts.push(j > i ? nums[i] + '–' + nums[j] : String(nums[i])); i = j;
+      }
+      return m[0][1] + ' [roof sets ' + parts.join(', ') + ' of ' + m[0][3] + ': ' + kernels + ' kernel(s)]';
     }
     // tick labels of our own, one per decade, always SI (plotly's 'SI' format turns to powers of ten past
     // 10^14: 100T, then 10^15 and 10^16, on one axis)
@@ -610,8 +635,6 @@
     mark('start'); setupFilters(); levelBoxes(); drawHeadline(); drawPeaks(); drawCollect(); drawFindings(); mark('filters+peaks');
     header(document.getElementById('stats-table'), true);
     header(document.getElementById('top-table'), false);
-    if (anyDrawn) { drawPrograms(); }
-    mark('programs');
     function drawSteps() { state.steps = window.rooflineSteps ? window.rooflineSteps(D, state.device, esc, si) : 0; }  // timeseries.js
     drawSteps();
     state.comm = window.rooflineComm ? window.rooflineComm(D, esc, si) : 0;  // comm.js: the collectives' section
@@ -625,7 +648,13 @@
     gd.on('plotly_click', function (ev) { var p = ev.points[0]; if (p && p.customdata !== undefined) showDetails(p.customdata); });
     document.getElementById('prev').addEventListener('click', function () { if (state.page > 0) { state.page--; drawTable(); } });
     document.getElementById('next').addEventListener('click', function () { state.page++; drawTable(); });
-    requestAnimationFrame(function () { mark('frame'); });  // the first frame after ready: when the page is seen
+    // the programs chart sits below the tables, out of the first view: drawn once the first frame is shown
+    // (it cost 0.7 s before the first view on 100,000 kernels: plotly's first chart on the page), then
+    // rooflineReport.state.programs is true; a device change redraws it at once
+    requestAnimationFrame(function () {
+      mark('frame');
+      setTimeout(function () { if (anyDrawn) drawPrograms(); mark('programs'); state.programs = true; }, 0);
+    });
     window.rooflineReport = {canvasLayers: function () { return LAYERS; }, state: state, kernels: K, devices: DEVICES, marks: marks, applyFilters: applyFilters, showDetails: showDetails, ready: true};
   }
 }());
