@@ -214,8 +214,8 @@ def _full_names(con: sqlite3.Connection, tables: set[str], s: str, kd: str, name
     return out
 
 
-_DISPATCH_COLUMNS = ("start", "end", "agent_id", "queue_id", "kernel_id", "dispatch_id", "workgroup_size_x",
-                     "workgroup_size_y", "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z", "event_id")
+#: the dispatch table's columns read: the rows' fields (named as the table names them) and the counters' event
+_DISPATCH_COLUMNS = (*v3.DISPATCH_FIELDS, "event_id")
 
 
 def _quoted(name: str) -> str:

@@ -205,7 +205,8 @@ def dispatch_rows(path: Path, fmt: str, dispatches: list[Dispatch], names: dict[
         raise CorruptReportError(path, f"{where}: {bad_field(dispatches, agents) or exc}") from None
 
 
-#: the dispatch fields :func:`column_rows` takes, each an int64 array (grid and workgroup sizes in work-items)
+#: the dispatch fields :func:`column_rows` takes, each an int64 array, named as rocpd's dispatch table names them
+#: (grid and workgroup sizes in work-items)
 DISPATCH_FIELDS = ("start", "end", "agent_id", "queue_id", "kernel_id", "dispatch_id", "workgroup_size_x",
                    "workgroup_size_y", "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z")
 
