@@ -9,6 +9,7 @@
 
     PYTHONPATH=src .venv/bin/python bench/bench_batch.py [--files 1000] [--rounds 2] [--sim 10000]
     PYTHONPATH=src .venv/bin/python bench/bench_batch.py --dask-rss 5 --files 500 [--mix all|ncu|no-ncu-rep]
+        [--dask-profiler]
 """
 
 from __future__ import annotations
@@ -74,9 +75,11 @@ def main() -> None:
                     help="only: N consecutive batches of --files inputs of the bench_dataset mix (--mix) on one Dask "
                     "LocalCluster (2 single-thread worker processes); each worker's resident MB after each batch")
     ap.add_argument("--mix", choices=["all", "ncu", "no-ncu-rep"], default="all")
+    ap.add_argument("--dask-profiler", action="store_true",
+                    help="with --dask-rss: keep the workers' statistical profiler on (Dask's default; docs/batch.md)")
     args = ap.parse_args()
     if args.dask_rss:
-        return dask_rss(args.dask_rss, args.files, args.mix)
+        return dask_rss(args.dask_rss, args.files, args.mix, args.dask_profiler)
     from distributed import LocalCluster
 
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -114,9 +117,21 @@ def _rss_mb() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def dask_rss(batches: int, files: int, kind: str) -> None:
+#: a Dask worker samples its tasks' call stacks every 10 ms and keeps a tree of dicts per second for the last
+#: 1,000 seconds (``distributed.admin.low-level-log-length``), twice (all tasks, per task key): ~0.07 MB more per
+#: input read until that window is full. The cluster recipe (docs/batch.md) turns it off; so does this bench
+NO_PROFILER = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
+
+
+def dask_rss(batches: int, files: int, kind: str, profiler: bool = False) -> None:
     """Issue 36: a Dask worker's resident memory across consecutive batches (each into a new dataset, so every
-    input is read each time), read on the workers themselves after each batch."""
+    input is read each time), read on the workers themselves after each batch; workers without the statistical
+    profiler unless ``profiler``."""
+    import dask
+
+    if not profiler:  # (the worker processes read it from the environment; this process from its config)
+        os.environ.update(NO_PROFILER)
+        dask.config.refresh()
     from distributed import Client, LocalCluster
 
     sys.path.insert(0, str(REPO / "bench"))
@@ -132,7 +147,8 @@ def dask_rss(batches: int, files: int, kind: str) -> None:
             for p in inputs:
                 if p.suffix in (".ncu-rep", ".nsight-cuprof-report"):
                     p.unlink()
-        print(f"{sum(1 for p in (t / 'in').rglob('*') if p.is_file())} inputs ({kind}); worker RSS MB after each batch")
+        print(f"{sum(1 for p in (t / 'in').rglob('*') if p.is_file())} inputs ({kind}); worker RSS MB after each batch; "
+              f"profiler {'on' if profiler else 'off'}")
         print("| batch | files/s | worker 1 MB | worker 2 MB |")
         print("|---|---|---|---|")
         for b in range(batches):

@@ -65,6 +65,26 @@ def test_parts_are_per_chunk_and_compaction_gives_the_same_tables_in_one_file_ea
     _assert_same_dataset(root, again)
 
 
+def test_compacted_row_tables_are_stored_in_the_order_they_are_read_back(tmp_path):
+    """Compaction writes the kernels and roofline rows in ``open_dataset``'s order (run, source file, input,
+    row), the two tables row for row, so reading a compacted dataset back sorts nothing (issue 36)."""
+    import pyarrow.parquet as pq
+
+    files = _inputs(tmp_path / "in", 12)
+    root = tmp_path / "ds"
+    run_batch(files, root, workers=1, compact=False)
+    before = open_dataset(root)
+    cmp.compact(root)
+    kernels = pq.read_table(root / "kernels" / "compact.parquet")
+    roof = pq.read_table(root / "roofline" / "compact.parquet")
+    assert dset._is_sorted(kernels, cmp.READ_ORDER) and kernels.num_rows == len(before) >= 12
+    assert not dset._is_sorted(kernels, ["run", "file_id", "row"])  # (the order before: by the ids' hashes)
+    for key in ("file_id", "row"):
+        assert roof.column(key).equals(kernels.column(key))
+    assert kernels.column("file_id").to_pylist() == before["file_id"].tolist()
+    pd.testing.assert_frame_equal(open_dataset(root), before, check_exact=True)
+
+
 def test_an_input_read_again_replaces_its_rows_through_a_newer_generation(tmp_path):
     files = _inputs(tmp_path / "in", 2)
     root = tmp_path / "ds"

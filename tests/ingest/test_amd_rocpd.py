@@ -195,3 +195,22 @@ def test_rocpd_counter_rows_read_without_pandas_a_null_is_missing_and_text_is_na
     with pytest.raises(CorruptReportError, match=r"rocpd_pmc_event_0198.*\.value: 'lots' is not a number") as err:
         rocpd.read(texted)
     assert str(texted) in str(err.value)
+
+
+def test_rocpd_dispatch_values_that_are_not_int64_are_typed_errors_naming_the_column(tmp_path):
+    """Dispatch rows of SQLite integers go to int64 columns in one pass (issue 36); a row with anything else (a
+    text, a fraction) is read value by value, which names the table (and the column of a value that is no number)."""
+    from roofline.errors import CorruptReportError
+    from roofline.ingest.amd import rocpd
+
+    for column, value, said in (("kernel_id", "gemm", r"\.kernel_id: 'gemm' is not a number"),
+                                ("grid_size_y", 2.5, r": a row with a value .* \(2\.5 is not an integer\)")):
+        broken = tmp_path / f"{column}.db"
+        shutil.copy(DB, broken)
+        with sqlite3.connect(broken) as con:
+            kd = next(r[0] for r in con.execute("SELECT name FROM sqlite_master "
+                                                "WHERE name LIKE 'rocpd_kernel_dispatch_%'"))
+            con.execute(f'UPDATE "{kd}" SET "{column}" = ? WHERE id = (SELECT min(id) FROM "{kd}")', (value,))
+        with pytest.raises(CorruptReportError, match=rf"rocpd_kernel_dispatch_0198\w*{said}") as err:
+            rocpd.read(broken)
+        assert str(broken) in str(err.value)

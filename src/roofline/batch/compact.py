@@ -2,8 +2,9 @@
 
 ``roofline dataset compact DIR`` and the end of every batch (when what it added is worth it) call
 :func:`compact`. It writes ``<table>/compact.parquet`` for every table (the live rows only, sorted by run,
-input and row, so two batches of the same inputs give byte-identical files however their work was split;
-the kernels and roofline files in one order, so they are read side by side),
+source file, input and row, so two batches of the same inputs give byte-identical files however their work
+was split; the kernels and roofline files in one order, ``open_dataset``'s, so they are read side by side and
+not sorted again),
 then removes the parts it replaced. Every step leaves a readable dataset with the same live rows:
 
 1. the row tables' compact files replace the old ones (a live ``runs`` row still points at data that is
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
@@ -128,10 +130,9 @@ def compact(root: Path) -> Compacted:
     live = dset.live_state(root, version=version)
     out = Compacted(inputs=live.inputs.num_rows, files_before=len(before), upgraded=version == "1")
     groups = _run_groups(root, live, version)
-    for table in ("kernels", "roofline", "runs", "errors"):  # row tables first (see the module's docstring)
-        out.kernels += _write_compact(root, table, version, live, groups) if table == "kernels" else 0
-        if table != "kernels":
-            _write_compact(root, table, version, live, groups)
+    out.kernels = _write_row_tables(root, live, groups)  # row tables first (see the module's docstring)
+    for table in dset.INPUT_TABLES:
+        _write_compact(root, table, live, groups)
     if version == "1":
         dset.atomic_write_bytes(root / dset.MANIFEST, dset.manifest_body(), make_parents=False)
         for table in dset.TABLES:
@@ -169,36 +170,82 @@ def _run_groups(root: Path, live: dset.Live, version: str) -> list[list[str]]:
     return groups
 
 
-def _write_compact(root: Path, table: str, version: str, live: dset.Live, groups: list[list[str]]) -> int:
-    """Write one table's compact file from its live rows, group of runs by group; returns its rows."""
+def _write_compact(root: Path, table: str, live: dset.Live, groups: list[list[str]]) -> None:
+    """Write an input table's compact file from its live rows, group of runs by group, by (run, input)."""
     schema = dset.table_schemas()[table]
-    target = dset.part_path(root, table, dset.COMPACT)
     if not (root / table).is_dir() and not groups:
-        return 0  # nothing was ever written to it: no file either
+        return  # nothing was ever written to it: no file either
     (root / table).mkdir(exist_ok=True)
-    rows = 0
 
     def fill(fh: object) -> None:
-        nonlocal rows
         with pq.ParquetWriter(fh, schema) as writer:
             for runs in groups:
-                t = dset.live_table(root, table, live, runs) if table in dset.INPUT_TABLES \
-                    else dset.row_table(root, table, live, None, ds.field("run").isin(runs))
-                if t.num_rows == 0:
-                    continue
-                t = _as_compact(t, schema, table)
-                # row tables by (run, file_id, row): the roofline table has no source_file, and both must hold
-                # their rows in one order (read side by side, see dataset._side_by_side)
-                keys = ["run", "source_file", "file_id"] if table in dset.INPUT_TABLES else ["run", "file_id", "row"]
-                t = t.sort_by([(k, "ascending") for k in keys if k in t.column_names])
-                writer.write_table(t, row_group_size=ROW_GROUP)
-                rows += t.num_rows
+                t = dset.live_table(root, table, live, runs)
+                if t.num_rows:
+                    t = _as_compact(t, schema).sort_by([(k, "ascending") for k in ("run", "source_file", "file_id")])
+                    writer.write_table(t, row_group_size=ROW_GROUP)
 
-    write_durably(target, fill)
+    write_durably(dset.part_path(root, table, dset.COMPACT), fill)
+
+
+#: the row tables' compact order: what ``open_dataset`` sorts by, so reading a compacted dataset back needs no
+#: sort (the roofline table has no source_file: its rows take the order of their kernel rows)
+READ_ORDER = ["run", "source_file", "file_id", "row"]
+
+
+def _write_row_tables(root: Path, live: dset.Live, groups: list[list[str]]) -> int:
+    """Write the kernels and roofline compact files from their live rows, group of runs by group, both in one
+    order (they are read side by side, see ``dataset._side_by_side``); returns the kernel rows written."""
+    wanted = [t for t in ("kernels", "roofline") if (root / t).is_dir() or groups]
+    if not wanted:
+        return 0  # nothing was ever written to them: no files either
+    schemas = dset.table_schemas()
+    for t in wanted:
+        (root / t).mkdir(exist_ok=True)
+    rows = 0
+
+    def fill(handles: dict[str, object]) -> None:
+        nonlocal rows
+        writers = {t: pq.ParquetWriter(fh, schemas[t]) for t, fh in handles.items()}
+        try:
+            for runs in groups:
+                got = {t: dset.row_table(root, t, live, None, ds.field("run").isin(runs)) for t in writers}
+                for t, table in _in_read_order(got.get("kernels"), got.get("roofline")).items():
+                    if table.num_rows:
+                        writers[t].write_table(_as_compact(table, schemas[t]), row_group_size=ROW_GROUP)
+                rows += got["kernels"].num_rows if "kernels" in got else 0
+        finally:
+            for w in writers.values():
+                w.close()
+
+    def nested(todo: list[str], handles: dict[str, object]) -> None:
+        if not todo:
+            fill(handles)
+            return
+        write_durably(dset.part_path(root, todo[0], dset.COMPACT),
+                      lambda fh: nested(todo[1:], handles | {todo[0]: fh}))
+
+    nested(wanted, {})
     return rows
 
 
-def _as_compact(t: pa.Table, schema: pa.Schema, table: str) -> pa.Table:
+def _in_read_order(kernels: pa.Table | None, roof: pa.Table | None) -> dict[str, pa.Table]:
+    """A group's kernel rows in :data:`READ_ORDER` and its roofline rows in the same order where the two hold
+    the same rows (as written: checked), else each by (run, file_id, row)."""
+    out: dict[str, pa.Table] = {}
+    if kernels is not None:
+        keys = [k for k in ("file_id", "part", "row") if k in kernels.column_names]  # (layout 1 has no part)
+        order = pc.sort_indices(kernels, sort_keys=[(k, "ascending") for k in READ_ORDER])
+        if roof is not None and roof.num_rows == kernels.num_rows and all(
+                roof.column(k).equals(kernels.column(k)) for k in keys):
+            out["roofline"] = roof.take(order)
+        out["kernels"] = kernels.take(order)
+    if roof is not None and "roofline" not in out:
+        out["roofline"] = roof.sort_by([(k, "ascending") for k in ("run", "file_id", "row")])
+    return out
+
+
+def _as_compact(t: pa.Table, schema: pa.Schema) -> pa.Table:
     """Rows of either layout as layout 2's compacted rows: part ``compact``, generation 0."""
     n = t.num_rows
     cols = []

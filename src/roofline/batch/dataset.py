@@ -278,14 +278,26 @@ class Live:
         """The rows of a kernels/roofline batch that count (order kept), the scan filter already applied."""
         if self.version == "1" or t.num_rows == 0:
             return t
-        drop = pa.concat_arrays([self.stale, self.failed])
-        return t if len(drop) == 0 else t.filter(pc.invert(pc.is_in(_keys(t), value_set=drop)))
+        return _drop_keys(t, pa.concat_arrays([self.stale, self.failed]))
 
     def input_rows(self, t: pa.Table) -> pa.Table:
         """The rows of a runs/errors table that are live (order kept)."""
-        if self.version == "1" or t.num_rows == 0 or len(self.stale) == 0:
+        if self.version == "1" or t.num_rows == 0:
             return t
-        return t.filter(pc.invert(pc.is_in(_keys(t), value_set=self.stale)))
+        return _drop_keys(t, self.stale)
+
+
+def _drop_keys(t: pa.Table, drop: pa.Array) -> pa.Table:
+    """``t`` without the rows whose (file_id, part) key is in ``drop``. The keys are joined only for rows whose
+    file_id is among the dropped ones: usually none (the failed inputs of a compacted dataset have no kernel
+    rows), and joining a key per row was a fifth of ``open_dataset``."""
+    if len(drop) == 0:
+        return t
+    fids = pc.list_element(pc.split_pattern(drop, _SEP, max_splits=1), 0)
+    maybe = pc.is_in(t.column("file_id"), value_set=pc.unique(fids))
+    if not pc.any(maybe).as_py():
+        return t
+    return t.filter(pc.invert(pc.is_in(_keys(t), value_set=drop)))
 
 
 def live_state(root: Path, runs: Sequence[str] | None = None, version: str | None = None) -> Live:
@@ -337,10 +349,38 @@ def next_generation(root: Path) -> int:
 
 
 def _pandas(table: pa.Table, dtypes: dict[str, str]) -> pd.DataFrame:
+    """The frame of a table read back: each column of ``dtypes`` in its dtype, built from Arrow once (no
+    numpy intermediate and ``astype`` after it: an Int64 column with nulls went through float64)."""
     # Arrow-backed strings: no Python object per cell, so millions of kernel rows fit in memory
-    frame = table.to_pandas(types_mapper={pa.string(): pd.StringDtype("pyarrow")}.get)
-    todo = {c: d for c, d in dtypes.items() if c in frame.columns and d not in ("string", "category", "object")}
-    return frame.astype(todo)
+    nullable = {pa.string(): pd.StringDtype("pyarrow"), pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
+    plain = [c for c in table.column_names if dtypes.get(c) in (None, "int64", "bool", "object")
+             and table.schema.field(c).type in (pa.int64(), pa.bool_())]  # (the row key: numpy int64)
+    frame = table.drop_columns(plain).to_pandas(types_mapper=nullable.get, split_blocks=True)
+    for c in plain:
+        frame.insert(table.column_names.index(c), c, table.column(c).to_numpy())
+    todo = {c: d for c, d in dtypes.items() if c in frame.columns and d not in ("string", "category", "object")
+            and str(frame[c].dtype) != d}
+    return frame.astype(todo) if todo else frame
+
+
+def _is_sorted(t: pa.Table, keys: list[str]) -> bool:
+    """Whether ``t``'s rows are already in ascending order of ``keys`` (no nulls among them): then the sort's
+    take, a copy of every column, can be skipped (a compacted dataset is written in this order)."""
+    n = t.num_rows
+    if n < 2:
+        return True
+    if any(t.column(k).null_count for k in keys):
+        return False
+    ok: Any = None
+    for k in reversed(keys):  # row i ≤ row i+1 when its key is less, or equal and the later keys are in order
+        col = t.column(k)
+        a, b = col.slice(0, n - 1), col.slice(1)
+        ok = pc.less_equal(a, b) if ok is None else pc.or_(pc.less(a, b), pc.and_(pc.equal(a, b), ok))
+    return bool(pc.all(ok).as_py())
+
+
+def _sorted(t: pa.Table, keys: list[str]) -> pa.Table:
+    return t if _is_sorted(t, keys) else t.sort_by([(k, "ascending") for k in keys])
 
 
 def open_dataset(path: str | Path, table: str = "roofline", engine: str = "pandas",
@@ -369,18 +409,16 @@ def open_dataset(path: str | Path, table: str = "roofline", engine: str = "panda
     if table in INPUT_TABLES:
         out = out.sort_by([("source_file", "ascending")]) if "source_file" in out.column_names else out
     else:
-        keys = [k for k in ("run", "source_file", "file_id", "row") if k in out.column_names]
-        out = out.sort_by([(k, "ascending") for k in keys])
+        out = _sorted(out, [k for k in ("run", "source_file", "file_id", "row") if k in out.column_names])
     out = out.drop_columns([c for c in INTERNAL if c in out.column_names])
     if engine == "pyarrow":  # (joins and sorts drop the schema's metadata: it says the layout read)
         return out.replace_schema_metadata(table_schemas(version)[table].metadata)
     dtypes = _kernel_table_dtypes() | (table_dtypes("roofline") if table == "roofline" else {}) \
         if table not in INPUT_TABLES else table_dtypes(table)
-    frame = _pandas(out, dtypes)
     if table in INPUT_TABLES:
-        return frame
-    front = [c for c in kernel_dtypes() if c in frame.columns]
-    frame = frame[front + [c for c in frame.columns if c not in front]].reset_index(drop=True)
+        return _pandas(out, dtypes)
+    front = [c for c in kernel_dtypes() if c in out.column_names]  # (ordered in Arrow: no pandas copy)
+    frame = _pandas(out.select(front + [c for c in out.column_names if c not in front]), dtypes)
     return set_provenance(frame, provenance(root, live))
 
 
@@ -414,7 +452,9 @@ def live_table(root: Path, table: str, live: Live, runs: Sequence[str] | None = 
     if table == "kernels":
         return row_table(root, "kernels", live, _with_keys(columns, "kernels", version), _and(by_run, filter_))
     roof_cols = table_schemas(version)["roofline"].names
-    kcols = None if columns is None else [c for c in columns if c not in roof_cols]
+    # the kernels table's peak columns are not read: the roofline table's (the roofs used) replace them
+    kcols = [c for c in (table_schemas(version)["kernels"].names if columns is None else columns)
+             if c not in roof_cols]
     rcols = None if columns is None else [c for c in columns if c in roof_cols]
     kernels = row_table(root, "kernels", live, _with_keys(kcols, "kernels", version), by_run)
     kernels = kernels.drop_columns([c for c in _PEAK_COLUMNS if c in kernels.column_names])

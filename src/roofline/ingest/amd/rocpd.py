@@ -148,8 +148,9 @@ def _agents(path: Path, con: sqlite3.Connection, table: str) -> dict[int, v3.Age
     return out
 
 
-def _counter_rows(path: Path, con: sqlite3.Connection, pmc_event: str) -> pd.DataFrame:
-    """The counter events as three columns, straight from ``fetchall`` into one float64 array (no
+def _counter_rows(path: Path, con: sqlite3.Connection,
+                  pmc_event: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The counter events as three arrays (event id, counter id, value), straight from ``fetchall`` into one float64 array (no
     ``pandas.read_sql`` conversion: at 50k dispatches, 1.4M rows, that conversion was 1.2 s of 3.9 s);
     a NULL value is NaN; a text or blob where a number belongs is a typed error naming the table."""
     raw = con.execute(f'SELECT event_id, pmc_id, value FROM "{pmc_event}"').fetchall()
@@ -168,8 +169,7 @@ def _counter_rows(path: Path, con: sqlite3.Connection, pmc_event: str) -> pd.Dat
         arr = np.column_stack([out[c] for c in cols]) if len(obj) else np.empty((0, 3))
     if not np.isfinite(arr[:, :2]).all():
         raise CorruptReportError(path, f"{pmc_event}: an event_id or pmc_id that is not a finite number")
-    return pd.DataFrame({"event_id": arr[:, 0].astype(np.int64), "pmc_id": arr[:, 1].astype(np.int64),
-                         "value": arr[:, 2]})
+    return arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 2]  # (arrays: no frame to build)
 
 
 def _counter_table(path: Path, con: sqlite3.Connection, pmc_event: str, pmc_info: str,
@@ -177,14 +177,21 @@ def _counter_table(path: Path, con: sqlite3.Connection, pmc_event: str, pmc_info
     """Dispatch id × counter name: Σ over the instance rows (what the ``counters_collection`` view does),
     grouped in pandas rather than by the view's join, which SQLite runs row by row without an index."""
     names = {as_int(path, f"{pmc_info}.id", i): str(n) for i, n in con.execute(f'SELECT id, name FROM "{pmc_info}"')}
-    rows = _counter_rows(path, con, pmc_event)
-    keep = np.isin(rows["event_id"].to_numpy(), np.fromiter(event_dispatch, dtype=np.int64, count=len(event_dispatch)))
-    rows = rows[keep]  # counters of a dispatch this table has
-    if rows.empty:
+    event, pmc, value = _counter_rows(path, con, pmc_event)
+    keep = np.isin(event, np.fromiter(event_dispatch, dtype=np.int64, count=len(event_dispatch)))
+    if not keep.all():  # counters of a dispatch this table has
+        event, pmc, value = event[keep], pmc[keep], value[keep]
+    if len(event) == 0:
         return None
-    wide = rows.groupby(["event_id", "pmc_id"])["value"].sum(min_count=1).unstack()
-    wide.index = wide.index.map(event_dispatch)
-    wide.columns = [names.get(int(c), f"pmc_id {c}") for c in wide.columns]
+    # Σ per (event, counter) in one groupby on a single integer key (pandas' compensated sum over each group's
+    # values in row order, as the two-key groupby and unstack before it, at a fraction of their cost)
+    ecode, events = pd.factorize(event, sort=True)
+    pcode, pmcs = pd.factorize(pmc, sort=True)
+    sums = pd.Series(value).groupby(ecode * len(pmcs) + pcode, sort=False).sum(min_count=1)
+    grid = np.full(len(events) * len(pmcs), np.nan)
+    grid[sums.index.to_numpy()] = sums.to_numpy()
+    wide = pd.DataFrame(grid.reshape(len(events), len(pmcs)), index=pd.Index(events).map(event_dispatch),
+                        columns=[names.get(int(c), f"pmc_id {c}") for c in pmcs])
     return wide.T.groupby(level=0).sum(min_count=1).T if wide.columns.duplicated().any() else wide
 
 
@@ -207,8 +214,8 @@ def _full_names(con: sqlite3.Connection, tables: set[str], s: str, kd: str, name
     return out
 
 
-_DISPATCH_COLUMNS = ("start", "end", "agent_id", "queue_id", "kernel_id", "dispatch_id", "workgroup_size_x",
-                     "workgroup_size_y", "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z", "event_id")
+#: the dispatch table's columns read: the rows' fields (named as the table names them) and the counters' event
+_DISPATCH_COLUMNS = (*v3.DISPATCH_FIELDS, "event_id")
 
 
 def _quoted(name: str) -> str:
@@ -225,6 +232,44 @@ def _int64(v: Any) -> int:
     return out
 
 
+def _dispatch_columns(raw: list[tuple[Any, ...]]) -> tuple[dict[str, np.ndarray], dict[int, int]] | None:
+    """The dispatch rows as int64 columns in one pass in C, when every value is an SQLite integer within 64 bits
+    (what rocprofiler-sdk writes; a Python object per dispatch was most of the read at 50k dispatches); None
+    otherwise (a NULL, a text, an overflow): :func:`_checked_columns` then says which, or fills the defaults."""
+    flat = itertools.chain.from_iterable(raw)
+    if not all(t is int for t in set(map(type, itertools.chain.from_iterable(raw)))):
+        return None
+    try:
+        arr = np.fromiter(flat, dtype=np.int64, count=len(raw) * len(_DISPATCH_COLUMNS))
+    except OverflowError:
+        return None
+    arr = arr.reshape(-1, len(_DISPATCH_COLUMNS))
+    columns = {f: arr[:, j] for j, f in enumerate(v3.DISPATCH_FIELDS)}
+    events = arr[:, len(v3.DISPATCH_FIELDS)]
+    return columns, dict(zip(events.tolist(), columns["dispatch_id"].tolist()))
+
+
+def _checked_columns(path: Path, kd: str, raw: list[tuple[Any, ...]]) -> tuple[dict[str, np.ndarray], dict[int, int]]:
+    """The dispatch rows value by value: a NULL queue is 0, a NULL size 1, a value that is not an int64 a typed
+    error naming its column."""
+    disp, event_dispatch = [], {}
+    for row in raw:
+        try:
+            r = [_int64(v) if v is not None else None for v in row]  # ints, or a typed error naming the column
+            disp.append(v3.Dispatch(start_timestamp=r[0], end_timestamp=r[1], dispatch_info=v3.DispatchInfo(
+                agent_id=v3.Handle(r[2]), queue_id=v3.Handle(r[3] or 0), kernel_id=r[4],
+                dispatch_id=r[5], workgroup_size=v3.Dim3(*(x if x is not None else 1 for x in r[6:9])),
+                grid_size=v3.Dim3(*(x if x is not None else 1 for x in r[9:12])))))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise row_error(path, kd, _DISPATCH_COLUMNS, row, exc) from None
+        if r[12] is not None:
+            event_dispatch[r[12]] = r[5]
+    try:
+        return v3.dispatch_columns(disp), event_dispatch
+    except (TypeError, ValueError, OverflowError) as exc:  # a NULL start, end, agent, kernel or dispatch id
+        raise CorruptReportError(path, f"{kd}: {v3.bad_field(disp, {}) or exc}") from None
+
+
 def _process(con: sqlite3.Connection, path: Path, tables: set[str], s: str,
              definitions: str) -> tuple[pd.DataFrame, int, str | None, dict[str, str]]:
     kd = _require(path, tables, f"rocpd_kernel_dispatch{s}")
@@ -233,24 +278,13 @@ def _process(con: sqlite3.Connection, path: Path, tables: set[str], s: str,
     names = {as_int(path, f"{sym}.id", k): str(d or m or f"kernel_id {k}")
              for k, d, m in con.execute(f'SELECT id, display_name, kernel_name FROM "{sym}"')}
     names.update(_full_names(con, tables, s, kd, names))
-    disp, event_dispatch = [], {}
-    for r in con.execute(f'SELECT {", ".join(map(_quoted, _DISPATCH_COLUMNS))} FROM "{kd}"'):
-        try:
-            r = [_int64(v) if v is not None else None for v in r]  # ints, or a typed error naming the column
-            disp.append(v3.Dispatch(start_timestamp=r[0], end_timestamp=r[1], dispatch_info=v3.DispatchInfo(
-                agent_id=v3.Handle(r[2]), queue_id=v3.Handle(r[3] or 0), kernel_id=r[4],
-                dispatch_id=r[5], workgroup_size=v3.Dim3(*(x if x is not None else 1 for x in r[6:9])),
-                grid_size=v3.Dim3(*(x if x is not None else 1 for x in r[9:12])))))
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise row_error(path, kd, _DISPATCH_COLUMNS, r, exc) from None
-        if r[12] is not None:
-            event_dispatch[r[12]] = r[5]
+    raw = con.execute(f'SELECT {", ".join(map(_quoted, _DISPATCH_COLUMNS))} FROM "{kd}"').fetchall()
+    columns, event_dispatch = _dispatch_columns(raw) or _checked_columns(path, kd, raw)
     per_dispatch = None
     pmc_event, pmc_info = f"rocpd_pmc_event{s}", f"rocpd_info_pmc{s}"
     if pmc_event in tables and pmc_info in tables:
         per_dispatch = _counter_table(path, con, pmc_event, pmc_info, event_dispatch)
-    rows = v3.dispatch_rows(path, FORMAT, disp, names, agents, per_dispatch, definitions, kd,
-                            f"{pmc_event} (rocpd)")
+    rows = v3.column_rows(path, FORMAT, columns, names, agents, per_dispatch, definitions, kd, f"{pmc_event} (rocpd)")
     copies = (con.execute(f'SELECT count(*) FROM "rocpd_memory_copy{s}"').fetchone()[0]
               if f"rocpd_memory_copy{s}" in tables else 0)
     command = None

@@ -199,54 +199,82 @@ def dispatch_rows(path: Path, fmt: str, dispatches: list[Dispatch], names: dict[
     summed counter values by dispatch id (None: no counters were collected). A field past 64 bits (JSON
     integers have no bound) or of another type is a typed error naming it."""
     try:
-        return _dispatch_rows(path, fmt, dispatches, names, agents, per_dispatch, definitions, where, counters_where)
+        return _column_rows(path, fmt, dispatch_columns(dispatches), names, agents, per_dispatch, definitions, where,
+                            counters_where)
     except (OverflowError, TypeError, ValueError) as exc:  # found again only on this path: the common one is free
-        raise CorruptReportError(path, f"{where}: {_bad_field(dispatches, agents) or exc}") from None
+        raise CorruptReportError(path, f"{where}: {bad_field(dispatches, agents) or exc}") from None
 
 
-def _dispatch_rows(path: Path, fmt: str, dispatches: list[Dispatch], names: dict[int, str], agents: dict[int, Agent],
-                   per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, definitions: str, where: str,
-                   counters_where: str) -> pd.DataFrame:
-    disp = sorted(dispatches, key=lambda d: (d.start_timestamp, d.dispatch_info.dispatch_id))
-    n = len(disp)
+#: the dispatch fields :func:`column_rows` takes, each an int64 array, named as rocpd's dispatch table names them
+#: (grid and workgroup sizes in work-items)
+DISPATCH_FIELDS = ("start", "end", "agent_id", "queue_id", "kernel_id", "dispatch_id", "workgroup_size_x",
+                   "workgroup_size_y", "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z")
+
+
+def dispatch_columns(dispatches: list[Dispatch]) -> dict[str, np.ndarray]:
+    """The dispatch records as :data:`DISPATCH_FIELDS` arrays (a field that is not a 64-bit int raises)."""
+    n = len(dispatches)
+    infos = [d.dispatch_info for d in dispatches]
+    got = {"start": (d.start_timestamp for d in dispatches), "end": (d.end_timestamp for d in dispatches),
+           "agent_id": (i.agent_id.handle for i in infos), "queue_id": (i.queue_id.handle for i in infos),
+           "kernel_id": (i.kernel_id for i in infos), "dispatch_id": (i.dispatch_id for i in infos)}
+    for a in "xyz":  # (the axis bound now: a generator reads its variables when consumed)
+        got[f"workgroup_size_{a}"] = (getattr(i.workgroup_size, ax) for ax in (a,) for i in infos)
+        got[f"grid_size_{a}"] = (getattr(i.grid_size, ax) for ax in (a,) for i in infos)
+    return {k: np.fromiter(got[k], dtype="int64", count=n) for k in DISPATCH_FIELDS}
+
+
+def column_rows(path: Path, fmt: str, columns: dict[str, np.ndarray], names: dict[int, str], agents: dict[int, Agent],
+                per_dispatch: pd.DataFrame | None, definitions: str, where: str, counters_where: str) -> pd.DataFrame:
+    """:func:`dispatch_rows` of dispatches given as :data:`DISPATCH_FIELDS` int64 arrays (the rocpd reader's
+    columns, with no object per dispatch)."""
+    try:
+        return _column_rows(path, fmt, columns, names, agents, per_dispatch, definitions, where, counters_where)
+    except (OverflowError, TypeError, ValueError) as exc:
+        raise CorruptReportError(path, f"{where}: {bad_field([], agents) or exc}") from None
+
+
+def _column_rows(path: Path, fmt: str, c: dict[str, np.ndarray], names: dict[int, str], agents: dict[int, Agent],
+                 per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, definitions: str, where: str,
+                 counters_where: str) -> pd.DataFrame:
+    n = len(c["start"])
     if n == 0:
         return pd.DataFrame()
-    named: dict[int, tuple[str, str]] = {}  # kernel_id -> (name, short name), each computed once
-    for kid in {d.dispatch_info.kernel_id for d in disp}:
-        name = rocprof_compute.kernel_name(names.get(kid) or f"kernel_id {kid}")
-        named[kid] = (name, short_name(name))
-    start = np.fromiter((d.start_timestamp for d in disp), dtype="int64", count=n)
-    end = np.fromiter((d.end_timestamp for d in disp), dtype="int64", count=n)
+    order = np.lexsort((c["dispatch_id"], c["start"]))  # by (start, dispatch id); stable, as sorted() was
+    c = {k: v[order] for k, v in c.items()}
+    kids, kinv = np.unique(c["kernel_id"], return_inverse=True)  # each kernel's names computed once
+    named = [rocprof_compute.kernel_name(names.get(int(k)) or f"kernel_id {k}") for k in kids]
+    handles, ainv = np.unique(c["agent_id"], return_inverse=True)
+    known = [agents.get(int(h)) for h in handles]
+    agent_of = [known[i] for i in ainv.tolist()]
+
+    def per_agent(value: Any) -> np.ndarray:  # one value per agent, spread to its dispatches
+        return np.array([value(a) for a in known] + [None], dtype=object)[:-1][ainv]
+
+    start, end = c["start"], c["end"]
     span = (end - start).astype(float)
     ok = span > 0
-    agent_of = [agents.get(d.dispatch_info.agent_id.handle) for d in disp]
     cols: dict[str, Any] = {
         "source_file": str(path), "format": fmt, "range_id": 0, "kernel_id": np.arange(n, dtype="int64"),
-        "kernel_name": [named[d.dispatch_info.kernel_id][0] for d in disp],
-        "kernel_short_name": [named[d.dispatch_info.kernel_id][1] for d in disp],
+        "kernel_name": np.array(named + [None], dtype=object)[:-1][kinv],
+        "kernel_short_name": np.array([short_name(x) for x in named] + [None], dtype=object)[:-1][kinv],
         "duration_s": np.where(ok, span * 1e-9, np.nan),
         "duration_s_source": np.where(ok, f"end − start timestamp of {where} (ns)",
                                       f"{UNAVAILABLE}: end timestamp ≤ start timestamp in {where}"),
-        "device_name": [_device(a) for a in agent_of],
-        "compute_capability": [a.name or None if a else None for a in agent_of],
-        "sm_count": [a.cu_count or None if a else None for a in agent_of],
-        "sm_boost_clock_hz": [a.max_engine_clk_fcompute * 1e6 if a and a.max_engine_clk_fcompute else None
-                              for a in agent_of],
+        "device_name": per_agent(_device),
+        "compute_capability": per_agent(lambda a: a.name or None if a else None),
+        "sm_count": per_agent(lambda a: a.cu_count or None if a else None),
+        "sm_boost_clock_hz": per_agent(lambda a: a.max_engine_clk_fcompute * 1e6
+                                       if a and a.max_engine_clk_fcompute else None),
         "metric_set": "rocprofv3",
-        "grid_x": [_blocks(d.dispatch_info.grid_size.x, d.dispatch_info.workgroup_size.x) for d in disp],
-        "grid_y": [_blocks(d.dispatch_info.grid_size.y, d.dispatch_info.workgroup_size.y) for d in disp],
-        "grid_z": [_blocks(d.dispatch_info.grid_size.z, d.dispatch_info.workgroup_size.z) for d in disp],
-        "block_x": [d.dispatch_info.workgroup_size.x for d in disp],
-        "block_y": [d.dispatch_info.workgroup_size.y for d in disp],
-        "block_z": [d.dispatch_info.workgroup_size.z for d in disp],
+        **{f"grid_{a}": _blocks(c[f"grid_size_{a}"], c[f"workgroup_size_{a}"]) for a in "xyz"},
+        **{f"block_{a}": c[f"workgroup_size_{a}"] for a in "xyz"},
         "replay_ok": True,
     }
-    extra: dict[str, Any] = {
-        "dispatch_id": [d.dispatch_info.dispatch_id for d in disp],
-        "agent_id": [a.logical_node_id if a else d.dispatch_info.agent_id.handle for a, d in zip(agent_of, disp)],
-        "queue_id": [d.dispatch_info.queue_id.handle for d in disp],
-    }
-    _counters(per_dispatch, disp, agent_of, definitions, cols, extra, counters_where)
+    logical = np.array([a.logical_node_id if a else int(h) for a, h in zip(known, handles)] + [0], dtype="int64")
+    extra: dict[str, Any] = {"dispatch_id": c["dispatch_id"], "agent_id": logical[:-1][ainv],
+                             "queue_id": c["queue_id"]}
+    _counters(per_dispatch, c["dispatch_id"], agent_of, definitions, cols, extra, counters_where)
     _peaks(agent_of, cols, extra)
     frame = kernels_from_columns(cols, n)
     for k, v in extra.items():
@@ -257,7 +285,7 @@ def _dispatch_rows(path: Path, fmt: str, dispatches: list[Dispatch], names: dict
 _INT64 = (-(2**63), 2**63 - 1)
 
 
-def _bad_field(dispatches: list[Dispatch], agents: dict[int, Agent]) -> str | None:
+def bad_field(dispatches: list[Dispatch], agents: dict[int, Agent]) -> str | None:
     """The first dispatch or agent field that is not a 64-bit integer (what the frame's columns hold), said."""
     lo, hi = _INT64
     for d in dispatches:
@@ -283,12 +311,16 @@ def _device(a: Agent | None) -> str | None:
     return a.product_name.removeprefix("AMD Instinct ").strip() or a.name or None
 
 
-def _blocks(work_items: int, group: int) -> int | None:
-    """HSA grid sizes count work-items; the schema's grid counts workgroups (CUDA's blocks)."""
-    return -(-work_items // group) if group > 0 else None
+def _blocks(work_items: np.ndarray, group: np.ndarray) -> pd.arrays.IntegerArray:
+    """HSA grid sizes count work-items; the schema's grid counts workgroups (CUDA's blocks), rounded up;
+    missing where the workgroup size is not positive (as quotient and remainder: no overflow near 2**63)."""
+    bad = group <= 0
+    safe = np.where(bad, 1, group)
+    q, r = np.divmod(work_items, safe)
+    return pd.arrays.IntegerArray(np.where(bad, 0, q + (r != 0)), bad)
 
 
-def _counters(per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, disp: list[Dispatch],
+def _counters(per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, dispatch_ids: np.ndarray,
               agent_of: list[Agent | None], definitions: str, cols: dict[str, Any], extra: dict[str, Any],
               where: str) -> None:
     if per_dispatch is None or len(per_dispatch) == 0:
@@ -296,7 +328,7 @@ def _counters(per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, d
             cols[source_column(q)] = NO_COUNTERS
         extra["lds_bytes_source"] = NO_COUNTERS
         return
-    ids = [d.dispatch_info.dispatch_id for d in disp]
+    ids = dispatch_ids.tolist()
     if isinstance(per_dispatch, pd.DataFrame):  # already wide: dispatch id × counter (the rocpd reader)
         wide = per_dispatch.reindex(ids).reset_index(drop=True)
         counted = np.asarray(pd.Index(ids).isin(per_dispatch.index))
@@ -315,9 +347,9 @@ def _counters(per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, d
                   "lds_bytes"):
             target = extra if q == "lds_bytes" else cols
             target[q] = np.where(counted, target[q], np.nan)
-            src = target[source_column(q)]
-            target[source_column(q)] = [s if c else NO_COUNTERS for s, c in
-                                        zip(src if isinstance(src, list) else [src] * len(disp), counted)]
+            src, out = target[source_column(q)], np.full(len(ids), NO_COUNTERS, dtype=object)
+            out[counted] = np.asarray(src, dtype=object)[counted] if isinstance(src, (list, np.ndarray)) else src
+            target[source_column(q)] = out
 
 
 def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, Any]) -> None:
@@ -328,9 +360,14 @@ def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, 
               "peak_l1_bytes_per_s", "peak_dram_bytes_per_s", "peak_flop_per_s_tensor", "peak_lds_bytes_per_s")
     values = {c: np.full(n, np.nan) for c in wanted}
     sources = {c: np.empty(n, dtype=object) for c in wanted}
-    groups: dict[tuple[int, str | None], list[int]] = defaultdict(list)  # (agent, MFMA path) -> rows
-    for j, a in enumerate(agent_of):
-        groups[(a.id.handle if a else -1, paths[j])].append(j)
+    groups: dict[tuple[int, str | None], np.ndarray] = {}  # (agent, MFMA path) -> rows, factorized (no row loop)
+    hcode, hs = pd.factorize(np.fromiter((a.id.handle if a else -1 for a in agent_of), dtype=np.int64, count=n))
+    pcode, found = pd.factorize(np.asarray(paths, dtype=object))
+    pcode, ps = pcode + 1, [None, *found]  # (no path: code 0, None)
+    key = hcode * len(ps) + pcode
+    combo, first = np.unique(key, return_index=True)
+    for k, j in zip(combo.tolist(), first.tolist()):
+        groups[(int(hs[hcode[j]]), ps[pcode[j]])] = np.flatnonzero(key == k)
     agents = {a.id.handle: a for a in agent_of if a}
     # LDS banks per CU: not recorded; 32 on every CDNA GPU (rocprof-compute sysinfo), as the LDS bytes assume
     models = {h: amd_arch.model_peaks({"gpu_arch": a.name, "gpu_model": a.product_name, "cu_per_gpu": a.cu_count,
