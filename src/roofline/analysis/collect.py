@@ -153,9 +153,16 @@ def plan(frame: pd.DataFrame) -> list[dict[str, object]]:
     if (keys == keys[0]).all():
         return [dict(it, source_file=files.text(0)) for it in _plan_one(frame)]
     out: list[dict[str, object]] = []
-    for k in pd.unique(keys):  # (in the frame's order of first appearance)
-        pos = np.flatnonzero(keys == k)
-        for it in _plan_one(frame.iloc[pos]):
+    # the frame taken once in profile order (stable): each profile is then a slice, a view (taking each one's
+    # rows cost ~20 ms per profile of a dataset)
+    order = np.argsort(keys, kind="stable")
+    ordered = frame.iloc[order]
+    sorted_keys = keys[order]
+    bounds = np.flatnonzero(np.diff(sorted_keys)) + 1
+    starts, ends = np.r_[0, bounds], np.r_[bounds, len(keys)]
+    for i in np.argsort(order[starts], kind="stable"):  # (in the frame's order of first appearance)
+        pos = order[starts[i]:ends[i]]
+        for it in _plan_one(ordered.iloc[starts[i]:ends[i]]):
             out.append(dict(it, rows=pos[it["rows"]], source_file=files.text(int(pos[0]))))  # type: ignore[index]
     return out
 
