@@ -32,7 +32,8 @@ import pandas as pd
 
 from roofline.analysis.aggregate import STEP_RANGE
 from roofline.analysis.categories import IDLE, categorize
-from roofline.analysis.coverage import BYTE_LEVELS, flop_total, has_point, number, row_codes, row_reasons
+from roofline.analysis.coverage import BYTE_LEVELS, has_point, row_codes, row_reasons
+from roofline.analysis.scope_rows import Rows, grouped_sums, nansum
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, source_column
 
 #: the kinds of GPU time, in the order they are shown; they partition every row
@@ -168,77 +169,6 @@ def steps(frame: pd.DataFrame) -> pd.Series:
 
 # ---- per scope -------------------------------------------------------------------------------------------
 
-class _Rows:
-    """A frame's columns as NumPy arrays, each converted once; a scope is an index into them (a slice, or row
-    positions). A dataset's frame holds hundreds of profiles: converting and slicing its columns per profile
-    cost ~20 ms per headline. Every sum is NumPy's over the scope's values in row order, as pandas' ``sum`` of
-    the scope's own frame is: the figures are the same to the last bit."""
-
-    def __init__(self, frame: pd.DataFrame) -> None:
-        self.frame = frame
-        self._cache: dict[str, np.ndarray] = {}
-        self._series: dict[str, pd.Series] = {}
-
-    def num(self, col: str) -> np.ndarray:
-        """:func:`~roofline.analysis.coverage.number` of a column."""
-        if col not in self._cache:
-            self._cache[col] = number(self.frame, col).to_numpy(dtype=float)
-        return self._cache[col]
-
-    @property
-    def dur(self) -> np.ndarray:
-        """The durations, missing as 0, negative as 0 (``fillna(0).clip(lower=0)``)."""
-        if "\0dur" not in self._cache:
-            d = np.nan_to_num(self.num("duration_s"), nan=0.0, posinf=np.inf, neginf=-np.inf)
-            self._cache["\0dur"] = np.where(d >= 0, d, 0.0)
-        return self._cache["\0dur"]
-
-    @property
-    def flop(self) -> np.ndarray:
-        if "\0flop" not in self._cache:
-            self._cache["\0flop"] = flop_total(self.frame).to_numpy(dtype=float)
-        return self._cache["\0flop"]
-
-    @property
-    def names(self) -> np.ndarray:
-        """The name a reason lists of each row: its short name, else its full name, else "(unnamed)"."""
-        if "\0names" not in self._cache:
-            f = self.frame
-            short = f["kernel_short_name"] if "kernel_short_name" in f else pd.Series(pd.NA, index=f.index)
-            full = f["kernel_name"] if "kernel_name" in f else pd.Series(pd.NA, index=f.index)
-            self._cache["\0names"] = short.astype("string").fillna(full.astype("string")).fillna("(unnamed)").to_numpy()
-        return self._cache["\0names"]
-
-    def notna(self, col: str) -> np.ndarray:
-        key = "\0notna " + col
-        if key not in self._cache:
-            self._cache[key] = self.frame[col].notna().to_numpy()
-        return self._cache[key]
-
-    def at(self, col: str, pos: int) -> Any:
-        """The value of ``col`` at row position ``pos`` (as the frame holds it)."""
-        return self.series(col).iloc[pos]
-
-    def column(self, col: str, ix: slice | np.ndarray) -> pd.Series:
-        return self.series(col).iloc[ix]
-
-    def series(self, col: str) -> pd.Series:
-        if col not in self._series:
-            self._series[col] = self.frame[col]
-        return self._series[col]
-
-    def positions(self, ix: slice | np.ndarray) -> np.ndarray:
-        return np.arange(len(self.frame))[ix]
-
-
-def _nansum(values: np.ndarray, min_count: int = 0) -> float:
-    """``Series.sum(min_count=…)``: NaN skipped (summed as 0, in place), NaN with fewer than ``min_count`` values."""
-    missing = np.isnan(values)
-    if len(values) - int(missing.sum()) < min_count:
-        return math.nan
-    return float(np.where(missing, 0.0, values).sum() if missing.any() else values.sum())
-
-
 def _weighted_median(v: np.ndarray, weights: np.ndarray) -> tuple[float, int] | None:
     """(time-weighted median, position of the row that holds it) of the positive finite values (``weights``:
     missing as 0)."""
@@ -254,7 +184,7 @@ def _weighted_median(v: np.ndarray, weights: np.ndarray) -> tuple[float, int] | 
     return float(v[pos]), int(pos)
 
 
-def _peak(rows: _Rows, ix: slice | np.ndarray, col: str, key: str, mask: np.ndarray) -> Peak | None:
+def _peak(rows: Rows, ix: slice | np.ndarray, col: str, key: str, mask: np.ndarray) -> Peak | None:
     if col not in rows.frame or not mask.any():
         return None
     found = _weighted_median(rows.num(col)[ix][mask], np.nan_to_num(rows.num("duration_s")[ix][mask], nan=0.0,
@@ -268,12 +198,12 @@ def _peak(rows: _Rows, ix: slice | np.ndarray, col: str, key: str, mask: np.ndar
 
 def compute_peak(frame: pd.DataFrame) -> Peak | None:
     """The peak of the precision that did the most FLOPs (the tensor path named where one dominates)."""
-    return _compute_peak(_Rows(frame), slice(None))
+    return _compute_peak(Rows(frame), slice(None))
 
 
-def _compute_peak(rows: _Rows, ix: slice | np.ndarray) -> Peak | None:
+def _compute_peak(rows: Rows, ix: slice | np.ndarray) -> Peak | None:
     frame = rows.frame
-    flops = {p: _nansum(rows.num(c)[ix]) for p, c in zip(PRECISIONS, FLOP_COLUMNS) if c in frame}
+    flops = {p: nansum(rows.num(c)[ix]) for p, c in zip(PRECISIONS, FLOP_COLUMNS) if c in frame}
     if not flops or max(flops.values()) <= 0:
         return None
     p = max(flops, key=lambda k: flops[k])
@@ -289,7 +219,7 @@ def _compute_peak(rows: _Rows, ix: slice | np.ndarray) -> Peak | None:
     return _peak(rows, ix, f"peak_flop_per_s_{p}", key, mask)
 
 
-def _gaps(rows: _Rows, ix: slice | np.ndarray) -> tuple[float | None, float | None]:
+def _gaps(rows: Rows, ix: slice | np.ndarray) -> tuple[float | None, float | None]:
     """(span, idle gaps) of a timeline's rows in seconds; (None, None) without start times."""
     if "start_ns" not in rows.frame:
         return None, None
@@ -311,11 +241,11 @@ def reasons(frame: pd.DataFrame, gpu_time_s: float) -> tuple[Reason, ...]:
     frame = narrow(frame)
     if frame.empty:
         return ()
-    rows = _Rows(frame)
+    rows = Rows(frame)
     return _reasons([(_why(rows, slice(None), np.ones(len(frame), dtype=bool), rows.dur), gpu_time_s)])[0]
 
 
-def _why(rows: _Rows, ix: slice | np.ndarray, missing: np.ndarray, dur: np.ndarray,
+def _why(rows: Rows, ix: slice | np.ndarray, missing: np.ndarray, dur: np.ndarray,
          why: pd.DataFrame | tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
     """(reason, fix, name, duration) of the ``missing`` rows of the scope ``ix`` (``dur``: its durations), in row
     order; ``why``: their :func:`row_reasons` (or its reasons and fixes), when known."""
@@ -349,7 +279,7 @@ def _reasons(scopes: list[tuple[tuple[np.ndarray, ...], float]]) -> list[tuple[R
     t = np.concatenate([w[3] for w, _ in scopes])
     rank, uniq = pd.factorize(names, sort=True)
     groups = [rows for pairs in found for _, _, rows in pairs]
-    by_name = iter(_grouped_sums(t, groups, rank))
+    by_name = iter(grouped_sums(t, groups, rank))
     out = []
     for ((_, total), pairs) in zip(scopes, found):
         items = []
@@ -364,36 +294,12 @@ def _reasons(scopes: list[tuple[tuple[np.ndarray, ...], float]]) -> list[tuple[R
     return out
 
 
-def _grouped_sums(values: np.ndarray, segments: list[np.ndarray], rank: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """For each segment (positions into ``values``, in row order): ``Series(values[seg]).groupby(keys[seg]).sum()``
-    as (the keys' ranks, in key order; their sums), where ``rank`` orders the keys as pandas sorts them. pandas adds
-    a group's values with ``ufunc.reduceat`` where the group ids run in row order, and with compensated
-    summation otherwise: the last bits differ. Each group's sum depends only on its values, so the segments are
-    summed in two grouped sums: those whose ids run in order, then the others (ids that do not)."""
-    out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(segments)
-    ordered = [len(seg) < 2 or bool((np.diff(rank[seg]) >= 0).all()) for seg in segments]
-    for kind in (True, False):
-        which = [i for i, o in enumerate(ordered) if o is kind and len(segments[i])]
-        if not which:
-            continue
-        rows = np.concatenate([segments[i] for i in which])
-        seg = np.repeat(np.arange(len(which)), [len(segments[i]) for i in which])
-        sums = pd.Series(values[rows]).groupby([seg, rank[rows]]).sum()
-        at, ranks, got = (sums.index.get_level_values(0).to_numpy(), sums.index.get_level_values(1).to_numpy(),
-                          sums.to_numpy())
-        bounds = np.searchsorted(at, np.arange(len(which) + 1))
-        for j, i in enumerate(which):
-            out[i] = (ranks[bounds[j]:bounds[j + 1]], got[bounds[j]:bounds[j + 1]])
-    empty = (np.zeros(0, np.int64), np.zeros(0))
-    return [o if o is not None else empty for o in out]
-
-
 def _seconds(dur: np.ndarray, kind: np.ndarray, segments: list[np.ndarray]) -> list[dict[str, float]]:
     """Seconds per kind of each scope (``segments``: its rows' positions into ``dur`` and ``kind``)."""
     names = sorted(KINDS)
     rank = pd.Categorical(kind, categories=names).codes.astype(np.int64)
     out = []
-    for ranks, sums in _grouped_sums(dur, segments, rank):
+    for ranks, sums in grouped_sums(dur, segments, rank):
         got = {names[r]: float(v) for r, v in zip(ranks, sums)}
         out.append({k: got.get(k, 0.0) for k in KINDS})
     return out
@@ -406,11 +312,11 @@ def headline(frame: pd.DataFrame, profile: str | None = None, device: str | None
     :func:`row_reasons` of its rows without a point, idle aside) when already computed for a larger frame."""
     point = has_point(frame) if point is None else point
     k = kinds(frame, point=point) if time_kinds is None else time_kinds
-    return _headline(_Rows(frame), slice(None), profile, device, step, k.to_numpy(dtype=object), point.to_numpy(),
+    return _headline(Rows(frame), slice(None), profile, device, step, k.to_numpy(dtype=object), point.to_numpy(),
                      why)
 
 
-def _headline(rows: _Rows, ix: slice | np.ndarray, profile: str | None, device: str | None, step: str | None,
+def _headline(rows: Rows, ix: slice | np.ndarray, profile: str | None, device: str | None, step: str | None,
               k: np.ndarray, pt: np.ndarray, why: pd.DataFrame | None,
               seconds: dict[str, float] | None = None, reasons: tuple[Reason, ...] | None = None) -> Headline:
     """The headline of the rows ``ix`` of ``rows``: ``k`` and ``pt`` their kinds and points (the scope's own);
@@ -423,8 +329,8 @@ def _headline(rows: _Rows, ix: slice | np.ndarray, profile: str | None, device: 
     if reasons is None:
         missing = ~pt & (k != "idle")
         reasons = _reasons([(_why(rows, ix, missing, dur, why), total)])[0] if missing.any() else ()
-    flops = _nansum(rows.flop[ix], min_count=1)  # NaN when no row has FLOPs: unavailable, not 0
-    moved = _nansum(rows.num("dram_bytes")[ix], min_count=1)
+    flops = nansum(rows.flop[ix], min_count=1)  # NaN when no row has FLOPs: unavailable, not 0
+    moved = nansum(rows.num("dram_bytes")[ix], min_count=1)
     one_device = device is not None or ("device_name" in frame
                                         and rows.column("device_name", ix).nunique(dropna=False) == 1)
     one_file = profile is not None or "source_file" not in frame \
@@ -446,7 +352,7 @@ def _headline(rows: _Rows, ix: slice | np.ndarray, profile: str | None, device: 
         span_s=span, gap_s=gap, notes=tuple(notes), **_comm_time(rows, ix))
 
 
-def _comm_time(rows: _Rows, ix: slice | np.ndarray) -> dict[str, Any]:
+def _comm_time(rows: Rows, ix: slice | np.ndarray) -> dict[str, Any]:
     """Σ exposed and Σ overlapped collective time of the rows that record them (None where none does), and the
     collectives' standing against their link roofs."""
     out: dict[str, Any] = {}
@@ -454,7 +360,7 @@ def _comm_time(rows: _Rows, ix: slice | np.ndarray) -> dict[str, Any]:
     if "comm_exposed_s" in frame:
         exposed, overlapped = rows.num("comm_exposed_s")[ix], rows.num("comm_overlapped_s")[ix]
         if (~np.isnan(exposed)).any():
-            out.update(comm_exposed_s=_nansum(exposed), comm_overlapped_s=_nansum(overlapped))
+            out.update(comm_exposed_s=nansum(exposed), comm_overlapped_s=nansum(overlapped))
     if "collective" in frame and (coll := rows.notna("collective")[ix]).any():
         bus = rows.num("bus_bandwidth_bytes_per_s")[ix][coll]
         out.update(comm_rows=int(coll.sum()), comm_with_busbw=int((~np.isnan(bus)).sum()))
@@ -508,7 +414,7 @@ def headlines(frame: pd.DataFrame, by_step: bool = True) -> list[Headline]:
     runs = list(_runs([src, dev]))
     # each (profile, device) is one slice of the frame taken in group order (its rows keep their order)
     order = np.concatenate([rows for _, rows, _ in runs])
-    ordered = _Rows(frame.iloc[order])
+    ordered = Rows(frame.iloc[order])
     k_ord, pt_ord, step_ord = k.to_numpy(dtype=object)[order], point.to_numpy()[order], step.iloc[order]
     # every scope first (a profile's, then its steps'), so that their grouped sums are taken at once
     specs: list[tuple[int, slice | np.ndarray, str | None, str | None, str | None, np.ndarray]] = []
@@ -536,7 +442,7 @@ def headlines(frame: pd.DataFrame, by_step: bool = True) -> list[Headline]:
     scopes.sort(key=lambda x: -x[0].gpu_time_s)
     out = [x for h, parts in scopes for x in (h, *parts)]
     if len(scopes) > 1:
-        out.insert(0, _headline(_Rows(frame), slice(None), None, None, None, k.to_numpy(dtype=object),
+        out.insert(0, _headline(Rows(frame), slice(None), None, None, None, k.to_numpy(dtype=object),
                                 point.to_numpy(), why_all))
     return out
 
@@ -552,7 +458,7 @@ def by_device(frame: pd.DataFrame) -> dict[str | None, Headline]:
     dev = frame["device_name"].astype("string") if "device_name" in frame else pd.Series("", index=frame.index)
     runs = list(_runs([dev]))
     order = np.concatenate([rows for _, rows, _ in runs])
-    ordered = _Rows(frame.iloc[order])
+    ordered = Rows(frame.iloc[order])
     k_ord, pt_ord = k.to_numpy(dtype=object)[order], point.to_numpy()[order]
     return {d or None: _headline(ordered, at, None, d or None, None, k_ord[at], pt_ord[at], None)
             for (d,), _, at in runs}
