@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
 from test_batch import _assert_same_dataset, dataset_digest
@@ -295,6 +296,21 @@ def test_a_streamed_summary_equals_the_whole_frame_one(mixed, monkeypatch, by):
     pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True), check_exact=False,
                                   rtol=1e-12, check_dtype=False, check_categorical=by is not None)
     assert len(got) > 1
+
+
+def test_the_summary_reads_the_rows_iter_live_reads_one_row_group_batch_at_a_time(mixed, monkeypatch):
+    from roofline.batch import dataset as dset
+    from roofline.batch import scan
+    from roofline.schema import kernel_columns
+
+    monkeypatch.setattr(scan, "BATCH_ROWS", 5)
+    live = dset.live_state(mixed)
+    for where in (None, scan.regex_filter("kernel_name", "gemm")):
+        got = list(scan.live_batches(mixed, live, kernel_columns(), where))
+        expected = pa.concat_tables(dset.iter_live(mixed, "kernels", columns=kernel_columns(), filter=where,
+                                                   live=live))
+        assert len(got) > (20 if where is None else 1) and max(b.num_rows for b in got) <= 5
+        assert pa.concat_tables(got).equals(expected)
 
 
 def test_analyze_of_a_dataset_prints_the_streamed_summary_as_the_whole_path_does(mixed, tmp_path):

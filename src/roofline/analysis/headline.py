@@ -32,7 +32,8 @@ import pandas as pd
 
 from roofline.analysis.aggregate import STEP_RANGE
 from roofline.analysis.categories import IDLE, categorize
-from roofline.analysis.coverage import BYTE_LEVELS, flop_total, has_point, number, row_codes, row_reasons
+from roofline.analysis.coverage import BYTE_LEVELS, has_point, row_codes, row_reasons
+from roofline.analysis.scope_rows import Rows, grouped_sums, nansum
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, source_column
 
 #: the kinds of GPU time, in the order they are shown; they partition every row
@@ -168,13 +169,13 @@ def steps(frame: pd.DataFrame) -> pd.Series:
 
 # ---- per scope -------------------------------------------------------------------------------------------
 
-def _weighted_median(values: pd.Series, weights: pd.Series) -> tuple[float, int] | None:
-    """(time-weighted median, position of the row that holds it) of the positive finite values."""
-    v = values.to_numpy(dtype=float, na_value=np.nan)
+def _weighted_median(v: np.ndarray, weights: np.ndarray) -> tuple[float, int] | None:
+    """(time-weighted median, position of the row that holds it) of the positive finite values (``weights``:
+    missing as 0)."""
     ok = np.isfinite(v) & (v > 0)
     if not ok.any():
         return None
-    w = weights.to_numpy(dtype=float, na_value=0.0)[ok]
+    w = weights[ok]
     w = w if w.sum() > 0 else np.ones(ok.sum())
     idx = np.flatnonzero(ok)
     order = np.argsort(v[ok], kind="stable")
@@ -183,44 +184,51 @@ def _weighted_median(values: pd.Series, weights: pd.Series) -> tuple[float, int]
     return float(v[pos]), int(pos)
 
 
-def _peak(frame: pd.DataFrame, col: str, key: str, mask: np.ndarray) -> Peak | None:
-    sub = frame[mask]
-    if col not in sub or sub.empty:
+def _peak(rows: Rows, ix: slice | np.ndarray, col: str, key: str, mask: np.ndarray) -> Peak | None:
+    if col not in rows.frame or not mask.any():
         return None
-    found = _weighted_median(number(sub, col), number(sub, "duration_s").fillna(0.0))
+    found = _weighted_median(rows.num(col)[ix][mask], np.nan_to_num(rows.num("duration_s")[ix][mask], nan=0.0,
+                                                                     posinf=np.inf, neginf=-np.inf))
     if found is None:
         return None
-    src = sub[source_column(col)].iloc[found[1]] if source_column(col) in sub else ""
+    src = rows.at(source_column(col), int(rows.positions(ix)[mask][found[1]])) \
+        if source_column(col) in rows.frame else ""
     return Peak(key, found[0], "" if pd.isna(src) else str(src))
 
 
 def compute_peak(frame: pd.DataFrame) -> Peak | None:
     """The peak of the precision that did the most FLOPs (the tensor path named where one dominates)."""
-    flops = {p: float(number(frame, c).sum()) for p, c in zip(PRECISIONS, FLOP_COLUMNS) if c in frame}
+    return _compute_peak(Rows(frame), slice(None))
+
+
+def _compute_peak(rows: Rows, ix: slice | np.ndarray) -> Peak | None:
+    frame = rows.frame
+    flops = {p: nansum(rows.num(c)[ix]) for p, c in zip(PRECISIONS, FLOP_COLUMNS) if c in frame}
     if not flops or max(flops.values()) <= 0:
         return None
     p = max(flops, key=lambda k: flops[k])
-    mask = (number(frame, f"flop_{p}") > 0).to_numpy()
+    mask = rows.num(f"flop_{p}")[ix] > 0
     key = p
     if p == "tensor" and "tensor_path" in frame:
-        paths = frame.loc[mask, "tensor_path"].astype("string").dropna()
+        tensor_path = rows.column("tensor_path", ix).astype("string")
+        paths = tensor_path[mask].dropna()
         if not paths.empty:
             top = paths.value_counts().index[0]
             key = f"tensor {top}"
-            mask = mask & (frame["tensor_path"].astype("string") == top).fillna(False).to_numpy()
-    return _peak(frame, f"peak_flop_per_s_{p}", key, mask)
+            mask = mask & (tensor_path == top).fillna(False).to_numpy()
+    return _peak(rows, ix, f"peak_flop_per_s_{p}", key, mask)
 
 
-def _gaps(frame: pd.DataFrame) -> tuple[float | None, float | None]:
+def _gaps(rows: Rows, ix: slice | np.ndarray) -> tuple[float | None, float | None]:
     """(span, idle gaps) of a timeline's rows in seconds; (None, None) without start times."""
-    if "start_ns" not in frame:
+    if "start_ns" not in rows.frame:
         return None, None
-    start = number(frame, "start_ns")
-    dur = number(frame, "duration_s") * 1e9
-    ok = (start.notna() & dur.notna()).to_numpy()
+    start = rows.num("start_ns")[ix]
+    dur = rows.num("duration_s")[ix] * 1e9
+    ok = ~np.isnan(start) & ~np.isnan(dur)
     if not ok.any():
         return None, None
-    s, e = start.to_numpy()[ok], (start + dur).to_numpy()[ok]
+    s, e = start[ok], (start + dur)[ok]
     order = np.argsort(s, kind="stable")
     s, e = s[order], np.maximum.accumulate(e[order])
     gaps = np.clip(s[1:] - e[:-1], 0, None).sum() if len(s) > 1 else 0.0
@@ -231,28 +239,70 @@ def reasons(frame: pd.DataFrame, gpu_time_s: float) -> tuple[Reason, ...]:
     """One :class:`Reason` per cause over the rows of ``frame`` (rows without a roofline point), longest
     first, each share of ``gpu_time_s`` (the GPU time of the scope they were taken from)."""
     frame = narrow(frame)
-    dur = number(frame, "duration_s").fillna(0.0).clip(lower=0.0)
-    return _reasons(frame, np.ones(len(frame), dtype=bool), dur, gpu_time_s)
-
-
-def _reasons(frame: pd.DataFrame, missing: np.ndarray, dur: pd.Series, total: float,
-             why: pd.DataFrame | None = None) -> tuple[Reason, ...]:
-    """One Reason per (reason, fix) over the ``missing`` rows; ``why``: their :func:`row_reasons`, when known."""
-    if not missing.any():
+    if frame.empty:
         return ()
-    why = row_reasons(frame, pd.Series(missing, index=frame.index)) if why is None else why
-    short = frame["kernel_short_name"] if "kernel_short_name" in frame else pd.Series(pd.NA, index=frame.index)
-    full = frame["kernel_name"] if "kernel_name" in frame else pd.Series(pd.NA, index=frame.index)
-    names = short.astype("string").fillna(full.astype("string")).fillna("(unnamed)").to_numpy()[missing]
-    work = pd.DataFrame({"reason": why["reason"].to_numpy(), "fix": why["fix"].to_numpy(), "name": names,
-                         "t": dur.to_numpy()[missing]})
+    rows = Rows(frame)
+    return _reasons([(_why(rows, slice(None), np.ones(len(frame), dtype=bool), rows.dur), gpu_time_s)])[0]
+
+
+def _why(rows: Rows, ix: slice | np.ndarray, missing: np.ndarray, dur: np.ndarray,
+         why: pd.DataFrame | tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
+    """(reason, fix, name, duration) of the ``missing`` rows of the scope ``ix`` (``dur``: its durations), in row
+    order; ``why``: their :func:`row_reasons` (or its reasons and fixes), when known."""
+    if why is None:
+        sub = rows.frame.iloc[ix]
+        why = row_reasons(sub, pd.Series(missing, index=sub.index))
+    reason, fix = (why["reason"].to_numpy(), why["fix"].to_numpy()) if isinstance(why, pd.DataFrame) else why
+    return reason, fix, rows.names[ix][missing], dur[missing]
+
+
+def _reasons(scopes: list[tuple[tuple[np.ndarray, ...], float]]) -> list[tuple[Reason, ...]]:
+    """Per scope, given the :func:`_why` of its rows without a point and its GPU time: one Reason per (reason,
+    fix), longest first, with its three longest names. Every scope's grouped sums are taken at once."""
+    found: list[list[tuple[Any, Any, np.ndarray]]] = []  # per scope: (reason, fix, rows of `flat`) per pair
+    if not sum(len(w[0]) for w, _ in scopes):
+        return [() for _ in scopes]
+    reason, fix = (np.concatenate([w[j] for w, _ in scopes]) for j in (0, 1))
+    pair, _ = row_codes([pd.Series(reason), pd.Series(fix)])
+    start = 0
+    for (r, _, _, _), _ in scopes:
+        pairs = []
+        if len(r):
+            codes = pair[start:start + len(r)]
+            order = np.argsort(codes, kind="stable")
+            parts = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+            parts.sort(key=lambda x: x[0])  # in order of first appearance
+            pairs = [(reason[start + part[0]], fix[start + part[0]], start + part) for part in parts]
+        found.append(pairs)
+        start += len(r)
+    names = np.concatenate([w[2] for w, _ in scopes])
+    t = np.concatenate([w[3] for w, _ in scopes])
+    rank, uniq = pd.factorize(names, sort=True)
+    groups = [rows for pairs in found for _, _, rows in pairs]
+    by_name = iter(grouped_sums(t, groups, rank))
     out = []
-    for (reason, fix), grp in work.groupby(["reason", "fix"], sort=False):
-        t = float(grp["t"].sum())
-        top = grp.groupby("name")["t"].sum().sort_values(ascending=False).head(3)
-        out.append(Reason(str(reason), str(fix), t, t / total if total > 0 else math.nan, len(grp),
-                          tuple((str(n), float(v) / total if total > 0 else math.nan) for n, v in top.items())))
-    return tuple(sorted(out, key=lambda r: (-r.time_s, r.reason)))
+    for ((_, total), pairs) in zip(scopes, found):
+        items = []
+        for reason, fix, rows in pairs:
+            ranks, sums = next(by_name)
+            top = pd.Series(sums, index=uniq[ranks]).sort_values(ascending=False).head(3).items() if len(sums) > 1 \
+                else zip(uniq[ranks], sums)
+            time_s = float(t[rows].sum())
+            items.append(Reason(str(reason), str(fix), time_s, time_s / total if total > 0 else math.nan, len(rows),
+                                tuple((str(n), float(v) / total if total > 0 else math.nan) for n, v in top)))
+        out.append(tuple(sorted(items, key=lambda r: (-r.time_s, r.reason))))
+    return out
+
+
+def _seconds(dur: np.ndarray, kind: np.ndarray, segments: list[np.ndarray]) -> list[dict[str, float]]:
+    """Seconds per kind of each scope (``segments``: its rows' positions into ``dur`` and ``kind``)."""
+    names = sorted(KINDS)
+    rank = pd.Categorical(kind, categories=names).codes.astype(np.int64)
+    out = []
+    for ranks, sums in grouped_sums(dur, segments, rank):
+        got = {names[r]: float(v) for r, v in zip(ranks, sums)}
+        out.append({k: got.get(k, 0.0) for k in KINDS})
+    return out
 
 
 def headline(frame: pd.DataFrame, profile: str | None = None, device: str | None = None, step: str | None = None,
@@ -262,62 +312,82 @@ def headline(frame: pd.DataFrame, profile: str | None = None, device: str | None
     :func:`row_reasons` of its rows without a point, idle aside) when already computed for a larger frame."""
     point = has_point(frame) if point is None else point
     k = kinds(frame, point=point) if time_kinds is None else time_kinds
-    dur = number(frame, "duration_s").fillna(0.0).clip(lower=0.0)
+    return _headline(Rows(frame), slice(None), profile, device, step, k.to_numpy(dtype=object), point.to_numpy(),
+                     why)
+
+
+def _headline(rows: Rows, ix: slice | np.ndarray, profile: str | None, device: str | None, step: str | None,
+              k: np.ndarray, pt: np.ndarray, why: pd.DataFrame | None,
+              seconds: dict[str, float] | None = None, reasons: tuple[Reason, ...] | None = None) -> Headline:
+    """The headline of the rows ``ix`` of ``rows``: ``k`` and ``pt`` their kinds and points (the scope's own);
+    ``seconds`` (per kind) and ``reasons`` when already taken for several scopes at once."""
+    frame = rows.frame
+    dur = rows.dur[ix]
     total = float(dur.sum())
-    per_kind = dur.groupby(k.to_numpy()).sum()
-    seconds = {kind: float(per_kind.get(kind, 0.0)) for kind in KINDS}
-    pt = point.to_numpy()
+    seconds = _seconds(dur, k, [np.arange(len(dur))])[0] if seconds is None else seconds
     covered = float(dur[pt].sum())
-    missing = ~pt & (k != "idle").to_numpy()
-    flops = float(flop_total(frame).sum(min_count=1))  # NaN when no row has FLOPs: unavailable, not 0
-    moved = float(number(frame, "dram_bytes").sum(min_count=1))
-    one_device = device is not None or ("device_name" in frame and frame["device_name"].nunique(dropna=False) == 1)
-    one_file = profile is not None or "source_file" not in frame or frame["source_file"].nunique(dropna=False) <= 1
-    span, gap = _gaps(frame) if one_file else (None, None)  # one profile's clock: spans of two files do not add up
+    if reasons is None:
+        missing = ~pt & (k != "idle")
+        reasons = _reasons([(_why(rows, ix, missing, dur, why), total)])[0] if missing.any() else ()
+    flops = nansum(rows.flop[ix], min_count=1)  # NaN when no row has FLOPs: unavailable, not 0
+    moved = nansum(rows.num("dram_bytes")[ix], min_count=1)
+    one_device = device is not None or ("device_name" in frame
+                                        and rows.column("device_name", ix).nunique(dropna=False) == 1)
+    one_file = profile is not None or "source_file" not in frame \
+        or rows.column("source_file", ix).nunique(dropna=False) <= 1
+    span, gap = _gaps(rows, ix) if one_file else (None, None)  # one profile's clock: spans of two files do not add up
     notes = []
     if total > 0 and covered < total - seconds["idle"] and flops > 0:
         notes.append("FLOP/s and bytes/s count only the rows that have FLOPs (bytes): lower bounds")
+    n = len(dur)
     return Headline(
-        profile=profile, device=device, step=step, gpu_time_s=total, rows=len(frame),
+        profile=profile, device=device, step=step, gpu_time_s=total, rows=n,
         coverage=covered / total if total > 0 else math.nan, kinds=seconds,
-        reasons=_reasons(frame, missing, dur, total, why),
+        reasons=reasons,
         flop=flops, dram_bytes=moved,
         achieved_flop_per_s=flops / total if total > 0 else math.nan,
         achieved_dram_bytes_per_s=moved / total if total > 0 else math.nan,
-        compute_peak=compute_peak(frame) if one_device else None,
-        dram_peak=_peak(frame, "peak_dram_bytes_per_s", "dram", np.ones(len(frame), dtype=bool)) if one_device else None,
-        span_s=span, gap_s=gap, notes=tuple(notes), **_comm_time(frame))
+        compute_peak=_compute_peak(rows, ix) if one_device else None,
+        dram_peak=_peak(rows, ix, "peak_dram_bytes_per_s", "dram", np.ones(n, dtype=bool)) if one_device else None,
+        span_s=span, gap_s=gap, notes=tuple(notes), **_comm_time(rows, ix))
 
 
-def _comm_time(frame: pd.DataFrame) -> dict[str, Any]:
+def _comm_time(rows: Rows, ix: slice | np.ndarray) -> dict[str, Any]:
     """Σ exposed and Σ overlapped collective time of the rows that record them (None where none does), and the
     collectives' standing against their link roofs."""
     out: dict[str, Any] = {}
+    frame = rows.frame
     if "comm_exposed_s" in frame:
-        exposed, overlapped = number(frame, "comm_exposed_s"), number(frame, "comm_overlapped_s")
-        if exposed.notna().any():
-            out.update(comm_exposed_s=float(exposed.sum()), comm_overlapped_s=float(overlapped.sum()))
-    if "collective" in frame and frame["collective"].notna().any():
-        coll = frame[frame["collective"].notna()]
-        bus = number(coll, "bus_bandwidth_bytes_per_s")
-        out.update(comm_rows=len(coll), comm_with_busbw=int(bus.notna().sum()))
-        found = _weighted_median(number(coll, "pct_of_link_roof"), number(coll, "duration_s").fillna(0.0))
+        exposed, overlapped = rows.num("comm_exposed_s")[ix], rows.num("comm_overlapped_s")[ix]
+        if (~np.isnan(exposed)).any():
+            out.update(comm_exposed_s=nansum(exposed), comm_overlapped_s=nansum(overlapped))
+    if "collective" in frame and (coll := rows.notna("collective")[ix]).any():
+        bus = rows.num("bus_bandwidth_bytes_per_s")[ix][coll]
+        out.update(comm_rows=int(coll.sum()), comm_with_busbw=int((~np.isnan(bus)).sum()))
+        found = _weighted_median(rows.num("pct_of_link_roof")[ix][coll],
+                                 np.nan_to_num(rows.num("duration_s")[ix][coll], nan=0.0, posinf=np.inf,
+                                               neginf=-np.inf))
         if found is not None:
-            src = coll["link_roof_bytes_per_s_source"].iloc[found[1]] if "link_roof_bytes_per_s_source" in coll else None
+            col = "link_roof_bytes_per_s_source"
+            src = rows.at(col, int(rows.positions(ix)[coll][found[1]])) if col in frame else None
             out.update(comm_median_pct_of_link_roof=found[0],
                        comm_median_link=str(src).removeprefix("spec: ").split(" (")[0] if isinstance(src, str) else None)
     return out
 
 
-def _groups(frame: pd.DataFrame, keys: list[pd.Series]) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]:
-    """(the keys' values, row positions) per distinct combination, in order of first appearance (NA as '')."""
+def _runs(keys: list[pd.Series]) -> Iterator[tuple[tuple[Any, ...], np.ndarray, slice]]:
+    """(the keys' values, row positions, slice) per distinct combination, in order of first appearance (NA as
+    ''): the slices index the positions concatenated, so that a frame taken in that order once holds each group
+    as one slice, a view (taking each group's rows costs ~10 ms per group on a wide frame)."""
     codes, first = row_codes(keys)
     values = [k.fillna("").to_numpy(dtype=object)[first] for k in keys]
     order = np.argsort(codes, kind="stable")
     bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    start = 0
     for part in np.split(order, bounds):
         if len(part):
-            yield tuple(v[codes[part[0]]] for v in values), part
+            yield tuple(v[codes[part[0]]] for v in values), part, slice(start, start + len(part))
+        start += len(part)
 
 
 def headlines(frame: pd.DataFrame, by_step: bool = True) -> list[Headline]:
@@ -332,31 +402,48 @@ def headlines(frame: pd.DataFrame, by_step: bool = True) -> list[Headline]:
     why_all = row_reasons(frame, pd.Series(missing, index=frame.index))
     pos = np.full(len(frame), -1)
     pos[missing] = np.arange(int(missing.sum()))
+    reason_all, fix_all = why_all["reason"].to_numpy(), why_all["fix"].to_numpy()
 
-    def why(rows: np.ndarray) -> pd.DataFrame:  # the reasons of these rows' missing ones, in row order
+    def why(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # these rows' missing ones' reasons, in row order
         p = pos[rows]
-        return why_all.iloc[p[p >= 0]]
+        return reason_all[p[p >= 0]], fix_all[p[p >= 0]]
 
     src = frame["source_file"].astype("string") if "source_file" in frame else pd.Series("", index=frame.index)
     dev = frame["device_name"].astype("string") if "device_name" in frame else pd.Series("", index=frame.index)
     step = steps(frame) if by_step else pd.Series(pd.NA, index=frame.index, dtype="string")
-    scopes = []
-    for (f, d), rows in _groups(frame, [src, dev]):
-        sub = frame.iloc[rows]
-        h = headline(sub, f or None, d or None, None, k.iloc[rows], point.iloc[rows], why(rows))
-        parts = []
-        st = step.iloc[rows]
+    runs = list(_runs([src, dev]))
+    # each (profile, device) is one slice of the frame taken in group order (its rows keep their order)
+    order = np.concatenate([rows for _, rows, _ in runs])
+    ordered = Rows(frame.iloc[order])
+    k_ord, pt_ord, step_ord = k.to_numpy(dtype=object)[order], point.to_numpy()[order], step.iloc[order]
+    # every scope first (a profile's, then its steps'), so that their grouped sums are taken at once
+    specs: list[tuple[int, slice | np.ndarray, str | None, str | None, str | None, np.ndarray]] = []
+    for i, ((f, d), rows, at) in enumerate(runs):
+        specs.append((i, at, f or None, d or None, None, rows))
+        st = step_ord.iloc[at]
         if st.notna().any():
-            for (s,), srows in _groups(sub, [st]):
-                if s:
-                    parts.append(headline(sub.iloc[srows], f or None, d or None, s, k.iloc[rows].iloc[srows],
-                                          point.iloc[rows].iloc[srows], why(rows[srows])))
-            parts.sort(key=lambda x: _step_number(x.step))
-        scopes.append((h, parts))
+            specs += [(i, np.arange(at.start, at.stop)[srows], f or None, d or None, s, rows[srows])
+                      for (s,), srows, _ in _runs([st]) if s]
+    dur = ordered.dur
+    seconds = _seconds(dur, k_ord, [np.arange(len(dur))[ix] for _, ix, *_ in specs])
+    gone = pt_ord | (k_ord == "idle")  # (rows with a point, and idle rows, have no reason)
+    found = _reasons([(_why(ordered, ix, ~gone[ix], dur[ix], why(rows)), float(dur[ix].sum()))
+                      for _, ix, _, _, _, rows in specs])
+    heads: list[Headline] = [_headline(ordered, ix, f, d, s, k_ord[ix], pt_ord[ix], None, sec, r)
+                             for (_, ix, f, d, s, _), sec, r in zip(specs, seconds, found)]
+    scopes: list[tuple[Headline, list[Headline]]] = []
+    for (i, _, _, _, s, _), h in zip(specs, heads):
+        if s is None:
+            scopes.append((h, []))
+        else:
+            scopes[i][1].append(h)
+    for _, parts in scopes:
+        parts.sort(key=lambda x: _step_number(x.step))
     scopes.sort(key=lambda x: -x[0].gpu_time_s)
     out = [x for h, parts in scopes for x in (h, *parts)]
     if len(scopes) > 1:
-        out.insert(0, headline(frame, None, None, None, k, point, why_all))
+        out.insert(0, _headline(Rows(frame), slice(None), None, None, None, k.to_numpy(dtype=object),
+                                point.to_numpy(), why_all))
     return out
 
 
@@ -369,10 +456,12 @@ def by_device(frame: pd.DataFrame) -> dict[str | None, Headline]:
     point = has_point(frame)
     k = kinds(frame, point=point)
     dev = frame["device_name"].astype("string") if "device_name" in frame else pd.Series("", index=frame.index)
-    out = {}
-    for (d,), rows in _groups(frame, [dev]):
-        out[d or None] = headline(frame.iloc[rows], None, d or None, None, k.iloc[rows], point.iloc[rows])
-    return out
+    runs = list(_runs([dev]))
+    order = np.concatenate([rows for _, rows, _ in runs])
+    ordered = Rows(frame.iloc[order])
+    k_ord, pt_ord = k.to_numpy(dtype=object)[order], point.to_numpy()[order]
+    return {d or None: _headline(ordered, at, None, d or None, None, k_ord[at], pt_ord[at], None)
+            for (d,), _, at in runs}
 
 
 #: the columns a headline reads (a narrow view: slicing 130 columns, and deep-copying the provenance in ``attrs``

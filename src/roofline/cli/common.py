@@ -230,7 +230,9 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
             return
         stream_json(_with_collect(result, scope, by), ndjson=fmt == "ndjson")
     else:
-        click.echo(_with_collect(result, scope, by).to_csv(index=False), nl=False)
+        from roofline.cli.csv_text import echo_csv
+
+        echo_csv(_with_collect(result, scope, by))
 
 
 def _with_collect(result: pd.DataFrame, scope: pd.DataFrame | None, by: str | None) -> pd.DataFrame:

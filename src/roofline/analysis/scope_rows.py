@@ -1,0 +1,110 @@
+"""A frame's rows as NumPy arrays for the figures of many scopes (profiles, devices, steps) at once, each figure
+the same to the last bit as pandas gives for the scope's own frame (``analysis/headline.py``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from roofline.analysis.coverage import flop_total, number
+
+
+class Rows:
+    """A frame's columns as NumPy arrays, each converted once; a scope is an index into them (a slice, or row
+    positions). A dataset's frame holds hundreds of profiles: converting and slicing its columns per profile
+    cost ~20 ms per headline. Every sum is NumPy's over the scope's values in row order, as pandas' ``sum`` of
+    the scope's own frame is: the figures are the same to the last bit."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+        self._cache: dict[str, np.ndarray] = {}
+        self._series: dict[str, pd.Series] = {}
+
+    def num(self, col: str) -> np.ndarray:
+        """:func:`~roofline.analysis.coverage.number` of a column."""
+        if col not in self._cache:
+            self._cache[col] = number(self.frame, col).to_numpy(dtype=float)
+        return self._cache[col]
+
+    @property
+    def dur(self) -> np.ndarray:
+        """The durations, missing as 0, negative as 0 (``fillna(0).clip(lower=0)``)."""
+        if "\0dur" not in self._cache:
+            d = np.nan_to_num(self.num("duration_s"), nan=0.0, posinf=np.inf, neginf=-np.inf)
+            self._cache["\0dur"] = np.where(d >= 0, d, 0.0)
+        return self._cache["\0dur"]
+
+    @property
+    def flop(self) -> np.ndarray:
+        if "\0flop" not in self._cache:
+            self._cache["\0flop"] = flop_total(self.frame).to_numpy(dtype=float)
+        return self._cache["\0flop"]
+
+    @property
+    def names(self) -> np.ndarray:
+        """The name a reason lists of each row: its short name, else its full name, else "(unnamed)"."""
+        if "\0names" not in self._cache:
+            f = self.frame
+            short = f["kernel_short_name"] if "kernel_short_name" in f else pd.Series(pd.NA, index=f.index)
+            full = f["kernel_name"] if "kernel_name" in f else pd.Series(pd.NA, index=f.index)
+            self._cache["\0names"] = short.astype("string").fillna(full.astype("string")).fillna("(unnamed)").to_numpy()
+        return self._cache["\0names"]
+
+    def notna(self, col: str) -> np.ndarray:
+        key = "\0notna " + col
+        if key not in self._cache:
+            self._cache[key] = self.frame[col].notna().to_numpy()
+        return self._cache[key]
+
+    def at(self, col: str, pos: int) -> Any:
+        """The value of ``col`` at row position ``pos`` (as the frame holds it)."""
+        return self.series(col).iloc[pos]
+
+    def column(self, col: str, ix: slice | np.ndarray) -> pd.Series:
+        return self.series(col).iloc[ix]
+
+    def series(self, col: str) -> pd.Series:
+        if col not in self._series:
+            self._series[col] = self.frame[col]
+        return self._series[col]
+
+    def positions(self, ix: slice | np.ndarray) -> np.ndarray:
+        return np.arange(len(self.frame))[ix]
+
+
+def nansum(values: np.ndarray, min_count: int = 0) -> float:
+    """``Series.sum(min_count=…)``: NaN skipped (summed as 0, in place), NaN with fewer than ``min_count`` values."""
+    missing = np.isnan(values)
+    if len(values) - int(missing.sum()) < min_count:
+        return math.nan
+    return float(np.where(missing, 0.0, values).sum() if missing.any() else values.sum())
+
+
+def grouped_sums(values: np.ndarray, segments: list[np.ndarray], rank: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For each segment (positions into ``values``, in row order): ``Series(values[seg]).groupby(keys[seg]).sum()``
+    as (the keys' ranks, in key order; their sums), where ``rank`` orders the keys as pandas sorts them. pandas adds
+    a group's values with ``ufunc.reduceat`` where the group ids run in row order, and with compensated
+    summation otherwise: the last bits differ. Each group's sum depends only on its values, so the segments are
+    summed in two grouped sums: those whose ids run in order, then the others (ids that do not)."""
+    out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(segments)
+    ordered = [len(seg) < 2 or bool((np.diff(rank[seg]) >= 0).all()) for seg in segments]
+    for kind in (True, False):
+        which = [i for i, o in enumerate(ordered) if o is kind and len(segments[i])]
+        if not which:
+            continue
+        rows = np.concatenate([segments[i] for i in which])
+        seg = np.repeat(np.arange(len(which)), [len(segments[i]) for i in which])
+        sums = pd.Series(values[rows]).groupby([seg, rank[rows]]).sum()
+        at, ranks, got = (sums.index.get_level_values(0).to_numpy(), sums.index.get_level_values(1).to_numpy(),
+                          sums.to_numpy())
+        bounds = np.searchsorted(at, np.arange(len(which) + 1))
+        for j, i in enumerate(which):
+            out[i] = (ranks[bounds[j]:bounds[j + 1]], got[bounds[j]:bounds[j + 1]])
+    empty = (np.zeros(0, np.int64), np.zeros(0))
+    return [o if o is not None else empty for o in out]
+
+
+__all__ = ["Rows", "grouped_sums", "nansum"]
