@@ -140,12 +140,6 @@ def ncu_command(kernel: str, skip: int, sections: list[str], generation: str) ->
     return cmd
 
 
-#: every column ``plan`` reads
-PLAN_COLUMNS = tuple(dict.fromkeys(
-    ("source_file", "duration_s", *(c for _, cols in SECTION_NEEDS for c in cols), "compute_capability", "format",
-     "device_name", "flop_fp32_source", "copy_kind", "mangled_name", "kernel_short_name", "kernel_name", "kernel_id")))
-
-
 def plan(frame: pd.DataFrame) -> list[dict[str, object]]:
     """The kernels to collect next, per profile (``source_file``: each profile's own longest, its share of that
     profile's time, its launches counted in it; a batch dataset, which analyses each input alone, holds the same),
@@ -154,9 +148,6 @@ def plan(frame: pd.DataFrame) -> list[dict[str, object]]:
     frame = _narrow(frame)
     if "source_file" not in frame or len(frame) == 0:
         return _plan_one(frame)
-    # a dataset's frame is cut once per profile below: cut only the columns read here (the whole frame's 140
-    # columns, cut per profile, cost a 500-input report ~18 s of CPU per plan)
-    frame = frame[[c for c in PLAN_COLUMNS if c in frame]]
     files = _factor(frame, "source_file")
     keys = files.key()
     if (keys == keys[0]).all():
