@@ -8,7 +8,8 @@ not sorted again),
 then removes the parts it replaced. Every step leaves a readable dataset with the same live rows:
 
 1. the row tables' compact files replace the old ones (a live ``runs`` row still points at data that is
-   there: the old compact rows are in the new file, newer parts are untouched);
+   there: the old compact rows are in the new file, newer parts are untouched; the new file's rows of inputs
+   still live in parts are not read, their key is not the live one: ``dataset.Live``);
 2. then the input tables' (``runs``, ``errors``): compacted rows are generation 0, below every part;
 3. then the parts are removed, ``runs``/``errors`` first, so no live row ever points at a removed part.
 

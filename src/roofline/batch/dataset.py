@@ -14,8 +14,9 @@ A part holds the rows of a chunk of inputs; its name is unique (``<gen>-<writer>
 rewritten in place: an input read again gets new rows in a new part with a higher generation (``gen``, one
 per batch), and the *live* row of an input is its ``runs``/``errors`` row with the highest ``(gen, part)``.
 Kernel and roofline rows count only where their ``(file_id, part)`` is that live row's, so rows of an input
-read again, of a part whose ``runs`` rows were never written (a kill mid-chunk), or of a part moved aside,
-are never seen. The resume state is those two tables (a few columns per input): no file per input.
+read again, of a part whose ``runs`` rows were never written (a kill mid-chunk), of a part moved aside, or
+in a compact file whose compaction was cut short before its ``runs``/``errors`` files, are never seen. The
+resume state is those two tables (a few columns per input): no file per input.
 
 Layout 1 (one part per input and table under ``run=<run>/``, ``_state/`` markers) is still read; a batch
 or ``roofline dataset compact`` upgrades it to layout 2 (:mod:`roofline.batch.compact`).
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -255,14 +257,23 @@ def _keys(t: pa.Table) -> pa.Array | pa.ChunkedArray:
 class Live:
     """Which rows of a dataset count. ``inputs``: one row per input, its live ``runs``/``errors`` row's key
     (file_id, run, part, gen), content hash, ``status`` ("ok"/"failed") and ``error_kind``. ``stale``: the keys
-    (file_id, part) of every other row of those two tables, and ``failed``: of the live failed ones. A kernels
-    or roofline row counts when its part holds live ``runs`` rows (``ok_parts``, pushed into the scan) and its
-    key is neither stale nor failed (few, checked on each batch in order)."""
+    (file_id, part) of every other row of those two tables, ``failed``: of the live failed ones, and
+    ``uncompacted``: ``(file_id, "compact")`` of the inputs live in a part while inputs are live in the compact
+    files too. A kernels or roofline row counts when its part holds live ``runs`` rows (``ok_parts``, pushed
+    into the scan) and its key is none of these (few, checked on each batch in order): every key but the live
+    one a row can have, as a batch's part holds ``runs``/``errors`` rows of all its inputs, and a compaction
+    writes the row tables' compact files before the input tables' (one cut short between the two leaves rows
+    of inputs live in parts in the compact files, see :mod:`roofline.batch.compact`)."""
 
     version: str
     inputs: pa.Table
     stale: pa.Array
     failed: pa.Array
+    uncompacted: pa.Array
+
+    @functools.cached_property
+    def _not_live(self) -> pa.Array:
+        return pa.concat_arrays([self.stale, self.failed, self.uncompacted])
 
     @property
     def ok(self) -> pa.Table:
@@ -278,7 +289,7 @@ class Live:
         """The rows of a kernels/roofline batch that count (order kept), the scan filter already applied."""
         if self.version == "1" or t.num_rows == 0:
             return t
-        return _drop_keys(t, pa.concat_arrays([self.stale, self.failed]))
+        return _drop_keys(t, self._not_live)
 
     def input_rows(self, t: pa.Table) -> pa.Table:
         """The rows of a runs/errors table that are live (order kept)."""
@@ -289,15 +300,21 @@ class Live:
 
 def _drop_keys(t: pa.Table, drop: pa.Array) -> pa.Table:
     """``t`` without the rows whose (file_id, part) key is in ``drop``. The keys are joined only for rows whose
-    file_id is among the dropped ones: usually none (the failed inputs of a compacted dataset have no kernel
-    rows), and joining a key per row was a fifth of ``open_dataset``."""
+    file_id is among the dropped ones: usually none or few (the failed inputs of a compacted dataset have no
+    kernel rows; an input read again has its live rows among them), and joining a key per row was a fifth of
+    ``open_dataset``."""
     if len(drop) == 0:
         return t
     fids = pc.list_element(pc.split_pattern(drop, _SEP, max_splits=1), 0)
-    maybe = pc.is_in(t.column("file_id"), value_set=pc.unique(fids))
-    if not pc.any(maybe).as_py():
+    maybe = pc.indices_nonzero(pc.is_in(t.column("file_id"), value_set=pc.unique(fids)).combine_chunks())
+    if len(maybe) == 0:
         return t
-    return t.filter(pc.invert(pc.is_in(_keys(t), value_set=drop)))
+    gone = maybe.filter(pc.is_in(_keys(t.select(["file_id", "part"]).take(maybe)), value_set=drop))
+    if len(gone) == 0:
+        return t
+    keep = np.ones(t.num_rows, dtype=bool)
+    keep[gone.to_numpy()] = False
+    return t.filter(pa.array(keep))
 
 
 def live_state(root: Path, runs: Sequence[str] | None = None, version: str | None = None) -> Live:
@@ -320,7 +337,7 @@ def live_state(root: Path, runs: Sequence[str] | None = None, version: str | Non
     both = pa.concat_tables([ok.select(names), bad.select(names)])
     empty = pa.array([], pa.string())
     if both.num_rows == 0:
-        return Live(version, both, empty, empty)
+        return Live(version, both, empty, empty, empty)
     # the newest row per input: sorted by (file_id, gen desc, part desc), the first of each file_id
     both = both.take(pc.sort_indices(both, [("file_id", "ascending"), ("gen", "descending"),
                                             ("part", "descending")]))
@@ -328,9 +345,23 @@ def live_state(root: Path, runs: Sequence[str] | None = None, version: str | Non
     first = pc.not_equal(fid[1:], fid[:-1]) if len(fid) > 1 else pa.array([], pa.bool_())
     keep = pa.concat_arrays([pa.array([True]), first.cast(pa.bool_())])
     live = both.filter(keep)
-    stale = _keys(both.filter(pc.invert(keep))).combine_chunks() if version != "1" else empty
+    if version == "1":
+        return Live(version, live, empty, empty, empty)
+    stale = _keys(both.filter(pc.invert(keep))).combine_chunks()
     failed = live.filter(pc.equal(live.column("status"), "failed"))
-    return Live(version, live, stale, _keys(failed).combine_chunks() if version != "1" else empty)
+    return Live(version, live, stale, _keys(failed).combine_chunks(), _uncompacted(live))
+
+
+def _uncompacted(live: pa.Table) -> pa.Array:
+    """``(file_id, "compact")`` of the inputs live outside the compact files: rows of theirs there are left by a
+    compaction cut short (they are not its ``runs``/``errors`` rows'). None when the compact files are not
+    read (no input live in them: the scan filter skips them already)."""
+    parts = live.column("part")
+    ok_in_compact = pc.and_(pc.equal(parts, COMPACT), pc.equal(live.column("status"), "ok"))
+    if not pc.any(ok_in_compact).as_py():
+        return pa.array([], pa.string())
+    elsewhere = live.column("file_id").filter(pc.not_equal(parts, COMPACT))
+    return pc.binary_join_element_wise(elsewhere, pa.scalar(COMPACT), _SEP).combine_chunks()
 
 
 def live_inputs(root: Path, runs: Sequence[str] | None = None, version: str | None = None) -> pa.Table:
