@@ -298,19 +298,24 @@ def test_a_streamed_summary_equals_the_whole_frame_one(mixed, monkeypatch, by):
     assert len(got) > 1
 
 
-def test_the_summary_reads_the_rows_iter_live_reads_one_row_group_batch_at_a_time(mixed, monkeypatch):
+def test_iter_live_gives_the_live_rows_of_the_whole_read_a_few_rows_at_a_time(mixed, monkeypatch):
+    """iter_live (what the streamed summary reads) yields every live row of the whole-table read, in its order,
+    in batches of at most batch_rows: one row group read at a time, no read-ahead."""
     from roofline.batch import dataset as dset
     from roofline.batch import scan
     from roofline.schema import kernel_columns
 
     monkeypatch.setattr(scan, "BATCH_ROWS", 5)
     live = dset.live_state(mixed)
+    cols = kernel_columns()
     for where in (None, scan.regex_filter("kernel_name", "gemm")):
-        got = list(scan.live_batches(mixed, live, kernel_columns(), where))
-        expected = pa.concat_tables(dset.iter_live(mixed, "kernels", columns=kernel_columns(), filter=where,
-                                                   live=live))
+        got = list(scan.live_batches(mixed, live, cols, where))
+        whole = dset.row_table(mixed, "kernels", live, dset._with_keys(list(cols), "kernels", live.version), where)
         assert len(got) > (20 if where is None else 1) and max(b.num_rows for b in got) <= 5
-        assert pa.concat_tables(got).equals(expected)
+        assert pa.concat_tables(got).equals(whole)
+    roof = list(dset.iter_live(mixed, "roofline", columns=["bound"], batch_rows=7))
+    assert max(b.num_rows for b in roof) <= 7
+    assert sum(b.num_rows for b in roof) == dset.live_table(mixed, "roofline", live, columns=["bound"]).num_rows
 
 
 def test_analyze_of_a_dataset_prints_the_streamed_summary_as_the_whole_path_does(mixed, tmp_path):

@@ -531,20 +531,37 @@ def iter_live(path: str | Path, table: str = "kernels", columns: Sequence[str] |
               batch_rows: int = 1 << 17, live: Live | None = None) -> Iterator[pa.Table]:
     """The live rows of a row table (``kernels`` or ``roofline``) in record batches of at most ``batch_rows``,
     in file order, columns and filter pushed into the scan: memory is one batch, whatever the dataset's size
-    (the key columns are included, as in :func:`open_dataset`; no sorting)."""
+    (the key columns are included, as in :func:`open_dataset`; no sorting).
+
+    Read one row group at a time on this thread: a dataset scanner reads ahead (up to 16 batches per file and 4
+    files), which on a dataset larger than memory is all of it (the streamed summary's peak grew ~0.55 MB per
+    input). Arrow's buffers come from jemalloc where the build has it: with mimalloc the RSS kept the pages of
+    every batch read while the bytes allocated stayed one batch's."""
     root = Path(path)
     if table not in ("kernels", "roofline"):
         raise DatasetError(f"iter_live reads kernels or roofline, not {table!r}")
     live = live or live_state(root, runs)
     by_run = ds.field("run").isin(list(runs)) if runs is not None else None
-    scanner = _scan(root, table, live.version).scanner(columns=_with_keys(columns, table, live.version),
-                                                       filter=_and(live.scan_filter(), by_run, filter),
-                                                       batch_size=batch_rows)
+    scan = _scan(root, table, live.version)
+    cols = _with_keys(None if columns is None else list(columns), table, live.version)
+    keep = _and(live.scan_filter(), by_run, filter)
+    pool = _batch_pool()
     try:
-        for batch in scanner.to_batches():
-            if batch.num_rows:
-                rows = live.rows(pa.Table.from_batches([batch]))
-                if rows.num_rows:
-                    yield rows
-    except (pa.ArrowInvalid, OSError) as exc:
+        for fragment in scan.get_fragments(filter=keep):
+            for group in fragment.split_by_row_group(filter=keep, schema=scan.schema):
+                for batch in group.to_batches(schema=scan.schema, columns=cols, filter=keep, batch_size=batch_rows,
+                                              use_threads=False, memory_pool=pool):
+                    rows = live.rows(pa.Table.from_batches([batch])) if batch.num_rows else None
+                    del batch  # one batch alive at a time
+                    if rows is not None and rows.num_rows:
+                        yield rows
+                    del rows
+    except (pa.ArrowInvalid, OSError) as exc:  # damaged inside: Arrow names the file
         raise DatasetError(f"{path_text(root)}: a damaged {table} part: {exc}") from None
+
+
+def _batch_pool() -> pa.MemoryPool:
+    try:
+        return pa.jemalloc_memory_pool()
+    except (NotImplementedError, pa.ArrowNotImplementedError):  # (a build without it)
+        return pa.default_memory_pool()

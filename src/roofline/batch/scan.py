@@ -28,8 +28,6 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from roofline.batch import dataset as dset
-from roofline.batch.files import DatasetError
-from roofline.errors import path_text
 
 #: rows per record batch of the scan (a row group larger than this is decoded a batch at a time)
 BATCH_ROWS = 1 << 17
@@ -132,33 +130,9 @@ def summarise(roots: Sequence[Path], analyse: Callable[[pd.DataFrame], pd.DataFr
 
 
 def live_batches(root: Path, live: dset.Live, columns: Sequence[str], where: Any = None) -> Iterator[pa.Table]:
-    """The live kernel rows of a dataset in record batches, in file order: :func:`dataset.iter_live`, read one
-    row group at a time on this thread. (A dataset scanner reads ahead: up to 16 batches per file and 4 files,
-    which on a dataset larger than memory is all of it: the summary's peak grew ~0.55 MB per input.) Arrow's
-    buffers come from jemalloc where this build has it: mimalloc kept the pages of every batch (RSS grew with
-    the batches read while the bytes allocated stayed one batch's)."""
-    scan = dset._scan(root, "kernels", live.version)
-    cols = dset._with_keys(list(columns), "kernels", live.version)
-    keep = dset._and(live.scan_filter(), where)
-    try:
-        for fragment in scan.get_fragments(filter=keep):
-            for group in fragment.split_by_row_group(filter=keep, schema=scan.schema):
-                for batch in group.to_batches(schema=scan.schema, columns=cols, filter=keep, batch_size=BATCH_ROWS,
-                                              use_threads=False, memory_pool=_pool()):
-                    rows = live.rows(pa.Table.from_batches([batch])) if batch.num_rows else None
-                    del batch
-                    if rows is not None and rows.num_rows:
-                        yield rows
-                    del rows
-    except (pa.ArrowInvalid, OSError) as exc:  # damaged inside: Arrow names the file
-        raise DatasetError(f"{path_text(root)}: a damaged kernels part: {exc}") from None
-
-
-def _pool() -> pa.MemoryPool:
-    try:
-        return pa.jemalloc_memory_pool()
-    except (NotImplementedError, pa.ArrowNotImplementedError):  # (a build without it)
-        return pa.default_memory_pool()
+    """The live kernel rows of a dataset in record batches of :data:`BATCH_ROWS`, in file order, one row group at
+    a time (:func:`dataset.iter_live`)."""
+    return dset.iter_live(root, "kernels", columns=columns, filter=where, batch_rows=BATCH_ROWS, live=live)
 
 
 def _firsts(rows: pd.DataFrame, order: pd.DataFrame, by: str, before: pd.DataFrame | None) -> pd.DataFrame:
