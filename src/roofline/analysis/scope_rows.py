@@ -4,6 +4,7 @@ the same to the last bit as pandas gives for the scope's own frame (``analysis/h
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ class Rows:
         self.frame = frame
         self._cache: dict[str, np.ndarray] = {}
         self._series: dict[str, pd.Series] = {}
+        self._notna: dict[str, np.ndarray] = {}
 
     def num(self, col: str) -> np.ndarray:
         """:func:`~roofline.analysis.coverage.number` of a column."""
@@ -29,35 +31,28 @@ class Rows:
             self._cache[col] = number(self.frame, col).to_numpy(dtype=float)
         return self._cache[col]
 
-    @property
+    @cached_property
     def dur(self) -> np.ndarray:
         """The durations, missing as 0, negative as 0 (``fillna(0).clip(lower=0)``)."""
-        if "\0dur" not in self._cache:
-            d = np.nan_to_num(self.num("duration_s"), nan=0.0, posinf=np.inf, neginf=-np.inf)
-            self._cache["\0dur"] = np.where(d >= 0, d, 0.0)
-        return self._cache["\0dur"]
+        d = np.nan_to_num(self.num("duration_s"), nan=0.0, posinf=np.inf, neginf=-np.inf)
+        return np.where(d >= 0, d, 0.0)
 
-    @property
+    @cached_property
     def flop(self) -> np.ndarray:
-        if "\0flop" not in self._cache:
-            self._cache["\0flop"] = flop_total(self.frame).to_numpy(dtype=float)
-        return self._cache["\0flop"]
+        return flop_total(self.frame).to_numpy(dtype=float)
 
-    @property
+    @cached_property
     def names(self) -> np.ndarray:
         """The name a reason lists of each row: its short name, else its full name, else "(unnamed)"."""
-        if "\0names" not in self._cache:
-            f = self.frame
-            short = f["kernel_short_name"] if "kernel_short_name" in f else pd.Series(pd.NA, index=f.index)
-            full = f["kernel_name"] if "kernel_name" in f else pd.Series(pd.NA, index=f.index)
-            self._cache["\0names"] = short.astype("string").fillna(full.astype("string")).fillna("(unnamed)").to_numpy()
-        return self._cache["\0names"]
+        f = self.frame
+        short = f["kernel_short_name"] if "kernel_short_name" in f else pd.Series(pd.NA, index=f.index)
+        full = f["kernel_name"] if "kernel_name" in f else pd.Series(pd.NA, index=f.index)
+        return short.astype("string").fillna(full.astype("string")).fillna("(unnamed)").to_numpy()
 
     def notna(self, col: str) -> np.ndarray:
-        key = "\0notna " + col
-        if key not in self._cache:
-            self._cache[key] = self.frame[col].notna().to_numpy()
-        return self._cache[key]
+        if col not in self._notna:
+            self._notna[col] = self.frame[col].notna().to_numpy()
+        return self._notna[col]
 
     def at(self, col: str, pos: int) -> Any:
         """The value of ``col`` at row position ``pos`` (as the frame holds it)."""

@@ -4,8 +4,8 @@ pandas writes CSV one row at a time through Python's ``csv`` module (~1.5 µs a 
 143 columns of a 500-input dataset), and the terminal-escape pass (:mod:`roofline.cli.safe`) then reads all of
 its text again (4 s). Here each column is factorised and only its distinct values are formatted, by pandas'
 own ``to_csv`` (so numbers, missing values and quoting are written as it writes them) and escaped once each;
-the rows are then joined (a row of several cells: one of a single empty cell is quoted). Escaping cell by cell gives the text escaping all of it gives: the escapes replace
-single characters, and quoting adds only ``"``.
+the rows are then joined (a row of several cells: one of a single empty cell is quoted). Escaping cell by
+cell gives the text escaping all of it gives: the escapes replace single characters, and quoting adds only ``"``.
 
 Whatever this path cannot vouch for goes the old way, whole: cells with ESC (``click.echo`` strips ANSI
 sequences from text written to a non-terminal), object columns (values of several types may hash alike and
