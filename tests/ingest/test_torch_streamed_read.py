@@ -14,7 +14,8 @@ from roofline.ingest import common
 from roofline.ingest.common import json_bytes
 from roofline.ingest.torch import stream as torch_trace_stream
 from roofline.ingest.torch import trace as torch_trace
-from roofline.ingest.torch.decode import RANGE_COUNTERS, UNKNOWN_PHASE, decode
+from roofline.ingest.torch.decode import CATEGORIES, RANGE_COUNTERS, UNKNOWN_PHASE, decode
+from roofline.ingest.torch.scan import KINDS
 from roofline.ingest.torch.stream import Uncut
 from roofline.schema import get_provenance
 
@@ -339,6 +340,51 @@ def test_an_event_of_no_known_phase_is_never_kept_and_the_read_still_streams(tmp
     decoded, _ = decode(p, json_bytes(p))
     assert decoded[300] is UNKNOWN_PHASE and decoded[300].cat is None
     assert [e.ph == "X" for e in decoded[:6]] == [e["ph"] == "X" for e in events[:6]]
+
+
+ODD_CATEGORIES = ["KERNEL", "my_category", "", 5, None, ["kernel"], {"cat": "kernel"}]
+#: each category's one str object, as the typed decode gives it
+SHARED = {c: c for c in CATEGORIES}
+
+
+def _shared_categories(events):
+    """Whether every complete event of a category the reader keeps holds that category's one str object."""
+    kept = [e for e in events if e.cat.__class__ is str and e.cat in KINDS]
+    return bool(kept) and all(e.cat is SHARED[e.cat] for e in kept)
+
+
+@pytest.mark.parametrize("odd", ODD_CATEGORIES)
+def test_a_category_kineto_does_not_write_costs_its_piece_a_loose_decode_and_reads_the_same(tmp_path, small_pieces,
+                                                                                            odd, monkeypatch):
+    # the typed decode knows Kineto's categories only: the piece holding another one is decoded again with cat
+    # as any value (not the whole document); that event is kept by nothing, as before, the rest as without it,
+    # each kept event with its category's one str object whichever decode read it
+    events = _many(100)
+    p = _write(tmp_path, _kineto(events[:300] + [{**KERNEL, "cat": odd}] + events[300:]), gz=True)
+    (tmp_path / "plain").mkdir()
+    plain = _write(tmp_path / "plain", _kineto(events), gz=True)
+    loose = []
+    real = torch_trace_stream.LOOSE_EVENTS
+    monkeypatch.setattr(torch_trace_stream, "LOOSE_EVENTS", type("Spy", (), {
+        "decode": staticmethod(lambda text: loose.append(len(text)) or real.decode(text))}))
+    parts, _ = _streamed(p)  # (no Uncut)
+    assert len(loose) == (0 if odd is None else 1) and sum(map(len, parts)) == len(events) + 1
+    assert all(_shared_categories(part) for part in parts)
+    got, want = torch_trace.read(p), torch_trace.read(plain)
+    pd.testing.assert_frame_equal(got.drop(columns="source_file"), want.drop(columns="source_file"))
+    _same(got, _whole(p)[0])  # the whole decode (loose the same way) agrees
+    decoded, _ = decode(p, json_bytes(p))
+    assert decoded[300].cat == odd and _shared_categories(decoded)
+
+
+def test_every_category_the_reader_keeps_decodes_typed(tmp_path, monkeypatch):
+    # (a kept category missing from CATEGORIES would read the same, but every piece holding one twice)
+    assert set(KINDS) <= set(CATEGORIES)
+    events = [{**KERNEL, "cat": c, "ts": 30 + i} for i, c in enumerate(sorted(KINDS))]
+    p = _write(tmp_path, _kineto(events), gz=False)
+    monkeypatch.setattr(torch_trace_stream, "LOOSE_EVENTS", None)  # (used: an AttributeError)
+    parts, _ = _streamed(p)
+    assert [e.cat for part in parts for e in part] == sorted(KINDS) and all(map(_shared_categories, parts))
 
 
 def test_an_event_of_no_known_phase_beside_one_not_an_object_reads_generically(tmp_path):
