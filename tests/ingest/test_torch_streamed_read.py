@@ -317,12 +317,10 @@ ODD_PHASES = [{"ph": "Z", "cat": "kernel", "name": "k", "ts": 1, "dur": 1},  # n
               {"ph": "X ", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]  # almost
 
 
-@pytest.mark.parametrize("odd", ODD_PHASES)
-def test_an_event_of_no_known_phase_is_never_kept_and_the_read_still_streams(tmp_path, small_pieces, odd,
-                                                                               monkeypatch):
-    # the tagged decode knows the Chrome trace phases only: the piece holding the odd event is decoded again
-    # with ph as any value (not the whole document, not the generic parse); the odd event is kept by nothing,
-    # as an event whose ph is not "X" always was, the rest as before
+def _one_odd_event(tmp_path, monkeypatch, odd):
+    """A document of ``_many(100)`` with ``odd`` put at event 300, streamed and read: its frame is the one without
+    it (compared here, and to the whole decode's). (the lengths of the texts the streamed read decoded loosely,
+    its pieces, the path)"""
     events = _many(100)
     p = _write(tmp_path, _kineto(events[:300] + [odd] + events[300:]), gz=True)
     (tmp_path / "plain").mkdir()
@@ -332,14 +330,26 @@ def test_an_event_of_no_known_phase_is_never_kept_and_the_read_still_streams(tmp
     monkeypatch.setattr(torch_trace_stream, "LOOSE_EVENTS", type("Spy", (), {
         "decode": staticmethod(lambda text: loose.append(len(text)) or real.decode(text))}))
     parts, _ = _streamed(p)  # (no Uncut)
-    assert len(loose) == 1 and loose[0] <= 2 * 4096 and sum(map(len, parts)) == len(events) + 1
+    assert sum(map(len, parts)) == len(events) + 1
+    streamed_loose = loose[:]  # (the reads below decode the piece loosely again)
     got, want = torch_trace.read(p), torch_trace.read(plain)
     pd.testing.assert_frame_equal(got.drop(columns="source_file"), want.drop(columns="source_file"))
     assert get_provenance(got)[0]["trace_events"] == len(events) + 1
     _same(got, _whole(p)[0])  # the whole decode (loose the same way) agrees
+    return streamed_loose, parts, p
+
+
+@pytest.mark.parametrize("odd", ODD_PHASES)
+def test_an_event_of_no_known_phase_is_never_kept_and_the_read_still_streams(tmp_path, small_pieces, odd,
+                                                                               monkeypatch):
+    # the tagged decode knows the Chrome trace phases only: the piece holding the odd event is decoded again
+    # with ph as any value (not the whole document, not the generic parse); the odd event is kept by nothing,
+    # as an event whose ph is not "X" always was, the rest as before
+    loose, _, p = _one_odd_event(tmp_path, monkeypatch, odd)
+    assert len(loose) == 1 and loose[0] <= 2 * 4096
     decoded, _ = decode(p, json_bytes(p))
     assert decoded[300] is UNKNOWN_PHASE and decoded[300].cat is None
-    assert [e.ph == "X" for e in decoded[:6]] == [e["ph"] == "X" for e in events[:6]]
+    assert [e.ph == "X" for e in decoded[:6]] == [e["ph"] == "X" for e in _many(1)[:6]]
 
 
 ODD_CATEGORIES = ["KERNEL", "my_category", "", 5, None, ["kernel"], {"cat": "kernel"}]
@@ -359,20 +369,8 @@ def test_a_category_kineto_does_not_write_costs_its_piece_a_loose_decode_and_rea
     # the typed decode knows Kineto's categories only: the piece holding another one is decoded again with cat
     # as any value (not the whole document); that event is kept by nothing, as before, the rest as without it,
     # each kept event with its category's one str object whichever decode read it
-    events = _many(100)
-    p = _write(tmp_path, _kineto(events[:300] + [{**KERNEL, "cat": odd}] + events[300:]), gz=True)
-    (tmp_path / "plain").mkdir()
-    plain = _write(tmp_path / "plain", _kineto(events), gz=True)
-    loose = []
-    real = torch_trace_stream.LOOSE_EVENTS
-    monkeypatch.setattr(torch_trace_stream, "LOOSE_EVENTS", type("Spy", (), {
-        "decode": staticmethod(lambda text: loose.append(len(text)) or real.decode(text))}))
-    parts, _ = _streamed(p)  # (no Uncut)
-    assert len(loose) == (0 if odd is None else 1) and sum(map(len, parts)) == len(events) + 1
-    assert all(_shared_categories(part) for part in parts)
-    got, want = torch_trace.read(p), torch_trace.read(plain)
-    pd.testing.assert_frame_equal(got.drop(columns="source_file"), want.drop(columns="source_file"))
-    _same(got, _whole(p)[0])  # the whole decode (loose the same way) agrees
+    loose, parts, p = _one_odd_event(tmp_path, monkeypatch, {**KERNEL, "cat": odd})
+    assert len(loose) == (0 if odd is None else 1) and all(map(_shared_categories, parts))
     decoded, _ = decode(p, json_bytes(p))
     assert decoded[300].cat == odd and _shared_categories(decoded)
 
