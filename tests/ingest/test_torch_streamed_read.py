@@ -14,7 +14,8 @@ from roofline.ingest import common
 from roofline.ingest.common import json_bytes
 from roofline.ingest.torch import stream as torch_trace_stream
 from roofline.ingest.torch import trace as torch_trace
-from roofline.ingest.torch.decode import RANGE_COUNTERS, UNKNOWN_PHASE, decode
+from roofline.ingest.torch.decode import CATEGORIES, RANGE_COUNTERS, UNKNOWN_PHASE, decode
+from roofline.ingest.torch.scan import KINDS
 from roofline.ingest.torch.stream import Uncut
 from roofline.schema import get_provenance
 
@@ -316,12 +317,10 @@ ODD_PHASES = [{"ph": "Z", "cat": "kernel", "name": "k", "ts": 1, "dur": 1},  # n
               {"ph": "X ", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]  # almost
 
 
-@pytest.mark.parametrize("odd", ODD_PHASES)
-def test_an_event_of_no_known_phase_is_never_kept_and_the_read_still_streams(tmp_path, small_pieces, odd,
-                                                                               monkeypatch):
-    # the tagged decode knows the Chrome trace phases only: the piece holding the odd event is decoded again
-    # with ph as any value (not the whole document, not the generic parse); the odd event is kept by nothing,
-    # as an event whose ph is not "X" always was, the rest as before
+def _one_odd_event(tmp_path, monkeypatch, odd):
+    """A document of ``_many(100)`` with ``odd`` put at event 300, streamed and read: its frame is the one without
+    it (compared here, and to the whole decode's). (the lengths of the texts the streamed read decoded loosely,
+    its pieces, the path)"""
     events = _many(100)
     p = _write(tmp_path, _kineto(events[:300] + [odd] + events[300:]), gz=True)
     (tmp_path / "plain").mkdir()
@@ -331,14 +330,59 @@ def test_an_event_of_no_known_phase_is_never_kept_and_the_read_still_streams(tmp
     monkeypatch.setattr(torch_trace_stream, "LOOSE_EVENTS", type("Spy", (), {
         "decode": staticmethod(lambda text: loose.append(len(text)) or real.decode(text))}))
     parts, _ = _streamed(p)  # (no Uncut)
-    assert len(loose) == 1 and loose[0] <= 2 * 4096 and sum(map(len, parts)) == len(events) + 1
+    assert sum(map(len, parts)) == len(events) + 1
+    streamed_loose = loose[:]  # (the reads below decode the piece loosely again)
     got, want = torch_trace.read(p), torch_trace.read(plain)
     pd.testing.assert_frame_equal(got.drop(columns="source_file"), want.drop(columns="source_file"))
     assert get_provenance(got)[0]["trace_events"] == len(events) + 1
     _same(got, _whole(p)[0])  # the whole decode (loose the same way) agrees
+    return streamed_loose, parts, p
+
+
+@pytest.mark.parametrize("odd", ODD_PHASES)
+def test_an_event_of_no_known_phase_is_never_kept_and_the_read_still_streams(tmp_path, small_pieces, odd,
+                                                                               monkeypatch):
+    # the tagged decode knows the Chrome trace phases only: the piece holding the odd event is decoded again
+    # with ph as any value (not the whole document, not the generic parse); the odd event is kept by nothing,
+    # as an event whose ph is not "X" always was, the rest as before
+    loose, _, p = _one_odd_event(tmp_path, monkeypatch, odd)
+    assert len(loose) == 1 and loose[0] <= 2 * 4096
     decoded, _ = decode(p, json_bytes(p))
     assert decoded[300] is UNKNOWN_PHASE and decoded[300].cat is None
-    assert [e.ph == "X" for e in decoded[:6]] == [e["ph"] == "X" for e in events[:6]]
+    assert [e.ph == "X" for e in decoded[:6]] == [e["ph"] == "X" for e in _many(1)[:6]]
+
+
+ODD_CATEGORIES = ["KERNEL", "my_category", "", 5, None, ["kernel"], {"cat": "kernel"}]
+#: each category's one str object, as the typed decode gives it
+SHARED = {c: c for c in CATEGORIES}
+
+
+def _shared_categories(events):
+    """Whether every complete event of a category the reader keeps holds that category's one str object."""
+    kept = [e for e in events if e.cat.__class__ is str and e.cat in KINDS]
+    return bool(kept) and all(e.cat is SHARED[e.cat] for e in kept)
+
+
+@pytest.mark.parametrize("odd", ODD_CATEGORIES)
+def test_a_category_kineto_does_not_write_costs_its_piece_a_loose_decode_and_reads_the_same(tmp_path, small_pieces,
+                                                                                            odd, monkeypatch):
+    # the typed decode knows Kineto's categories only: the piece holding another one is decoded again with cat
+    # as any value (not the whole document); that event is kept by nothing, as before, the rest as without it,
+    # each kept event with its category's one str object whichever decode read it
+    loose, parts, p = _one_odd_event(tmp_path, monkeypatch, {**KERNEL, "cat": odd})
+    assert len(loose) == (0 if odd is None else 1) and all(map(_shared_categories, parts))
+    decoded, _ = decode(p, json_bytes(p))
+    assert decoded[300].cat == odd and _shared_categories(decoded)
+
+
+def test_every_category_the_reader_keeps_decodes_typed(tmp_path, monkeypatch):
+    # (a kept category missing from CATEGORIES would read the same, but every piece holding one twice)
+    assert set(KINDS) <= set(CATEGORIES)
+    events = [{**KERNEL, "cat": c, "ts": 30 + i} for i, c in enumerate(sorted(KINDS))]
+    p = _write(tmp_path, _kineto(events), gz=False)
+    monkeypatch.setattr(torch_trace_stream, "LOOSE_EVENTS", None)  # (used: an AttributeError)
+    parts, _ = _streamed(p)
+    assert [e.cat for part in parts for e in part] == sorted(KINDS) and all(map(_shared_categories, parts))
 
 
 def test_an_event_of_no_known_phase_beside_one_not_an_object_reads_generically(tmp_path):

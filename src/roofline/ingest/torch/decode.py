@@ -10,9 +10,10 @@ every field, and every other phase (flow arrows, instant events, metadata: 92k o
 events) an empty struct, with none of its fields decoded: 0.18 -> 0.135 s for that trace's decode.
 (So invalid UTF-8 inside such an event is not looked at, as in any key the reader skips; and a
 document written with ``ph`` after the other keys decodes ~25% slower, msgspec looking ahead for it.)
-A ``ph`` that is missing or not a Chrome trace phase fails that decode: the same text is then decoded
-with ``ph`` as any value (:data:`Loose`) and converted, so one odd event costs a second decode of its
-piece, not a slow path for the whole trace.
+A ``ph`` that is missing or not a Chrome trace phase, or a complete event's ``cat`` that is not one Kineto
+writes (:data:`CATEGORIES`), fails that decode: the same text is then decoded with ``ph`` and ``cat`` as
+any value (:data:`Loose`) and converted, so one odd event costs a second decode of its piece, not a slow
+path for the whole trace.
 
 Typed decoding rejects documents whose events are not objects or whose ``args`` are not objects;
 those are decoded generically, cleaned and converted, so odd traces read the same, only slower.
@@ -20,7 +21,7 @@ those are decoded generically, cleaned and converted, so odd traces read the sam
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar, Literal, Union
 
 import msgspec
 from msgspec import field
@@ -32,6 +33,23 @@ RANGE_CAT = "cuda_profiler_range"
 #: the CUPTI range profiler's FP instruction counters: letter (d, f, h) x (add, mul, fma)
 RANGE_COUNTERS = tuple(f"smsp__sass_thread_inst_executed_op_{letter}{op}_pred_on.sum"
                        for letter in "dfh" for op in ("add", "mul", "fma"))
+
+
+#: the categories Kineto writes (libkineto's ActivityType names, the 1.8 era's capitalised ones, its "Trace" span):
+#: a complete event's ``cat`` decodes to one of these str objects (a Literal), not to a new string per event, so
+#: no category string is built, hashed and freed for each of the ~124k complete events of the V100 trace (its
+#: decode + scan + free ~15-20 ms less, the scan's lookups hitting a cached hash; the events kept share one
+#: string each, as the scan used to arrange). Any other category fails its piece's typed decode, and the piece
+#: is decoded loosely, as one with an event of no known phase is: the same events, only slower.
+CATEGORIES = ("cpu_op", "user_annotation", "gpu_user_annotation", "gpu_user_Annotation", "gpu_memcpy", "gpu_memset",
+              "kernel", "cuda_runtime", "cuda_driver", "python_function", "overhead", "cuda_sync", "cuda_event",
+              "cuda_profiler_range", "mtia_runtime", "mtia_ccp_events", "mtia_insight", "mtia_counters",
+              "glow_runtime", "hpu_op", "xpu_runtime", "xpu_driver", "xpu_sync", "xpu_scope_profiler",
+              "collective_comm", "privateuse1_runtime", "privateuse1_driver", "external_correlation",
+              "cpu_instant_event", "Trace", "Operator", "operator", "Runtime", "runtime", "Kernel", "Memcpy",
+              "Memset")
+#: each category's one str object (a loosely decoded event's category is replaced by it)
+_CATEGORY = {c: c for c in CATEGORIES}
 
 
 class Args(msgspec.Struct, gc=False):
@@ -67,7 +85,7 @@ class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     """A complete event (``"ph": "X"``): an op, a launch, a kernel, a copy, an annotation."""
 
     ph: ClassVar[str] = "X"
-    cat: Any = None
+    cat: Literal[CATEGORIES] | None = None  # (any value where firm() or a test builds the event)
     name: Any = ""
     pid: Any = None
     tid: Any = None
@@ -146,11 +164,18 @@ def decode(path: Any, raw: bytes) -> tuple[list[Event], dict[str, Any]]:
 
 
 def firm(events: list[Any]) -> list[Any]:
-    """Loosely decoded events as the tagged decode gives them: an ``Event`` for ph "X", else a skipped one.
-    In place, so that each loose event is freed as it is replaced (a whole document's are not held twice)."""
+    """Loosely decoded events as the tagged decode gives them: an ``Event`` for ph "X" (a known category as its
+    one str object), else a skipped one. In place, so that each loose event is freed as it is replaced (a whole
+    document's are not held twice)."""
+    category = _CATEGORY
     for i, e in enumerate(events):
-        events[i] = Event(cat=e.cat, name=e.name, pid=e.pid, tid=e.tid, ts=e.ts, dur=e.dur, args=e.args) \
-            if e.ph == "X" else UNKNOWN_PHASE
+        if e.ph == "X":
+            cat = e.cat
+            if cat.__class__ is str:
+                cat = category.get(cat, cat)
+            events[i] = Event(cat=cat, name=e.name, pid=e.pid, tid=e.tid, ts=e.ts, dur=e.dur, args=e.args)
+        else:
+            events[i] = UNKNOWN_PHASE
     return events
 
 

@@ -15,9 +15,6 @@ COPY_CATS = frozenset({"gpu_memcpy", "Memcpy", "gpu_memset", "Memset"})
 KINDS = {**{c: 1 for c in CPU_CATS}, **{c: 2 for c in KERNEL_CATS | COPY_CATS}, **{c: 3 for c in RUNTIME_CATS},
          RANGE_CAT: 4, "user_annotation": 5}
 NUMBER = (int, float)
-#: each category's one string object: the events kept (ops, GPU events, launches; 122k of the V100 trace's
-#: 216k) hold it instead of the copy decoded for each of them (7 MB less at the read's peak)
-CANON = {c: c for c in KINDS}
 
 
 class Scan:
@@ -36,8 +33,7 @@ class Scan:
 
     def add(self, events: list[Event]) -> None:
         """One pass, one dict lookup per event: this loop is most of the reader's own time."""
-        ops, by_ext, runtimes, gpu, notes, kinds, canon = (self.ops, self.by_ext, self.runtimes, self.gpu, self.notes,
-                                                           KINDS, CANON)
+        ops, by_ext, runtimes, gpu, notes, kinds = self.ops, self.by_ext, self.runtimes, self.gpu, self.notes, KINDS
         self.n_events += len(events)
         for e in events:
             try:
@@ -49,8 +45,6 @@ class Scan:
                     self.skipped += 1
                     self.skipped_gpu += kind == 2
                     continue
-                if kind < 4:
-                    e.cat = canon[e.cat]
                 if kind == 1:
                     a = e.args
                     if a is not None:
