@@ -172,10 +172,37 @@ def _counter_rows(path: Path, con: sqlite3.Connection,
     return arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 2]  # (arrays: no frame to build)
 
 
+def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values, sort=True)``; for values in non-decreasing order (rocprofiler-sdk writes a dispatch's
+    counter rows together, events in order) by adjacent comparison, without a hash table."""
+    if len(values) > 1 and (values[1:] >= values[:-1]).all():
+        new = np.empty(len(values), dtype=bool)
+        new[0], new[1:] = True, values[1:] != values[:-1]
+        return np.cumsum(new) - 1, values[new]
+    return pd.factorize(values, sort=True)  # type: ignore[no-any-return]
+
+
+def _sums(key: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
+    """Σ of ``value`` per ``key`` (0 ≤ key < groups) into a grid of ``groups``, NaN where a key has no number:
+    pandas' groupby sum (its compensated sum of each group's values in row order). Where every key occurs once,
+    in order (one row per counter, each summed already), each sum is its value: no groupby."""
+    once = len(key) < 2 or bool((key[1:] > key[:-1]).all())
+    if once and not np.signbit(value[value == 0]).any():  # (a lone −0.0 sums to +0.0 in pandas' kernel)
+        if len(key) == groups:  # (increasing and complete: key is 0, 1, …, groups − 1)
+            return value
+        grid = np.full(groups, np.nan)
+        grid[key] = value
+        return grid
+    sums = pd.Series(value).groupby(key, sort=False).sum(min_count=1)
+    grid = np.full(groups, np.nan)
+    grid[sums.index.to_numpy()] = sums.to_numpy()
+    return grid
+
+
 def _counter_table(path: Path, con: sqlite3.Connection, pmc_event: str, pmc_info: str,
                    event_dispatch: dict[int, int]) -> pd.DataFrame | None:
     """Dispatch id × counter name: Σ over the instance rows (what the ``counters_collection`` view does),
-    grouped in pandas rather than by the view's join, which SQLite runs row by row without an index."""
+    grouped in numpy/pandas rather than by the view's join, which SQLite runs row by row without an index."""
     names = {as_int(path, f"{pmc_info}.id", i): str(n) for i, n in con.execute(f'SELECT id, name FROM "{pmc_info}"')}
     event, pmc, value = _counter_rows(path, con, pmc_event)
     keep = np.isin(event, np.fromiter(event_dispatch, dtype=np.int64, count=len(event_dispatch)))
@@ -183,14 +210,13 @@ def _counter_table(path: Path, con: sqlite3.Connection, pmc_event: str, pmc_info
         event, pmc, value = event[keep], pmc[keep], value[keep]
     if len(event) == 0:
         return None
-    # Σ per (event, counter) in one groupby on a single integer key (pandas' compensated sum over each group's
-    # values in row order, as the two-key groupby and unstack before it, at a fraction of their cost)
-    ecode, events = pd.factorize(event, sort=True)
+    # Σ per (event, counter) on a single integer key (the same compensated sum over each group's values in row
+    # order as a two-key groupby and unstack, at a fraction of their cost)
+    ecode, events = _codes(event)
     pcode, pmcs = pd.factorize(pmc, sort=True)
-    sums = pd.Series(value).groupby(ecode * len(pmcs) + pcode, sort=False).sum(min_count=1)
-    grid = np.full(len(events) * len(pmcs), np.nan)
-    grid[sums.index.to_numpy()] = sums.to_numpy()
-    wide = pd.DataFrame(grid.reshape(len(events), len(pmcs)), index=pd.Index(events).map(event_dispatch),
+    grid = _sums(ecode * len(pmcs) + pcode, value, len(events) * len(pmcs))
+    dispatches = np.fromiter((event_dispatch[e] for e in events.tolist()), dtype=np.int64, count=len(events))
+    wide = pd.DataFrame(grid.reshape(len(events), len(pmcs)), index=pd.Index(dispatches),
                         columns=[names.get(int(c), f"pmc_id {c}") for c in pmcs])
     return wide.T.groupby(level=0).sum(min_count=1).T if wide.columns.duplicated().any() else wide
 
