@@ -234,7 +234,8 @@ def test_counter_sums_equal_pandas_groupby_whichever_rows_repeat_or_are_nan():
         groups = int(rng.integers(1, n + 4))
         key = (np.sort(rng.integers(0, groups, n)), rng.permutation(max(n, groups))[:n], np.arange(n),
                np.repeat(rng.permutation(groups), rng.integers(1, 4, groups)), rng.integers(0, groups, n))[case % 5]
-        pool = ([0.0, -0.0, 1.5, np.nan, np.inf, -np.inf, 3.0, 1e300, 0.1], [0.1, 0.2, 0.3, 1e16, -1e16, 7.7e-5])[case % 2]
+        pool = ([0.0, -0.0, 1.5, np.nan, np.inf, -np.inf, 3.0, 1e300, 0.1],
+                [0.1, 0.2, 0.3, 1e16, -1e16, 7.7e-5])[case % 2]
         cases.append((key, rng.choice(pool, len(key)) * (rng.random(len(key)) if case % 3 else 1.0),
                       max(groups, int(key.max()) + 1)))
     for key, value, groups in cases:

@@ -106,7 +106,8 @@ def read(path: str | Path, definitions: str = "3.6") -> pd.DataFrame:
     if not frames:
         raise NoKernelsError(path, "no row in rocpd_kernel_dispatch (was rocprofv3 run with --kernel-trace?)")
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    frame["kernel_id"] = pd.arrays.IntegerArray(np.arange(len(frame), dtype=np.int64), np.zeros(len(frame), dtype=bool))
+    n = len(frame)
+    frame["kernel_id"] = pd.arrays.IntegerArray(np.arange(n, dtype=np.int64), np.zeros(n, dtype=bool))
     if not _canonical(frame):  # (one process's rows are: built by the schema's kernels_from_columns, no copy needed)
         frame = conform_kernels(frame)
     meta = provenance_record(path, FORMAT, tool="rocprofv3 (rocprofiler-sdk, rocpd)", reader=f"sqlite3 {sqlite3.sqlite_version}",

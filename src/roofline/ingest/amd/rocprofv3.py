@@ -265,13 +265,13 @@ def _column_rows(path: Path, fmt: str, c: dict[str, np.ndarray], names: dict[int
     ok = span > 0
     cols: dict[str, Any] = {
         "source_file": str(path), "format": fmt, "range_id": 0, "kernel_id": np.arange(n, dtype="int64"),
-        "kernel_name": spread(named, kinv),
-        "kernel_short_name": spread([short_name(x) for x in named], kinv),
+        "kernel_name": _spread(named, kinv),
+        "kernel_short_name": _spread([short_name(x) for x in named], kinv),
         "duration_s": np.where(ok, span * 1e-9, np.nan),
-        "duration_s_source": spread([f"end − start timestamp of {where} (ns)",
+        "duration_s_source": _spread([f"end − start timestamp of {where} (ns)",
                                      f"{UNAVAILABLE}: end timestamp ≤ start timestamp in {where}"], ~ok),
-        "device_name": spread([_device(a) for a in known], ainv),
-        "compute_capability": spread([a.name or None if a else None for a in known], ainv),
+        "device_name": _spread([_device(a) for a in known], ainv),
+        "compute_capability": _spread([a.name or None if a else None for a in known], ainv),
         "sm_count": per_agent(lambda a: a.cu_count or None if a else None),
         "sm_boost_clock_hz": per_agent(lambda a: a.max_engine_clk_fcompute * 1e6
                                        if a and a.max_engine_clk_fcompute else None),
@@ -291,17 +291,19 @@ def _column_rows(path: Path, fmt: str, c: dict[str, np.ndarray], names: dict[int
     return frame
 
 
-#: the dtype pandas gives a column of Python strings (pandas ≥ 3: "str", before: object): the extra columns'
+#: the dtype pandas gives a column assigned Python strings (pandas ≥ 3: "str"; object before), as the extra
+#: columns' strings always were
 _TEXT = pd.Series(np.array(["text"], dtype=object)).dtype
 
 
-def spread(values: list[str | None], codes: np.ndarray, extra: bool = False) -> Any:
+def _spread(values: list[str | None], codes: np.ndarray, extra: bool = False) -> Any:
     """``values[codes]`` as a column of strings, each distinct value converted once (Arrow's take: no Python object
     per dispatch, as an object array handed to the schema would need): a canonical ``string`` column, or (``extra``)
     what assigning Python strings to a frame makes, for the extra columns."""
     if extra and _TEXT == object:
         return np.array([*values, None], dtype=object)[:-1][codes]
-    taken = pc.take(pa.array(values, pa.large_string()), pa.array(np.asarray(codes, dtype=np.int64)), memory_pool=COLUMN_POOL)
+    taken = pc.take(pa.array(values, pa.large_string()), pa.array(np.asarray(codes, dtype=np.int64)),
+                    memory_pool=COLUMN_POOL)
     return pd.array(taken, dtype=_TEXT if extra else "string")
 
 
@@ -374,7 +376,7 @@ def _counters(per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, d
             target[q] = np.where(counted, target[q], np.nan)
             src = target[source_column(q)]
             if src is None or isinstance(src, str):  # (one source for every counted dispatch)
-                target[source_column(q)] = spread([NO_COUNTERS, src], counted, extra=target is extra)
+                target[source_column(q)] = _spread([NO_COUNTERS, src], counted, extra=target is extra)
                 continue
             out = np.full(len(ids), NO_COUNTERS, dtype=object)
             out[counted] = np.asarray(src, dtype=object)[counted]
@@ -418,4 +420,4 @@ def _peaks(known: list[Agent | None], ainv: np.ndarray, cols: dict[str, Any], ex
             sources[c].append(src)
     for c in wanted:
         target = extra if c == "peak_lds_bytes_per_s" else cols  # LDS: an extra column, as in rocprof-compute rows
-        target[c], target[source_column(c)] = values[c][group], spread(sources[c], group, extra=target is extra)
+        target[c], target[source_column(c)] = values[c][group], _spread(sources[c], group, extra=target is extra)
