@@ -246,3 +246,21 @@ def test_counter_sums_equal_pandas_groupby_whichever_rows_repeat_or_are_nan():
         want[sums.index.to_numpy()] = sums.to_numpy()
         assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want)), \
             (key, value)
+
+
+def test_counter_and_event_codes_equal_pandas_factorize():
+    """Event and counter ids are coded without pandas' hash table where they are in order or small (issue 36): the
+    codes and ids equal ``pd.factorize(sort=True)``'s, dtypes included, on sorted, small, negative and large ids."""
+    import numpy as np
+    import pandas as pd
+
+    from roofline.ingest.amd.rocpd import _codes
+
+    rng = np.random.default_rng(37)
+    for case in range(600):
+        ids = rng.integers(-3 if case % 3 == 0 else 0, (5, 40, 10**12)[case % 3], int(rng.integers(0, 30)))
+        ids = np.sort(ids) if case % 4 == 0 else ids
+        codes, uniques = _codes(ids)
+        want_codes, want_uniques = pd.factorize(ids, sort=True)
+        assert np.array_equal(codes, want_codes) and codes.dtype == want_codes.dtype, ids
+        assert np.array_equal(uniques, want_uniques) and uniques.dtype == want_uniques.dtype, ids

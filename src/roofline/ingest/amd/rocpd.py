@@ -183,12 +183,16 @@ def _counter_rows(path: Path, con: sqlite3.Connection,
 
 
 def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``pd.factorize(values, sort=True)``; for values in non-decreasing order (rocprofiler-sdk writes a dispatch's
-    counter rows together, events in order) by adjacent comparison, without a hash table."""
+    """``pd.factorize(values, sort=True)`` of int64 ids without a hash table where it can: values in non-decreasing
+    order (rocprofiler-sdk writes a dispatch's counter rows together, events in order) by adjacent comparison,
+    small non-negative ones (counter ids) through a table of them."""
     if len(values) > 1 and (values[1:] >= values[:-1]).all():
         new = np.empty(len(values), dtype=bool)
         new[0], new[1:] = True, values[1:] != values[:-1]
         return np.cumsum(new) - 1, values[new]
+    if len(values) and values.min() >= 0 and values.max() < 2 * len(values):
+        present = np.bincount(values) > 0
+        return (np.cumsum(present) - 1)[values], np.flatnonzero(present)
     return pd.factorize(values, sort=True)  # type: ignore[no-any-return]
 
 
@@ -230,15 +234,17 @@ def _counter_table(path: Path, con: sqlite3.Connection, pmc_event: str, pmc_info
     names = {as_int(path, f"{pmc_info}.id", i): str(n) for i, n in con.execute(f'SELECT id, name FROM "{pmc_info}"')}
     event, pmc, value = _counter_rows(path, con, pmc_event)
     known = np.fromiter(event_dispatch, dtype=np.int64, count=len(event_dispatch))
-    keep = np.isin(event, known)
-    if not keep.all():  # counters of a dispatch this table has
+    ecode, events = _codes(event)
+    dispatched = np.isin(events, known)  # (per event, not per row)
+    if not dispatched.all():  # counters of a dispatch this table has
+        keep = dispatched[ecode]
         event, pmc, value = event[keep], pmc[keep], value[keep]
+        ecode, events = _codes(event)
     if len(event) == 0:
         return None
     # Σ per (event, counter) on a single integer key (the same compensated sum over each group's values in row
     # order as a two-key groupby and unstack, at a fraction of their cost)
-    ecode, events = _codes(event)
-    pcode, pmcs = pd.factorize(pmc, sort=True)
+    pcode, pmcs = _codes(pmc)
     grid = _sums(ecode * len(pmcs) + pcode, value, len(events) * len(pmcs))
     order = np.argsort(known)  # each event's dispatch id, looked up in numpy (every event is known: kept above)
     dispatches = np.fromiter(event_dispatch.values(), dtype=np.int64, count=len(known))[order][
