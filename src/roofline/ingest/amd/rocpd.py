@@ -213,16 +213,22 @@ def _sums(key: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
     negative_zero = np.signbit(value[zero])
     if not negative_zero.any() and (len(key) < 2 or bool((key[1:] > key[:-1]).all())):
         return grid  # every key once, in order (one row per counter, as rocprofiler-sdk writes them)
-    counts = np.bincount(key, minlength=groups)
-    rest = np.isnan(value)
-    rest[zero] = negative_zero
-    rest |= counts[key] > 1
-    if not rest.any():
-        return grid
-    if _distinct_runs(key[rest], np.count_nonzero(np.bincount(key[rest], minlength=groups))) != \
-            _distinct_runs(key, np.count_nonzero(counts)):
-        rest[:] = True
-    sums = pd.Series(value[rest]).groupby(key[rest], sort=False).sum(min_count=1)
+    if groups > 2 * len(key):  # few of the event × counter cells filled: no count table that size, all to pandas
+        rest = np.ones(len(key), dtype=bool)
+    else:
+        counts = np.bincount(key, minlength=groups)
+        rest = np.isnan(value)
+        rest[zero] = negative_zero
+        rest |= counts[key] > 1
+        if not rest.any():
+            return grid
+        if _distinct_runs(key[rest], np.count_nonzero(np.bincount(key[rest]))) != \
+                _distinct_runs(key, np.count_nonzero(counts)):
+            rest[:] = True
+    if rest.all():
+        sums = pd.Series(value).groupby(key, sort=False).sum(min_count=1)
+    else:
+        sums = pd.Series(value[rest]).groupby(key[rest], sort=False).sum(min_count=1)
     grid[sums.index.to_numpy()] = sums.to_numpy()
     return grid
 
