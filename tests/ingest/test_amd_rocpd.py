@@ -214,3 +214,53 @@ def test_rocpd_dispatch_values_that_are_not_int64_are_typed_errors_naming_the_co
         with pytest.raises(CorruptReportError, match=rf"rocpd_kernel_dispatch_0198\w*{said}") as err:
             rocpd.read(broken)
         assert str(broken) in str(err.value)
+
+
+def test_counter_sums_equal_pandas_groupby_whichever_rows_repeat_or_are_nan():
+    """The per-(event, counter) sums skip pandas for keys that occur once (issue 36): on keys in order, shuffled,
+    in runs or repeated, with NaN, ±inf and −0.0 values and fractions whose sum depends on the summing kernel,
+    the grid is bit for bit pandas' groupby sum of all the rows (its kernel choice included)."""
+    import numpy as np
+    import pandas as pd
+
+    from roofline.ingest.amd.rocpd import _sums
+
+    # key 0's rows apart (pandas' compensated sum: 0.3) but together once key 1 is left out (np.add.reduceat:
+    # 1.3): the rows given to pandas must keep them apart
+    cases = [(np.array([0, 1, 0, 0, 0]), np.array([1.0, 5.0, -1e16, 1e16, 0.3]), 2)]
+    rng = np.random.default_rng(36)
+    for case in range(300):
+        n = int(rng.integers(1, 40))
+        groups = int(rng.integers(1, n + 4))
+        key = (np.sort(rng.integers(0, groups, n)), rng.permutation(max(n, groups))[:n], np.arange(n),
+               np.repeat(rng.permutation(groups), rng.integers(1, 4, groups)), rng.integers(0, groups, n))[case % 5]
+        pool = ([0.0, -0.0, 1.5, np.nan, np.inf, -np.inf, 3.0, 1e300, 0.1],
+                [0.1, 0.2, 0.3, 1e16, -1e16, 7.7e-5])[case % 2]
+        cases.append((key, rng.choice(pool, len(key)) * (rng.random(len(key)) if case % 3 else 1.0),
+                      max(groups, int(key.max()) + 1)))
+    for key, value, groups in cases:
+        with np.errstate(invalid="ignore"):  # (inf − inf in pandas' kernels)
+            sums = pd.Series(value).groupby(key, sort=False).sum(min_count=1)
+            got = _sums(key, value, groups)
+        want = np.full(groups, np.nan)
+        want[sums.index.to_numpy()] = sums.to_numpy()
+        assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want)), \
+            (key, value)
+
+
+def test_counter_and_event_codes_equal_pandas_factorize():
+    """Event and counter ids are coded without pandas' hash table where they are in order or small (issue 36): the
+    codes and ids equal ``pd.factorize(sort=True)``'s, dtypes included, on sorted, small, negative and large ids."""
+    import numpy as np
+    import pandas as pd
+
+    from roofline.ingest.amd.rocpd import _codes
+
+    rng = np.random.default_rng(37)
+    for case in range(600):
+        ids = rng.integers(-3 if case % 3 == 0 else 0, (5, 40, 10**12)[case % 3], int(rng.integers(0, 30)))
+        ids = np.sort(ids) if case % 4 == 0 else ids
+        codes, uniques = _codes(ids)
+        want_codes, want_uniques = pd.factorize(ids, sort=True)
+        assert np.array_equal(codes, want_codes) and codes.dtype == want_codes.dtype, ids
+        assert np.array_equal(uniques, want_uniques) and uniques.dtype == want_uniques.dtype, ids

@@ -38,7 +38,7 @@ from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsEr
 from roofline.ingest.amd import rocprofv3 as v3
 from roofline.ingest.common import open_sqlite, provenance_record, sqlite_error, sqlite_tables
 from roofline.ingest.validate import as_int, int_or_none, row_error
-from roofline.schema import conform_kernels, set_provenance
+from roofline.schema import conform_kernels, kernel_dtypes, set_provenance
 
 FORMAT = "rocpd"
 SUFFIXES = (".db", ".rocpd")
@@ -106,13 +106,23 @@ def read(path: str | Path, definitions: str = "3.6") -> pd.DataFrame:
     if not frames:
         raise NoKernelsError(path, "no row in rocpd_kernel_dispatch (was rocprofv3 run with --kernel-trace?)")
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    frame["kernel_id"] = range(len(frame))
-    frame = conform_kernels(frame)
+    n = len(frame)
+    frame["kernel_id"] = pd.arrays.IntegerArray(np.arange(n, dtype=np.int64), np.zeros(n, dtype=bool))
+    if not _canonical(frame):  # (one process's rows are: built by the schema's kernels_from_columns, no copy needed)
+        frame = conform_kernels(frame)
     meta = provenance_record(path, FORMAT, tool="rocprofv3 (rocprofiler-sdk, rocpd)", reader=f"sqlite3 {sqlite3.sqlite_version}",
                              command_line=commands[0] if commands else None, processes=len(suffixes),
                              dispatches=len(frame), definitions=definitions, memory_copies=copies,
                              rocpd_schema_version=meta_tags.get("schema_version"), rocpd_guid=meta_tags.get("guid"))
     return set_provenance(frame, [meta])
+
+
+def _canonical(frame: pd.DataFrame) -> bool:
+    """Whether ``frame`` starts with the canonical columns, in order, of their canonical types (what
+    :func:`conform_kernels` would make of it)."""
+    dtypes = kernel_dtypes()
+    return list(frame.columns[:len(dtypes)]) == list(dtypes) and \
+        [str(t) for t in frame.dtypes.iloc[:len(dtypes)]] == list(dtypes.values())
 
 
 def _json(text: Any) -> dict[str, Any]:
@@ -172,25 +182,80 @@ def _counter_rows(path: Path, con: sqlite3.Connection,
     return arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 2]  # (arrays: no frame to build)
 
 
+def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values, sort=True)`` of int64 ids without a hash table where it can: values in non-decreasing
+    order (rocprofiler-sdk writes a dispatch's counter rows together, events in order) by adjacent comparison,
+    small non-negative ones (counter ids) through a table of them."""
+    if len(values) > 1 and (values[1:] >= values[:-1]).all():
+        new = np.empty(len(values), dtype=bool)
+        new[0], new[1:] = True, values[1:] != values[:-1]
+        return np.cumsum(new) - 1, values[new]
+    if len(values) and values.min() >= 0 and values.max() < 2 * len(values):
+        present = np.bincount(values) > 0
+        return (np.cumsum(present) - 1)[values], np.flatnonzero(present)
+    return pd.factorize(values, sort=True)  # type: ignore[no-any-return]
+
+
+def _distinct_runs(key: np.ndarray, distinct: int) -> bool:
+    """Whether each key's rows are consecutive (what decides pandas' summing kernel, with NaN)."""
+    return len(key) < 2 or int(np.count_nonzero(key[1:] != key[:-1])) + 1 == distinct
+
+
+def _sums(key: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
+    """Σ of ``value`` per ``key`` (0 ≤ key < groups) into a grid of ``groups``, NaN where a key has no number:
+    pandas' groupby sum (its compensated sum of each group's values in row order, or ``np.add.reduceat`` where
+    each group's rows are consecutive and no value is NaN). A key that occurs once sums to its value, so only
+    the others go through pandas: with the NaN and −0.0 values (a lone −0.0 sums to +0.0 in the compensated
+    kernel), so that the rows given to pandas choose its kernel as all the rows would (else all go)."""
+    grid = np.full(groups, np.nan)
+    grid[key] = value  # (a key's last value; the keys summed below are then overwritten)
+    zero = value == 0
+    negative_zero = np.signbit(value[zero])
+    if not negative_zero.any() and (len(key) < 2 or bool((key[1:] > key[:-1]).all())):
+        return grid  # every key once, in order (one row per counter, as rocprofiler-sdk writes them)
+    if groups > 2 * len(key):  # few of the event × counter cells filled: no count table that size, all to pandas
+        rest = np.ones(len(key), dtype=bool)
+    else:
+        counts = np.bincount(key, minlength=groups)
+        rest = np.isnan(value)
+        rest[zero] = negative_zero
+        rest |= counts[key] > 1
+        if not rest.any():
+            return grid
+        if _distinct_runs(key[rest], np.count_nonzero(np.bincount(key[rest]))) != \
+                _distinct_runs(key, np.count_nonzero(counts)):
+            rest[:] = True
+    if rest.all():
+        sums = pd.Series(value).groupby(key, sort=False).sum(min_count=1)
+    else:
+        sums = pd.Series(value[rest]).groupby(key[rest], sort=False).sum(min_count=1)
+    grid[sums.index.to_numpy()] = sums.to_numpy()
+    return grid
+
+
 def _counter_table(path: Path, con: sqlite3.Connection, pmc_event: str, pmc_info: str,
                    event_dispatch: dict[int, int]) -> pd.DataFrame | None:
     """Dispatch id × counter name: Σ over the instance rows (what the ``counters_collection`` view does),
-    grouped in pandas rather than by the view's join, which SQLite runs row by row without an index."""
+    grouped in numpy/pandas rather than by the view's join, which SQLite runs row by row without an index."""
     names = {as_int(path, f"{pmc_info}.id", i): str(n) for i, n in con.execute(f'SELECT id, name FROM "{pmc_info}"')}
     event, pmc, value = _counter_rows(path, con, pmc_event)
-    keep = np.isin(event, np.fromiter(event_dispatch, dtype=np.int64, count=len(event_dispatch)))
-    if not keep.all():  # counters of a dispatch this table has
+    known = np.fromiter(event_dispatch, dtype=np.int64, count=len(event_dispatch))
+    ecode, events = _codes(event)
+    dispatched = np.isin(events, known)  # (per event, not per row)
+    if not dispatched.all():  # counters of a dispatch this table has
+        keep = dispatched[ecode]
         event, pmc, value = event[keep], pmc[keep], value[keep]
+        ecode, events = _codes(event)
     if len(event) == 0:
         return None
-    # Σ per (event, counter) in one groupby on a single integer key (pandas' compensated sum over each group's
-    # values in row order, as the two-key groupby and unstack before it, at a fraction of their cost)
-    ecode, events = pd.factorize(event, sort=True)
-    pcode, pmcs = pd.factorize(pmc, sort=True)
-    sums = pd.Series(value).groupby(ecode * len(pmcs) + pcode, sort=False).sum(min_count=1)
-    grid = np.full(len(events) * len(pmcs), np.nan)
-    grid[sums.index.to_numpy()] = sums.to_numpy()
-    wide = pd.DataFrame(grid.reshape(len(events), len(pmcs)), index=pd.Index(events).map(event_dispatch),
+    # Σ per (event, counter) on a single integer key (the same compensated sum over each group's values in row
+    # order as a two-key groupby and unstack, at a fraction of their cost)
+    pcode, pmcs = _codes(pmc)
+    grid = _sums(ecode * len(pmcs) + pcode, value, len(events) * len(pmcs))
+    order = np.argsort(known)  # each event's dispatch id, looked up in numpy (every event is known: kept above)
+    dispatches = np.fromiter(event_dispatch.values(), dtype=np.int64, count=len(known))[order][
+        np.searchsorted(known[order], events)]
+    wide = pd.DataFrame(grid.reshape(len(events), len(pmcs)), index=pd.Index(dispatches),
                         columns=[names.get(int(c), f"pmc_id {c}") for c in pmcs])
     return wide.T.groupby(level=0).sum(min_count=1).T if wide.columns.duplicated().any() else wide
 

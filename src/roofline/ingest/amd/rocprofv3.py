@@ -27,13 +27,22 @@ from typing import Any
 import msgspec
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from roofline.errors import CorruptReportError, FormatMismatchError, NoKernelsError
 from roofline.ingest.amd import arch as amd_arch
 from roofline.ingest.amd import rocprof_compute
 from roofline.ingest.common import check_exists, json_bytes, provenance_record
 from roofline.ingest.ncu.csv_export import short_name
-from roofline.schema import UNAVAILABLE, conform_kernels, kernels_from_columns, set_provenance, source_column
+from roofline.schema import (
+    COLUMN_POOL,
+    UNAVAILABLE,
+    conform_kernels,
+    kernels_from_columns,
+    set_provenance,
+    source_column,
+)
 
 FORMAT = "rocprofv3"
 TOP_KEY = b'"rocprofiler-sdk-tool"'
@@ -244,9 +253,9 @@ def _column_rows(path: Path, fmt: str, c: dict[str, np.ndarray], names: dict[int
     c = {k: v[order] for k, v in c.items()}
     kids, kinv = np.unique(c["kernel_id"], return_inverse=True)  # each kernel's names computed once
     named = [rocprof_compute.kernel_name(names.get(int(k)) or f"kernel_id {k}") for k in kids]
-    handles, ainv = np.unique(c["agent_id"], return_inverse=True)
+    handles, first, ainv = np.unique(c["agent_id"], return_index=True, return_inverse=True)
     known = [agents.get(int(h)) for h in handles]
-    agent_of = [known[i] for i in ainv.tolist()]
+    by_first_row = [known[i] for i in np.argsort(first, kind="stable")]
 
     def per_agent(value: Any) -> np.ndarray:  # one value per agent, spread to its dispatches
         return np.array([value(a) for a in known] + [None], dtype=object)[:-1][ainv]
@@ -256,13 +265,13 @@ def _column_rows(path: Path, fmt: str, c: dict[str, np.ndarray], names: dict[int
     ok = span > 0
     cols: dict[str, Any] = {
         "source_file": str(path), "format": fmt, "range_id": 0, "kernel_id": np.arange(n, dtype="int64"),
-        "kernel_name": np.array(named + [None], dtype=object)[:-1][kinv],
-        "kernel_short_name": np.array([short_name(x) for x in named] + [None], dtype=object)[:-1][kinv],
+        "kernel_name": _spread(named, kinv),
+        "kernel_short_name": _spread([short_name(x) for x in named], kinv),
         "duration_s": np.where(ok, span * 1e-9, np.nan),
-        "duration_s_source": np.where(ok, f"end − start timestamp of {where} (ns)",
-                                      f"{UNAVAILABLE}: end timestamp ≤ start timestamp in {where}"),
-        "device_name": per_agent(_device),
-        "compute_capability": per_agent(lambda a: a.name or None if a else None),
+        "duration_s_source": _spread([f"end − start timestamp of {where} (ns)",
+                                     f"{UNAVAILABLE}: end timestamp ≤ start timestamp in {where}"], ~ok),
+        "device_name": _spread([_device(a) for a in known], ainv),
+        "compute_capability": _spread([a.name or None if a else None for a in known], ainv),
         "sm_count": per_agent(lambda a: a.cu_count or None if a else None),
         "sm_boost_clock_hz": per_agent(lambda a: a.max_engine_clk_fcompute * 1e6
                                        if a and a.max_engine_clk_fcompute else None),
@@ -274,12 +283,28 @@ def _column_rows(path: Path, fmt: str, c: dict[str, np.ndarray], names: dict[int
     logical = np.array([a.logical_node_id if a else int(h) for a, h in zip(known, handles)] + [0], dtype="int64")
     extra: dict[str, Any] = {"dispatch_id": c["dispatch_id"], "agent_id": logical[:-1][ainv],
                              "queue_id": c["queue_id"]}
-    _counters(per_dispatch, c["dispatch_id"], agent_of, definitions, cols, extra, counters_where)
-    _peaks(agent_of, cols, extra)
+    _counters(per_dispatch, c["dispatch_id"], by_first_row, definitions, cols, extra, counters_where)
+    _peaks(known, ainv, cols, extra)
     frame = kernels_from_columns(cols, n)
     for k, v in extra.items():
         frame[k] = pd.array(v, dtype="Int64") if k in ("dispatch_id", "agent_id", "queue_id") else v
     return frame
+
+
+#: the dtype pandas gives a column assigned Python strings (pandas ≥ 3: "str"; object before), as the extra
+#: columns' strings always were
+_TEXT = pd.Series(np.array(["text"], dtype=object)).dtype
+
+
+def _spread(values: list[str | None], codes: np.ndarray, extra: bool = False) -> Any:
+    """``values[codes]`` as a column of strings, each distinct value converted once (Arrow's take: no Python object
+    per dispatch, as an object array handed to the schema would need): a canonical ``string`` column, or (``extra``)
+    what assigning Python strings to a frame makes, for the extra columns."""
+    if extra and _TEXT == object:
+        return np.array([*values, None], dtype=object)[:-1][codes]
+    taken = pc.take(pa.array(values, pa.large_string()), pa.array(np.asarray(codes, dtype=np.int64)),
+                    memory_pool=COLUMN_POOL)
+    return pd.array(taken, dtype=_TEXT if extra else "string")
 
 
 _INT64 = (-(2**63), 2**63 - 1)
@@ -323,6 +348,8 @@ def _blocks(work_items: np.ndarray, group: np.ndarray) -> pd.arrays.IntegerArray
 def _counters(per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, dispatch_ids: np.ndarray,
               agent_of: list[Agent | None], definitions: str, cols: dict[str, Any], extra: dict[str, Any],
               where: str) -> None:
+    """The counters' FLOPs and bytes; ``agent_of``: the dispatches' agents, each once, in the order of their first
+    dispatch (the first known one gives the architecture and wave size)."""
     if per_dispatch is None or len(per_dispatch) == 0:
         for q in ("flop_fp64", "flop_fp32", "flop_fp16", "flop_tensor", "dram_bytes", "l2_bytes", "l1_bytes"):
             cols[source_column(q)] = NO_COUNTERS
@@ -347,41 +374,40 @@ def _counters(per_dispatch: dict[int, dict[str, float]] | pd.DataFrame | None, d
                   "lds_bytes"):
             target = extra if q == "lds_bytes" else cols
             target[q] = np.where(counted, target[q], np.nan)
-            src, out = target[source_column(q)], np.full(len(ids), NO_COUNTERS, dtype=object)
-            out[counted] = np.asarray(src, dtype=object)[counted] if isinstance(src, (list, np.ndarray)) else src
+            src = target[source_column(q)]
+            if src is None or isinstance(src, str):  # (one source for every counted dispatch)
+                target[source_column(q)] = _spread([NO_COUNTERS, src], counted, extra=target is extra)
+                continue
+            out = np.full(len(ids), NO_COUNTERS, dtype=object)
+            out[counted] = np.asarray(src, dtype=object)[counted]
             target[source_column(q)] = out
 
 
-def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, Any]) -> None:
-    """Architecture-model roofs per GPU agent (CUs × rate × max engine clock); no HBM figure in rocprofv3."""
-    n = len(agent_of)
+def _peaks(known: list[Agent | None], ainv: np.ndarray, cols: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Architecture-model roofs per GPU agent (CUs × rate × max engine clock); no HBM figure in rocprofv3.
+    ``known``: the agents (None: not in the agent table), ``ainv``: each dispatch's index into them."""
+    n = len(ainv)
     paths = cols.get("tensor_path") or [None] * n
     wanted = ("peak_flop_per_s_fp64", "peak_flop_per_s_fp32", "peak_flop_per_s_fp16", "peak_l2_bytes_per_s",
               "peak_l1_bytes_per_s", "peak_dram_bytes_per_s", "peak_flop_per_s_tensor", "peak_lds_bytes_per_s")
-    values = {c: np.full(n, np.nan) for c in wanted}
-    sources = {c: np.empty(n, dtype=object) for c in wanted}
-    groups: dict[tuple[int, str | None], np.ndarray] = {}  # (agent, MFMA path) -> rows, factorized (no row loop)
-    hcode, hs = pd.factorize(np.fromiter((a.id.handle if a else -1 for a in agent_of), dtype=np.int64, count=n))
     pcode, found = pd.factorize(np.asarray(paths, dtype=object))
     pcode, ps = pcode + 1, [None, *found]  # (no path: code 0, None)
-    key = hcode * len(ps) + pcode
-    combo, first = np.unique(key, return_index=True)
-    for k, j in zip(combo.tolist(), first.tolist()):
-        groups[(int(hs[hcode[j]]), ps[pcode[j]])] = np.flatnonzero(key == k)
-    agents = {a.id.handle: a for a in agent_of if a}
+    combos, group = np.unique(ainv * len(ps) + pcode, return_inverse=True)  # each row's (agent, MFMA path)
     # LDS banks per CU: not recorded; 32 on every CDNA GPU (rocprof-compute sysinfo), as the LDS bytes assume
-    models = {h: amd_arch.model_peaks({"gpu_arch": a.name, "gpu_model": a.product_name, "cu_per_gpu": a.cu_count,
+    models = {i: amd_arch.model_peaks({"gpu_arch": a.name, "gpu_model": a.product_name, "cu_per_gpu": a.cu_count,
                                        "max_sclk": a.max_engine_clk_fcompute,
                                        "lds_banks_per_cu": 32 if amd_arch.family(a.name) else None})
-              for h, a in agents.items()}
-    for (handle, path), rows in groups.items():
-        model = models.get(handle, {})
-        name = agents[handle].name if handle in agents else "?"
+              for i, a in enumerate(known) if a}
+    values = {c: np.full(len(combos), np.nan) for c in wanted}  # per group, then spread to its rows
+    sources: dict[str, list[str | None]] = {c: [] for c in wanted}
+    for g, combo in enumerate(combos.tolist()):
+        agent, path = combo // len(ps), ps[combo % len(ps)]
+        model = models.get(agent, {})
+        name = known[agent].name if known[agent] else "?"  # type: ignore[union-attr]
         for c in wanted:
             key = f"peak_flop_per_s_tensor:{path or 'mfma_fp16'}" if c == "peak_flop_per_s_tensor" else c
             if key in model:
-                value, src = model[key]
-                values[c][rows] = value
+                values[c][g], src = model[key]
                 src = src.replace("(sysinfo.csv)", "(rocprofv3 agent)")
                 if c == "peak_lds_bytes_per_s":
                     src += "; 32 LDS banks per CU assumed (every CDNA GPU; rocprofv3 does not record it)"
@@ -391,7 +417,7 @@ def _peaks(agent_of: list[Agent | None], cols: dict[str, Any], extra: dict[str, 
                 src = f"{UNAVAILABLE}: rocprofv3 records no L2 channel count; give it with --peaks FILE.toml"
             else:
                 src = f"{UNAVAILABLE}: no architecture model for agent {name}"
-            sources[c][rows] = src
+            sources[c].append(src)
     for c in wanted:
         target = extra if c == "peak_lds_bytes_per_s" else cols  # LDS: an extra column, as in rocprof-compute rows
-        target[c], target[source_column(c)] = values[c], sources[c]
+        target[c], target[source_column(c)] = values[c][group], _spread(sources[c], group, extra=target is extra)
