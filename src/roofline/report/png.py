@@ -40,6 +40,7 @@ from roofline.report.chart_data import (
     unplotted_count,
 )
 from roofline.report.figure import BOUND_COLOURS
+from roofline.report.ticks import minor_marks
 
 LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^", "lds": "D"}
 LEVEL_STYLES = {"dram": "-", "l2": "--", "l1": ":", "lds": "-."}
@@ -77,7 +78,7 @@ def coinciding(roof_list: Sequence[Roof], tol: float = 0.005) -> dict[str, list[
     as one line, they are labelled together."""
     groups: dict[str, list[Roof]] = {}
     for r in roof_list:
-        for head, members in groups.items():
+        for members in groups.values():
             h = members[0]
             if h.kind == r.kind and abs(h.value - r.value) <= tol * max(h.value, r.value):
                 members.append(r)
@@ -91,7 +92,7 @@ def _joint_label(members: list[Roof]) -> str:
     if len(members) == 1:
         return members[0].label
     head = members[0].label
-    names = " = ".join(m.label.split(" ")[0] if m.kind == "compute" else m.label.split(" ")[0] for m in members)
+    names = " = ".join(m.label.split(" ")[0] for m in members)
     return names + head[len(head.split(" ")[0]):] + " (the same roof)"
 
 
@@ -332,8 +333,12 @@ def write(frame: pd.DataFrame, path: str | Path, levels: Sequence[str] = LEVELS,
     """Write the chart to ``path`` (format from its suffix: .png or .svg)."""
     path = Path(path)
     fig = draw(frame, levels, title=title, clock=clock, note=note)
+    fmt = path.suffix.lstrip(".").lower() or "png"
     try:
-        fig.savefig(path, format=path.suffix.lstrip(".").lower() or "png")
+        if fmt == "png":  # the same pixels, cheaper (an SVG keeps an element per tick, as editors expect)
+            for axis in (fig.axes[0].xaxis, fig.axes[0].yaxis):
+                minor_marks(axis)
+        fig.savefig(path, format=fmt)
     finally:
         plt.close(fig)
     return path
