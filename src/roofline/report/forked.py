@@ -21,6 +21,9 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+#: processes at most by default, on a machine of many CPUs (a login node): a chart is ~0.4 s, a report has tens
+MAX_WORKERS = 8
+
 
 def cpus() -> int:
     """The CPUs this process may run on."""
@@ -32,8 +35,8 @@ def cpus() -> int:
 
 def run_shared(jobs: Sequence[Callable[[], object]], meanwhile: Callable[[], T], workers: int | None = None) -> T:
     """Run every job once (their results are dropped) and return ``meanwhile()``: up to ``workers`` processes
-    at once (default: :func:`cpus`), this one among them."""
-    children = min(workers or cpus(), len(jobs)) - 1
+    at once (default: :func:`cpus`, at most ``MAX_WORKERS``), this one among them."""
+    children = min(workers or min(cpus(), MAX_WORKERS), len(jobs)) - 1
     if children < 1 or not hasattr(os, "fork"):
         for job in jobs:
             job()
