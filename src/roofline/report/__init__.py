@@ -29,6 +29,12 @@ def chart_devices(result: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFrame]],
     """(devices with something to draw, most drawable time first; devices with nothing drawable): each with its
     rows. A device whose kernels all lack FLOPs or bytes gets no chart (an empty chart says nothing); the
     table and the page say why (:func:`undrawable_reasons`)."""
+    drawn, undrawn = _device_masks(result)
+    return [(d, result[m]) for d, m in drawn], [(d, result[m]) for d, m in undrawn]
+
+
+def _device_masks(result: pd.DataFrame) -> tuple[list[tuple[str, np.ndarray]], list[tuple[str, np.ndarray]]]:
+    """:func:`chart_devices` as row masks: a caller slices only the devices it uses (all the columns of each)."""
     from roofline.report.chart_data import device_order
 
     if result.empty:
@@ -36,7 +42,7 @@ def chart_devices(result: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFrame]],
     dev = result["device_name"].astype("string").fillna("unknown device") if "device_name" in result \
         else pd.Series("unknown device", index=result.index, dtype="string")
     g = device_order(result)
-    groups = [(str(d), result[(dev == d).to_numpy()]) for d in g.index]
+    groups = [(str(d), (dev == d).to_numpy()) for d in g.index]
     drawn = set(g.index[g["drawn"] > 0])
     return [x for x in groups if x[0] in drawn], [x for x in groups if x[0] not in drawn]
 
@@ -47,7 +53,8 @@ def undrawable_reasons(result: pd.DataFrame) -> list[str]:
     from roofline.analysis.headline import reasons
 
     out = []
-    for device, rows in chart_devices(result)[1]:
+    for device, mask in _device_masks(result)[1]:
+        rows = result[mask]
         gpu = float(pd.to_numeric(rows["duration_s"], errors="coerce").clip(lower=0).sum())
         why = reasons(rows[~has_point(rows).to_numpy()], gpu)
         if why:
