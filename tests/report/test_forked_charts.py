@@ -87,3 +87,13 @@ def test_one_worker_runs_the_jobs_then_meanwhile_in_order_here():
     result = run_shared([lambda: seen.append((1, os.getpid())), lambda: seen.append((2, os.getpid()))],
                         lambda: seen.append("meanwhile") or "done", workers=1)
     assert result == "done" and seen == [(1, os.getpid()), (2, os.getpid()), "meanwhile"]
+
+
+def test_no_process_to_fork_runs_everything_here(monkeypatch):
+    def no_fork() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    seen: list[int] = []
+    assert run_shared([lambda i=i: seen.append(i) for i in range(5)], lambda: "page", workers=4) == "page"
+    assert sorted(seen) == list(range(5))

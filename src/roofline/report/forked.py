@@ -7,8 +7,9 @@ while this process also does ``meanwhile`` (the HTML page). Fork and not a spawn
 the frame and matplotlib already here (no pickling of the frame, nothing read back but which jobs finished: a
 flag per job in shared memory). A job a child did not finish (it raised, or the child died) runs again here
 afterwards, so its error is raised here as in a serial run. A child takes no new job once this process is gone,
-and this process waits for its children before it returns or raises. Where ``os.fork`` does not exist, with
-one CPU, or for a single job, everything runs here in order (the jobs, then ``meanwhile``).
+and this process waits for its children before it returns or raises. Where ``os.fork`` or shared semaphores do
+not exist, with one CPU, or for a single job, everything runs here in order (the jobs, then ``meanwhile``);
+where a fork fails, the processes already started share the jobs.
 """
 
 from __future__ import annotations
@@ -37,21 +38,21 @@ def run_shared(jobs: Sequence[Callable[[], object]], meanwhile: Callable[[], T],
     """Run every job once (their results are dropped) and return ``meanwhile()``: up to ``workers`` processes
     at once (default: :func:`cpus`, at most ``MAX_WORKERS``), this one among them."""
     children = min(workers or min(cpus(), MAX_WORKERS), len(jobs)) - 1
-    if children < 1 or not hasattr(os, "fork"):
+    shared = _shared(len(jobs)) if children >= 1 and hasattr(os, "fork") else None
+    if shared is None:
         for job in jobs:
             job()
         return meanwhile()
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("fork")
-    taken = ctx.Value("i", 0)  # the next job to take: shared memory and a semaphore, nothing pickled
-    done = ctx.Array("b", len(jobs), lock=False)  # 1 where a job finished
+    taken, done = shared
     sys.stdout.flush()  # a child's copy of an unflushed buffer would be written twice
     sys.stderr.flush()
     pids: list[int] = []
     try:
         for _ in range(children):
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:  # no process to spare (a limit, memory): the ones started, and this one, do the rest
+                break
             if pid == 0:  # the child: never returns
                 _child(jobs, taken, done)
             pids.append(pid)
@@ -68,6 +69,18 @@ def run_shared(jobs: Sequence[Callable[[], object]], meanwhile: Callable[[], T],
         if not done[i]:
             job()
     return result
+
+
+def _shared(n: int) -> tuple[Any, Any] | None:
+    """The next job to take (an int and its lock) and a done flag per job, in memory shared with forked children
+    (nothing pickled); None where this system has no shared semaphores (then everything runs here)."""
+    try:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        return ctx.Value("i", 0), ctx.Array("b", n, lock=False)
+    except (ImportError, OSError, ValueError):
+        return None
 
 
 def _take(jobs: Sequence[Callable[[], object]], taken: Any, done: Any, parent: int | None) -> None:
