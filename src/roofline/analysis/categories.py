@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 
 import numpy as np
@@ -78,9 +79,50 @@ def _op_model_categories() -> dict[str, str]:
     return out
 
 
+#: a back-reference counts groups: joined into one alternation, a pattern's groups would be renumbered
+_BACKREF = re.compile(r"\\[1-9]|\(\?P=")
+
+
+@cache
+def _searches() -> tuple[tuple[str, Callable[[str], object]], ...]:
+    """Per category in the table's order, its name and one ``search`` that matches where any of its patterns
+    does: the patterns joined into one alternation, one regex run per name instead of one per pattern (the
+    names of a 100k-kernel page are all distinct). A category whose patterns cannot be joined (a
+    back-reference, a flag that must come first) keeps them one by one."""
+    out = []
+    for c in table().categories:
+        search: Callable[[str], object] | None = None
+        if not any(_BACKREF.search(p.pattern) for p in c.patterns):
+            try:
+                search = re.compile("|".join(f"(?:{p.pattern})" for p in c.patterns), re.IGNORECASE).search
+            except re.error:
+                search = None
+        if search is None:
+            search = partial(_any_search, c.patterns)
+        out.append((c.name, search))
+    return tuple(out)
+
+
+def _any_search(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
+    return any(p.search(text) for p in patterns)
+
+
+def _first_match(text: str) -> str | None:
+    """The first category (table order) with a pattern found in ``text``."""
+    for category, search in _searches():
+        if search(text):
+            return category
+    return None
+
+
 def category_of(name: str | None, full: str | None = None, mangled: str | None = None, hlo: str | None = None,
                 copy: bool = False) -> str:
     """The category of one row from its names (see ``categories.toml`` for the order of the rules)."""
+    return _category_of(name, full, mangled, hlo, copy, _first_match)
+
+
+def _category_of(name: str | None, full: str | None, mangled: str | None, hlo: str | None, copy: bool,
+                 match: Callable[[str], str | None]) -> str:
     t = table()
     if name in IDLE_NAMES or hlo in IDLE_NAMES:
         return IDLE
@@ -93,11 +135,8 @@ def category_of(name: str | None, full: str | None = None, mangled: str | None =
     if hlo and hlo in t.hlo:
         return t.hlo[hlo]
     for text in (name, full, mangled, hlo):
-        if not text:
-            continue
-        for c in t.categories:
-            if any(p.search(text) for p in c.patterns):
-                return c.name
+        if text and (category := match(text)) is not None:
+            return category
     return OTHER
 
 
@@ -116,7 +155,14 @@ def categorize(frame: pd.DataFrame) -> pd.Series:
             _text(frame, "hlo_category"), copy.astype(bool)]
     codes, first = row_codes(keys)
     values = [k.to_numpy(dtype=object, na_value=None)[first] for k in keys]
-    cats = np.array([category_of(*(v or None for v in u[:4]), copy=bool(u[4])) for u in zip(*values)] or [OTHER],
+    matched: dict[str, str | None] = {}  # a name's first category, once: a short name recurs in many tuples
+
+    def match(text: str) -> str | None:
+        if text not in matched:
+            matched[text] = _first_match(text)
+        return matched[text]
+
+    cats = np.array([_category_of(*(v or None for v in u[:4]), bool(u[4]), match) for u in zip(*values)] or [OTHER],
                     dtype=object)
     return pd.Series(cats[codes], index=frame.index, dtype="string", name="op_category")
 

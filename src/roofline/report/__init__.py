@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from roofline.hardware.peaks import LEVELS
@@ -27,6 +29,12 @@ def chart_devices(result: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFrame]],
     """(devices with something to draw, most drawable time first; devices with nothing drawable): each with its
     rows. A device whose kernels all lack FLOPs or bytes gets no chart (an empty chart says nothing); the
     table and the page say why (:func:`undrawable_reasons`)."""
+    drawn, undrawn = _device_masks(result)
+    return [(d, result[m]) for d, m in drawn], [(d, result[m]) for d, m in undrawn]
+
+
+def _device_masks(result: pd.DataFrame) -> tuple[list[tuple[str, np.ndarray]], list[tuple[str, np.ndarray]]]:
+    """:func:`chart_devices` as row masks: a caller slices only the devices it uses (all the columns of each)."""
     from roofline.report.chart_data import device_order
 
     if result.empty:
@@ -34,7 +42,7 @@ def chart_devices(result: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFrame]],
     dev = result["device_name"].astype("string").fillna("unknown device") if "device_name" in result \
         else pd.Series("unknown device", index=result.index, dtype="string")
     g = device_order(result)
-    groups = [(str(d), result[(dev == d).to_numpy()]) for d in g.index]
+    groups = [(str(d), (dev == d).to_numpy()) for d in g.index]
     drawn = set(g.index[g["drawn"] > 0])
     return [x for x in groups if x[0] in drawn], [x for x in groups if x[0] not in drawn]
 
@@ -45,7 +53,8 @@ def undrawable_reasons(result: pd.DataFrame) -> list[str]:
     from roofline.analysis.headline import reasons
 
     out = []
-    for device, rows in chart_devices(result)[1]:
+    for device, mask in _device_masks(result)[1]:
+        rows = result[mask]
         gpu = float(pd.to_numeric(rows["duration_s"], errors="coerce").clip(lower=0).sum())
         why = reasons(rows[~has_point(rows).to_numpy()], gpu)
         if why:
@@ -56,19 +65,16 @@ def undrawable_reasons(result: pd.DataFrame) -> list[str]:
     return out
 
 
-def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
-                 svg: bool = False) -> list[Path]:
-    """``roofline.png`` for the device with the most drawable kernel time, ``roofline-<device>.png`` for the
-    other devices with something to draw (none for a device with nothing drawable: :func:`undrawable_reasons`
-    says why); a device whose kernels used different roof sets (clock, source) gets one chart per set
-    (``…-set2.png``, up to ``MAX_ROOF_SETS``), each drawing only the roofs its kernels used."""
+def _chart_jobs(result: pd.DataFrame, out: Path, levels: Sequence[str], clock: str,
+                svg: bool) -> tuple[list[Callable[[], object]], list[Path]]:
+    """The device charts :func:`write_charts` draws: a job per file (largest first) and the files in their
+    order (the jobs slice their rows and draw: the independent part, shared among processes)."""
     from roofline.report import png
     from roofline.report.chart_data import MAX_ROOF_SETS, plottable, roof_sets
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     groups = chart_devices(result)[0]
-    written = []
+    paths: list[Path] = []
+    sized: list[tuple[int, Callable[[], object]]] = []
     stems: set[str] = set()
     for i, (device, frame) in enumerate(groups):
         stem = "roofline" if i == 0 else f"roofline-{_slug(device)}"
@@ -79,16 +85,30 @@ def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
         rest = sum(st.kernels for st in sets[MAX_ROOF_SETS:])
         more = (f"; {rest} kernel(s) under {len(sets) - MAX_ROOF_SETS} further roof set(s) have no chart: see the table"
                 if rest else "")
+        drawable = plottable(frame).to_numpy()  # row by row: a set's rows are drawable where the device's are
         # a set whose kernels have no point (no FLOPs) gets no chart of its own
-        charted = [st for st in sets[:MAX_ROOF_SETS] if plottable(frame[st.mask]).any()]
+        charted = [st for st in sets[:MAX_ROOF_SETS] if drawable[st.mask].any()]
         for st in charted:
-            part = frame[st.mask] if len(sets) > 1 else frame
             name = stem if st.index == 0 else f"{stem}-set{st.index + 1}"
             for suffix in (".png", ".svg") if svg else (".png",):
-                written.append(png.write(part, out / f"{name}{suffix}", levels, clock=clock,
-                                         note=png.set_note(st, len(frame), more)))
-    from roofline.report import comm_chart
+                paths.append(out / f"{name}{suffix}")
+                sized.append((st.kernels, partial(_write_set, frame, st.mask if len(sets) > 1 else None,
+                                                          paths[-1], levels, clock, png.set_note(st, len(frame), more))))
+    order = sorted(range(len(sized)), key=lambda k: -sized[k][0])  # stable: the largest charts are taken first
+    return [sized[k][1] for k in order], paths
 
+
+def _write_set(frame: pd.DataFrame, mask: np.ndarray | None, path: Path, levels: Sequence[str], clock: str,
+               note: str | None) -> Path:
+    from roofline.report import png
+
+    return png.write(frame if mask is None else frame[mask], path, levels, clock=clock, note=note)
+
+
+def _comm_charts(result: pd.DataFrame, out: Path, clock: str, svg: bool) -> list[Path]:
+    from roofline.report import comm_chart, png
+
+    written = []
     if comm_chart.has_collectives(result):  # the collectives on their links (docs/collectives.md)
         for suffix in (".png", ".svg") if svg else (".png",):
             drawn = comm_chart.write(result, out / f"communication{suffix}", png.title_for(result, clock))
@@ -97,14 +117,36 @@ def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
     return written
 
 
-def write_report(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
-                 svg: bool = False, top: int = 10) -> list[Path]:
-    """The charts and ``report.html`` in ``out_dir``; returns the files written."""
-    from roofline.report import html
+def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
+                 svg: bool = False, workers: int | None = None) -> list[Path]:
+    """``roofline.png`` for the device with the most drawable kernel time, ``roofline-<device>.png`` for the
+    other devices with something to draw (none for a device with nothing drawable: :func:`undrawable_reasons`
+    says why); a device whose kernels used different roof sets (clock, source) gets one chart per set
+    (``…-set2.png``, up to ``MAX_ROOF_SETS``), each drawing only the roofs its kernels used. The charts are
+    drawn by up to ``workers`` processes at once (default: one per CPU; :mod:`roofline.report.forked`)."""
+    from roofline.report.forked import run_shared
 
-    written = write_charts(result, out_dir, levels, clock, svg)
-    written.append(html.write(result, Path(out_dir) / "report.html", levels, clock=clock, top=top))
-    return written
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    jobs, paths = _chart_jobs(result, out, levels, clock, svg)
+    return paths + run_shared(jobs, partial(_comm_charts, result, out, clock, svg), workers)
+
+
+def write_report(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
+                 svg: bool = False, top: int = 10, workers: int | None = None) -> list[Path]:
+    """The charts and ``report.html`` in ``out_dir``; returns the files written. The page is rendered while
+    other processes draw the charts (``workers`` as in :func:`write_charts`)."""
+    from roofline.report import html
+    from roofline.report.forked import run_shared
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    jobs, paths = _chart_jobs(result, out, levels, clock, svg)
+
+    def rest() -> list[Path]:
+        return [*_comm_charts(result, out, clock, svg), html.write(result, out / "report.html", levels, clock=clock,
+                                                                   top=top)]
+    return paths + run_shared(jobs, rest, workers)
 
 
 __all__ = ["chart_devices", "undrawable_reasons", "write_charts", "write_report"]

@@ -157,5 +157,10 @@ def write(frame: pd.DataFrame, path: str | Path, title: str | None = None) -> Pa
     if fig is None:
         return None
     path = Path(path)
+    if path.suffix.lower() == ".png":  # the same pixels, cheaper (report/ticks.py)
+        from roofline.report.ticks import minor_marks
+
+        for axis in (fig.axes[0].xaxis, fig.axes[0].yaxis):
+            minor_marks(axis)
     fig.savefig(path)
     return path

@@ -40,6 +40,7 @@ from roofline.report.chart_data import (
     unplotted_count,
 )
 from roofline.report.figure import BOUND_COLOURS
+from roofline.report.ticks import minor_marks
 
 LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^", "lds": "D"}
 LEVEL_STYLES = {"dram": "-", "l2": "--", "l1": ":", "lds": "-."}
@@ -77,7 +78,7 @@ def coinciding(roof_list: Sequence[Roof], tol: float = 0.005) -> dict[str, list[
     as one line, they are labelled together."""
     groups: dict[str, list[Roof]] = {}
     for r in roof_list:
-        for head, members in groups.items():
+        for members in groups.values():
             h = members[0]
             if h.kind == r.kind and abs(h.value - r.value) <= tol * max(h.value, r.value):
                 members.append(r)
@@ -91,7 +92,7 @@ def _joint_label(members: list[Roof]) -> str:
     if len(members) == 1:
         return members[0].label
     head = members[0].label
-    names = " = ".join(m.label.split(" ")[0] if m.kind == "compute" else m.label.split(" ")[0] for m in members)
+    names = " = ".join(m.label.split(" ")[0] for m in members)
     return names + head[len(head.split(" ")[0]):] + " (the same roof)"
 
 
@@ -169,11 +170,13 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
     joined = _joins(pts[pts["row"].isin(order.index[:JOIN_LIMIT])])
     if joined:
         ax.add_collection(LineCollection(joined, colors="0.45", linewidths=0.6, alpha=0.5, gid="joins"))
-    drawn_bounds = [b for b in BOUND_COLOURS if b in set(bound[pts["row"].unique()])]
+    drawn = set(bound[pts["row"].unique()])
+    drawn_bounds = [b for b in BOUND_COLOURS if b in drawn]
     handles = [Line2D([], [], color=BOUND_COLOURS[b], marker="o", ls="none", markeredgecolor="black",
                       markeredgewidth=0.4, label=b) for b in drawn_bounds]
+    drawn_levels = set(pts["level"])
     handles += [Line2D([], [], color="0.3", marker=LEVEL_MARKERS[lv], ls="none", label=f"at {LEVEL_LABELS[lv]}")
-                for lv in levels if lv in set(pts["level"])]
+                for lv in levels if lv in drawn_levels]
     extra = [Line2D([], [], ls="none", label=f"{skipped} kernel(s) without FLOPs or bytes: not drawn")] if skipped else []
     if off_scale:
         extra.append(Line2D([], [], ls="none", label=f"{off_scale} point(s) or roof(s) non-finite or beyond "
@@ -183,8 +186,10 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
                        bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, framealpha=0.9,
                        title="roofs; colour = bound, shape = memory level", title_fontsize=7.5)
     ax.grid(True, which="major", alpha=0.25)
-    _pipe_roofs(ax, frame, pts, list(order.index[:label_top]))
-    _label_top(ax, frame, pts, list(order.index[:label_top]), legend)
+    top_rows = list(order.index[:label_top])
+    top_pts = pts[pts["row"].isin(top_rows)]  # the few points looked up per labelled kernel below
+    _pipe_roofs(ax, frame, top_pts, top_rows)
+    _label_top(ax, frame, top_pts, top_rows, legend)
     return fig
 
 
@@ -278,12 +283,16 @@ def _label_top(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int], lege
     scale = fig.dpi / 72  # points to pixels, as an annotation's "offset points" transform scales them
     offsets = np.array(LABEL_OFFSETS, dtype=float) * scale
     taken = np.empty((0, 4))  # placed boxes: x0, y0, x1, y1 (display pixels)
-    names = _display_names(frame)
+    names = _display_names(frame, rows)
     entries = []
+    at_row, at_dram = pts["row"].to_numpy(), (pts["level"] == "dram").to_numpy()
+    xs, ys = pts["intensity_flop_per_byte"].to_numpy(), pts["achieved_flop_per_s"].to_numpy()
+    times = pts["duration_s"].to_numpy()
     for n, row in enumerate(rows, start=1):
-        grp = pts[pts["row"] == row]
-        pt = grp[grp["level"] == "dram"].iloc[0] if (grp["level"] == "dram").any() else grp.iloc[0]
-        x, y = pt["intensity_flop_per_byte"], pt["achieved_flop_per_s"]
+        mine = np.flatnonzero(at_row == row)
+        dram = mine[at_dram[mine]]
+        at = dram[0] if len(dram) else mine[0]  # its DRAM point, else its first
+        x, y = xs[at], ys[at]
         # the text's own box at the origin (an Annotation's extent also covers its arrow back to the point)
         probe = Text(0, 0, str(n), transform=IdentityTransform(), figure=fig, **LABEL_STYLE)
         (bx0, by0), (bx1, by1) = Text.get_window_extent(probe, renderer).get_points()
@@ -310,7 +319,7 @@ def _label_top(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int], lege
                         annotation_clip=True, **LABEL_STYLE)
         name = names[row]
         name = name if len(name) <= 40 else name[:39] + "…"
-        entries.append(f"{n if placed else '·':>2} {_si(float(pt['duration_s']), 's'):>8}  {name}")
+        entries.append(f"{n if placed else '·':>2} {_si(float(times[at]), 's'):>8}  {name}")
     if not entries:
         return
     # the key below the legend, in the figure's right margin (the legend's place needs no draw either)
@@ -319,12 +328,15 @@ def _label_top(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int], lege
              va="top", ha="left", family="monospace", gid="key", parse_math=False)
 
 
-def _display_names(frame: pd.DataFrame) -> list[str]:
-    """Short names, falling back to the full name, then to the row number."""
-    short = frame["kernel_short_name"] if "kernel_short_name" in frame else pd.Series(pd.NA, index=frame.index)
-    full = frame["kernel_name"] if "kernel_name" in frame else pd.Series(pd.NA, index=frame.index)
+def _display_names(frame: pd.DataFrame, rows: Sequence[int]) -> dict[int, str]:
+    """The short names of the kernels at positions ``rows``, falling back to the full name, then to the row
+    number (only the rows named: converting every row's name cost more than the rest of the labelling)."""
+    rows = list(rows)
+    index = frame.index[rows]
+    short = frame["kernel_short_name"].iloc[rows] if "kernel_short_name" in frame else pd.Series(pd.NA, index=index)
+    full = frame["kernel_name"].iloc[rows] if "kernel_name" in frame else pd.Series(pd.NA, index=index)
     both = short.astype("string").fillna(full.astype("string"))
-    return [str(v) if not pd.isna(v) else f"kernel {i}" for i, v in enumerate(both)]
+    return {i: str(v) if not pd.isna(v) else f"kernel {i}" for i, v in zip(rows, both)}
 
 
 def write(frame: pd.DataFrame, path: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
@@ -332,8 +344,12 @@ def write(frame: pd.DataFrame, path: str | Path, levels: Sequence[str] = LEVELS,
     """Write the chart to ``path`` (format from its suffix: .png or .svg)."""
     path = Path(path)
     fig = draw(frame, levels, title=title, clock=clock, note=note)
+    fmt = path.suffix.lstrip(".").lower() or "png"
     try:
-        fig.savefig(path, format=path.suffix.lstrip(".").lower() or "png")
+        if fmt == "png":  # the same pixels, cheaper (an SVG keeps an element per tick, as editors expect)
+            for axis in (fig.axes[0].xaxis, fig.axes[0].yaxis):
+                minor_marks(axis)
+        fig.savefig(path, format=fmt)
     finally:
         plt.close(fig)
     return path
