@@ -7,9 +7,9 @@ while this process also does ``meanwhile`` (the HTML page). Fork and not a spawn
 the frame and matplotlib already here (no pickling of the frame, nothing read back but which jobs finished: a
 flag per job in shared memory). A job a child did not finish (it raised, or the child died) runs again here
 afterwards, so its error is raised here as in a serial run. A child takes no new job once this process is gone,
-and this process waits for its children before it returns or raises. Where ``os.fork`` or shared semaphores do
-not exist, with one CPU, or for a single job, everything runs here in order (the jobs, then ``meanwhile``);
-where a fork fails, the processes already started share the jobs.
+and this process waits for its children before it returns or raises. Off Linux, where ``os.fork`` or shared
+semaphores do not exist, with one CPU, or for a single job, everything runs here in order (the jobs, then
+``meanwhile``); where a fork fails, the processes already started share the jobs.
 """
 
 from __future__ import annotations
@@ -38,7 +38,10 @@ def run_shared(jobs: Sequence[Callable[[], object]], meanwhile: Callable[[], T],
     """Run every job once (their results are dropped) and return ``meanwhile()``: up to ``workers`` processes
     at once (default: :func:`cpus`, at most ``MAX_WORKERS``), this one among them."""
     children = min(workers or min(cpus(), MAX_WORKERS), len(jobs)) - 1
-    shared = _shared(len(jobs)) if children >= 1 and hasattr(os, "fork") else None
+    # Linux only: on macOS a forked child of a process with threads (a notebook kernel, the Objective-C runtime)
+    # may crash or hang, and fork is not its default start method for that reason
+    forkable = hasattr(os, "fork") and sys.platform.startswith("linux")
+    shared = _shared(len(jobs)) if children >= 1 and forkable else None
     if shared is None:
         for job in jobs:
             job()
