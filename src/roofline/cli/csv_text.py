@@ -7,6 +7,13 @@ own ``to_csv`` (so numbers, missing values and quoting are written as it writes 
 the rows are then joined (a row of several cells: one of a single empty cell is quoted). Escaping cell by
 cell gives the text escaping all of it gives: the escapes replace single characters, and quoting adds only ``"``.
 
+Joining is most of what is left (a ``join`` per row of 143 pieces), so adjacent columns whose cells repeat
+together (a profile's device, format, sources, notes) are joined once per distinct combination and the rows
+join those blocks. Where stdout is UTF-8 text over a byte buffer, the cells are encoded once each and the
+bytes written to the buffer: the same bytes the text layer would write (UTF-8 encodes character by
+character), without a 2-byte-per-character string of 250 MB (one "−" makes every character of a ``str`` that
+wide) and its encoding pass.
+
 Whatever this path cannot vouch for goes the old way, whole: cells with ESC (``click.echo`` strips ANSI
 sequences from text written to a non-terminal), object columns (values of several types may hash alike and
 print differently: they are formatted row by row) and a cell that holds the marker that separates formatted
@@ -15,49 +22,89 @@ values.
 
 from __future__ import annotations
 
+import codecs
 import os
 import sys
+from collections.abc import Callable
+from typing import Any, TextIO, TypeVar
 
 import click
 import numpy as np
 import pandas as pd
 
 from roofline.cli.safe import SafeText, raw, terminal_safe
+from roofline.frames import group_ids
 
 #: ends each formatted value in the per-column ``to_csv`` (no character the CSV writer quotes)
 _MARK = "\x02roofline\x03"
+
+Piece = TypeVar("Piece", str, bytes)
 
 
 def echo_csv(frame: pd.DataFrame) -> None:
     """Print ``frame.to_csv(index=False)`` as ``click.echo`` does through the CLI's safe stdout."""
     out = sys.stdout
     escape = isinstance(out, SafeText)  # (then the cells are escaped here: the pass over the whole text is not needed)
-    text = csv_text(frame, escape) if len(frame) and len(frame.columns) else None
-    if text is None:
+    if not len(frame) or not len(frame.columns):
         click.echo(frame.to_csv(index=False), nl=False)
         return
+    stream = raw(out)
     header = frame.iloc[:0].to_csv(index=False)
-    out = raw(out)
-    out.write((terminal_safe(header) if escape else header) + text)
-    out.flush()
+    header = terminal_safe(header) if escape else header
+    errors = _utf8_bytes(stream)
+    body = csv_text(frame, escape) if errors is None else _rows(frame, escape, lambda s: s.encode("utf-8", errors))
+    if body is None:
+        click.echo(frame.to_csv(index=False), nl=False)
+    elif isinstance(body, bytes):
+        stream.flush()  # (what the text layer holds goes first)
+        stream.buffer.write(header.encode("utf-8", errors or "strict"))  # type: ignore[attr-defined]
+        stream.buffer.write(body)  # type: ignore[attr-defined]
+        stream.buffer.flush()  # type: ignore[attr-defined]
+    else:
+        stream.write(header + body)
+        stream.flush()
 
 
 def csv_text(frame: pd.DataFrame, escape: bool = False) -> str | None:
     """The rows of ``frame.to_csv(index=False)`` without the header (terminal-escaped with ``escape``), or None
     where this path does not apply (see the module's note)."""
+    return _rows(frame, escape, str)
+
+
+def _utf8_bytes(stream: TextIO) -> str | None:
+    """The stream's encoding error handler where bytes written to its buffer are what writing the text would
+    write (UTF-8, no newline translation); else None."""
+    buffer, encoding = getattr(stream, "buffer", None), getattr(stream, "encoding", None)
+    if buffer is None or not isinstance(encoding, str) or os.linesep != "\n":
+        return None
+    try:
+        if codecs.lookup(encoding).name != "utf-8":
+            return None
+    except LookupError:
+        return None
+    return getattr(stream, "errors", None) or "strict"
+
+
+def _rows(frame: pd.DataFrame, escape: bool, encode: Callable[[str], Piece]) -> Piece | None:
+    """The rows of ``frame.to_csv(index=False)``, each cell through ``encode`` (``str`` or an encoder to bytes)."""
     if len(frame.columns) < 2:  # (a row of one empty cell is written '""')
         return None
-    columns: list[np.ndarray] = []
+    columns: list[tuple[np.ndarray, list[Piece]]] = []
     for j in range(len(frame.columns)):
-        cells = _column(frame.iloc[:, j], escape)
+        cells = _column(frame.iloc[:, j], escape, encode)
         if cells is None:
             return None
         columns.append(cells)
-    return os.linesep.join(map(",".join, zip(*columns))) + os.linesep
+    sep, end = encode(","), encode(os.linesep)
+    pieces = [np.array(texts, dtype=object)[codes] for codes, texts in _blocks(columns, len(frame), sep)]
+    if len(pieces) == 1:
+        return end.join(pieces[0].tolist()) + end
+    return end.join(map(sep.join, zip(*pieces))) + end
 
 
-def _column(col: pd.Series, escape: bool) -> np.ndarray | None:
-    """Each row's cell of ``col`` as ``to_csv`` writes it (escaped with ``escape``), an object array; or None."""
+def _column(col: pd.Series, escape: bool, encode: Callable[[str], Piece]) -> tuple[np.ndarray, list[Piece]] | None:
+    """Each row's code into the distinct cells of ``col`` as ``to_csv`` writes them (escaped with ``escape``);
+    or None."""
     if col.dtype == object:
         return None
     if col.dtype == np.float64:  # by bit pattern: 0.0 and -0.0 are written apart
@@ -71,7 +118,42 @@ def _column(col: pd.Series, escape: bool) -> np.ndarray | None:
     cells = text.split("," + _MARK + os.linesep)
     if len(cells) != len(first) + 1 or cells[-1] or any("\x1b" in c for c in cells):
         return None
-    return np.array([terminal_safe(c) for c in cells[:-1]] if escape else cells[:-1], dtype=object)[codes]
+    return np.asarray(codes, dtype=np.int64), [encode(terminal_safe(c) if escape else c) for c in cells[:-1]]
+
+
+def _blocks(columns: list[tuple[np.ndarray, list[Piece]]], n: int, sep: Piece) -> list[tuple[np.ndarray, list[Any]]]:
+    """Runs of adjacent columns whose combinations of cells number at most a quarter of the rows, each as one
+    column: its codes and each combination's cells joined by ``sep`` (a row then joins fewer pieces; a
+    combination's text is built once)."""
+    limit = max(n // 4, 1)
+    out: list[tuple[np.ndarray, list[Any]]] = []
+    run: list[tuple[np.ndarray, list[Piece]]] = []
+    ids = np.zeros(n, np.int64)
+    first = np.zeros(1, np.int64)
+
+    def close() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        else:
+            texts = [sep.join(t[c[r]] for c, t in run) for r in first.tolist()]
+            out.append((ids, texts))
+
+    for codes, texts in columns:
+        if run and len(texts) <= limit:  # (a column of more distinct cells than that is a block of its own)
+            joint, joint_first = group_ids([ids, codes], n)
+            if len(joint_first) <= limit:
+                run.append((codes, texts))
+                ids, first = joint, joint_first
+                continue
+        if run:
+            close()
+        run = [(codes, texts)]
+        ids = codes
+        first = np.full(len(texts), -1, np.int64)
+        first[codes[::-1]] = np.arange(n - 1, -1, -1)
+    if run:
+        close()
+    return out
 
 
 __all__ = ["csv_text", "echo_csv"]
