@@ -7,17 +7,23 @@ folders. Per tree:
 
 1. ``roofline batch MIX -o DS -j WORKERS``: files/s from the batch's own log (``_batches/*.json``);
 2. ``open_dataset(DS)`` (the roofline table) in a fresh process, the call alone;
-3. ``roofline report DS`` and ``roofline analyze DS --format csv``: wall time and the process's user+sys CPU.
+3. ``roofline report DS`` and ``roofline analyze DS --format csv``: wall time and the process's user+sys CPU,
+   the median of ``--rounds`` runs (default 1), the trees alternating, after one untimed run of each command
+   per tree: the bytecode of the tree and its imports is then cached (under the work folder:
+   ``PYTHONPYCACHEPREFIX``, with ``PYTHONDONTWRITEBYTECODE`` dropped; an installed package has its ``.pyc``, a
+   tree run with ``PYTHONDONTWRITEBYTECODE`` compiles ~100 modules per command) and the dataset's pages read.
 
 ``--scale N [N ...]``: this tree only (the base's report is quadratic in inputs), for each N a synthetic dataset
 of N inputs made of copies of the mix's dataset (new file ids and paths, rows as they are), then ``report``/
 ``analyze`` of it (only for N up to ``--full-upto``, default every N) and ``analyze --by program`` (the summary,
 streamed) with its peak resident memory. ``--reuse`` (with ``--keep``): the kept dataset of an earlier run is
-the mix's dataset, the batch and its measures are not run again. ``--open N``: ``open_dataset`` of this tree's
+the mix's dataset, the batch and its measures are not run again (with ``--base``, both trees' ``report``/
+``analyze`` then read this tree's kept dataset: an A/B on the same files). ``--open N``: ``open_dataset`` of this tree's
 dataset in N fresh processes, the call alone, CPU and wall seconds.
 
     PYTHONPATH=src .venv/bin/python bench/bench_dataset.py [--inputs 500] [--mix all|ncu] [--workers 2]
-        [--base /tmp/base/src] [--no-report] [--open N] [--scale 5000 ...] [--full-upto N] [--keep DIR [--reuse]]
+        [--base /tmp/base/src] [--no-report] [--rounds N] [--open N] [--scale 5000 ...] [--full-upto N]
+        [--keep DIR [--reuse]]
 """
 
 from __future__ import annotations
@@ -83,7 +89,7 @@ def peak_rss(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, int(done.stderr.strip().splitlines()[-1]) / 1024
 
 
-def tree(label: str, src: Path, inputs: Path, work: Path, workers: int, report: bool = True) -> dict[str, float]:
+def tree(label: str, src: Path, inputs: Path, work: Path, workers: int) -> dict[str, float]:
     env = os.environ | {"PYTHONPATH": str(src)}
     ds = work / f"ds-{label}"
     wall, _, _ = timed(  # (no CPU figure: the pool's workers are not children this process reaps)
@@ -92,14 +98,39 @@ def tree(label: str, src: Path, inputs: Path, work: Path, workers: int, report: 
     opened = subprocess.run([PY, "-c", OPEN, str(ds)], env=env, capture_output=True, text=True, check=True)
     open_s, rows, _ = opened.stdout.split()
     files = sum(1 for _ in ds.rglob("*.parquet"))
-    if not report:
-        return {"files_per_s": log["files_per_s"], "batch_s": log["elapsed_s"], "batch_wall_s": wall,
-                "parquet_files": files, "open_s": float(open_s), "rows": int(rows)}
-    rep = timed([PY, "-m", "roofline", "report", str(ds), "-o", str(work / f"rep-{label}")], env)
-    ana = timed([PY, "-m", "roofline", "analyze", str(ds), "--format", "csv"], env)
     return {"files_per_s": log["files_per_s"], "batch_s": log["elapsed_s"], "batch_wall_s": wall,
-            "parquet_files": files, "open_s": float(open_s), "rows": int(rows), "report_wall_s": rep[0],
-            "report_cpu_s": rep[1], "analyze_wall_s": ana[0], "analyze_cpu_s": ana[1]}
+            "parquet_files": files, "open_s": float(open_s), "rows": int(rows)}
+
+
+def cached_env(src: Path, work: Path) -> dict[str, str]:
+    """The environment of a timed command: ``src`` first, bytecode cached under ``work`` (see the module's note)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return env | {"PYTHONPATH": str(src), "PYTHONPYCACHEPREFIX": str(work / "pycache")}
+
+
+def commands(trees: list[tuple[str, Path]], datasets: dict[str, Path], work: Path,
+             rounds: int) -> dict[str, dict[str, float]]:
+    """``report`` and ``analyze --format csv`` of each tree's dataset: one untimed run of each, then ``rounds``
+    timed ones, the trees alternating; the median of each measure (each run printed with the load average)."""
+    def argv(label: str) -> dict[str, list[str]]:
+        ds = str(datasets[label])
+        return {"report": [PY, "-m", "roofline", "report", ds, "-o", str(work / f"rep-{label}")],
+                "analyze": [PY, "-m", "roofline", "analyze", ds, "--format", "csv"]}
+
+    envs = {label: cached_env(src, work) for label, src in trees}
+    for label, _ in trees:
+        for cmd in argv(label).values():
+            timed(cmd, envs[label])
+    got: dict[str, dict[str, list[float]]] = {label: {} for label, _ in trees}
+    for r in range(rounds):
+        for label, _ in trees:
+            for name, cmd in argv(label).items():
+                load = os.getloadavg()[0]
+                wall, cpu, _ = timed(cmd, envs[label])
+                got[label].setdefault(f"{name}_wall_s", []).append(wall)
+                got[label].setdefault(f"{name}_cpu_s", []).append(cpu)
+                print(f"round {r + 1} {label} {name}: cpu {cpu:.2f} s, wall {wall:.2f} s (load {load:.2f})", flush=True)
+    return {label: {k: sorted(v)[len(v) // 2] for k, v in m.items()} for label, m in got.items()}
 
 
 def synthetic(ds: Path, out: Path, copies: int) -> int:
@@ -139,6 +170,7 @@ def main() -> None:
                     help="also synthetic datasets of these many inputs (this tree)")
     ap.add_argument("--full-upto", type=int, default=None, help="report/analyze of the synthetic ones up to N inputs")
     ap.add_argument("--no-report", action="store_true", help="the batch and open_dataset only (an A/B of the batch)")
+    ap.add_argument("--rounds", type=int, default=1, help="timed runs of report/analyze per tree, alternating")
     ap.add_argument("--open", type=int, default=0, metavar="N", help="open_dataset in N fresh processes, CPU and wall")
     ap.add_argument("--reuse", action="store_true", help="with --keep: the kept dataset, no batch run again")
     ap.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
@@ -152,12 +184,17 @@ def main() -> None:
     kinds = sorted({p.name.split("_", 1)[1] for p in inputs.rglob("*") if p.is_file()})
     print(f"{a.inputs} inputs: copies of {len(kinds)} fixtures, {sum(p.stat().st_size for p in inputs.rglob('*') if p.is_file()) / 1e6:.0f} MB")
     trees = [("this", REPO / "src")] + ([("base", a.base)] if a.base else [])
-    results = {}
+    results: dict[str, dict[str, float]] = {}
     for label, src in trees if not (a.reuse and a.keep) else ():
         for done in (work / f"ds-{label}", work / f"rep-{label}"):
             shutil.rmtree(done, ignore_errors=True)
-        results[label] = tree(label, src, inputs, work, a.workers, not a.no_report)
+        results[label] = tree(label, src, inputs, work, a.workers)
         print(label, json.dumps(results[label]))
+    if not a.no_report and (results or (a.reuse and a.keep)):
+        reused = not results  # (--reuse: every tree reads this tree's kept dataset)
+        datasets = {label: work / ("ds-this" if reused else f"ds-{label}") for label, _ in trees}
+        for label, timings in commands(trees, datasets, work, a.rounds).items():
+            results.setdefault(label, {}).update(timings)
     if results:
         table(results, trees, a.base is not None)
     if a.open:

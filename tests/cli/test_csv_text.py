@@ -61,3 +61,52 @@ def test_echo_csv_writes_to_csvs_text_escaped_through_a_safe_stdout(monkeypatch)
     monkeypatch.setattr(sys, "stdout", plain)
     echo_csv(frame)
     assert plain.getvalue() == frame.to_csv(index=False)
+
+
+def _repeating(n: int = 400) -> pd.DataFrame:
+    """Columns whose cells repeat together (a profile's device, format, sources) beside ones unique per row, with
+    characters beyond Latin-1 (one makes a ``str`` 2 bytes a character)."""
+    rng = np.random.default_rng(5)
+    profile = rng.integers(0, 7, n)
+    return pd.DataFrame({
+        "duration_s": rng.random(n),
+        "device": pd.array(np.array(["A100", "MI300X", None, "H100 µ", "V100", "T4", "B200"], dtype=object)[profile],
+                           dtype="string"),
+        "source": pd.array([f"bus (n−1)/n, n={p}" for p in profile], dtype="string"),
+        "sm_count": (profile * 10).astype(float),
+        "kernel_id": np.arange(n),
+        "note": pd.Categorical(np.where(profile % 2 == 0, "a, \"quoted\" note", "plain")),
+        "flop": np.where(profile == 3, np.nan, profile * 1e9),
+    })
+
+
+@pytest.mark.parametrize("safe", [False, True])
+def test_a_utf8_stdout_gets_to_csvs_bytes_written_to_its_buffer(monkeypatch, safe):
+    for frame in (_frame(), _repeating()):
+        buffer = io.BytesIO()
+        stdout = io.TextIOWrapper(buffer, encoding="utf-8", newline="")
+        stdout.write("before\n")  # (text the layer holds goes out first)
+        monkeypatch.setattr(sys, "stdout", SafeText(stdout) if safe else stdout)
+        echo_csv(frame)
+        stdout.flush()
+        text = frame.to_csv(index=False)
+        assert buffer.getvalue() == ("before\n" + (terminal_safe(text) if safe else text)).encode("utf-8")
+
+
+def test_a_stdout_in_another_encoding_gets_the_text_it_encodes(monkeypatch):
+    frame = _repeating()
+    buffer = io.BytesIO()
+    stdout = io.TextIOWrapper(buffer, encoding="latin-1", errors="replace", newline="")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    echo_csv(frame)
+    stdout.flush()
+    assert buffer.getvalue() == frame.to_csv(index=False).encode("latin-1", "replace")
+    assert "µ".encode("latin-1") in buffer.getvalue() and b"(n?1)/n" in buffer.getvalue()
+
+
+def test_columns_whose_cells_repeat_together_are_written_as_to_csv_writes_them():
+    frame = _repeating(2000)
+    header = frame.iloc[:0].to_csv(index=False)
+    assert header + csv_text(frame) == frame.to_csv(index=False)
+    shuffled = frame[["device", "duration_s", "note", "source", "kernel_id", "sm_count", "flop"]]
+    assert shuffled.iloc[:0].to_csv(index=False) + csv_text(shuffled) == shuffled.to_csv(index=False)

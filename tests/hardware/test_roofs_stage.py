@@ -48,6 +48,23 @@ def test_mixed_formats_are_each_filled_by_their_policy():
     pd.testing.assert_frame_equal(together, apart, check_exact=True)
 
 
+def test_interleaved_formats_are_each_filled_by_their_policy_and_the_input_frame_stays():
+    """A dataset's rows mix formats in any order: each row gets what its format's fill gives it alone; the peaks'
+    sources come out as a ``string`` column whatever the input held, and the caller's frame is not written."""
+    frames = [read_one(shared(rel)) for rel in PROFILES]
+    mixed = concat(frames)
+    shuffle = np.random.default_rng(3).permutation(len(mixed))
+    mixed = mixed.iloc[shuffle].reset_index(drop=True)
+    before = mixed.copy()
+    together = attach_roofs(mixed)
+    pd.testing.assert_frame_equal(mixed, before, check_exact=True)
+    apart = concat([attach_roofs(f) for f in frames])
+    pd.testing.assert_frame_equal(together.iloc[np.argsort(shuffle)].reset_index(drop=True), apart, check_exact=True)
+    for c in SOURCES:
+        assert together[c].dtype == pd.array(["x"], dtype="string").dtype, c
+    assert any(together[c].str.startswith("spec").fillna(False).any() for c in SOURCES)
+
+
 def test_an_xplane_recorded_bandwidth_counts_only_where_the_table_has_no_entry():
     """ROCm reports half of MI300X's bandwidth: the table's figure wins; a GPU it lacks keeps the plane's."""
     other = "NVIDIA GPU cc9.0 7 SMs 1 GiB"

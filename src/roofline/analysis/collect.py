@@ -146,29 +146,26 @@ def plan(frame: pd.DataFrame) -> list[dict[str, object]]:
     longest first: per kernel its name, share, what it lacks, the rows it stands for (positions in ``frame``) and
     the command(s)."""
     frame = _narrow(frame)
-    if "source_file" not in frame or len(frame) == 0:
-        return _plan_one(frame)
+    if not len(frame) or "duration_s" not in frame:
+        return []
+    rows = _Rows(frame)
+    if "source_file" not in frame:
+        return rows.plan(np.arange(len(frame)))
     files = _factor(frame, "source_file")
     keys = files.key()
-    if (keys == keys[0]).all():
-        return [dict(it, source_file=files.text(0)) for it in _plan_one(frame)]
-    out: list[dict[str, object]] = []
-    # the frame taken once in profile order (stable): each profile is then a slice, a view (taking each one's
-    # rows cost ~20 ms per profile of a dataset)
+    # each profile's rows in frame order, the profiles in the order of their first row: every row-wise fact is
+    # computed once over the whole frame (a dataset's 500 profiles factorised one by one cost ~5 ms each)
     order = np.argsort(keys, kind="stable")
-    ordered = frame.iloc[order]
-    sorted_keys = keys[order]
-    bounds = np.flatnonzero(np.diff(sorted_keys)) + 1
+    bounds = np.flatnonzero(np.diff(keys[order])) + 1
     starts, ends = np.r_[0, bounds], np.r_[bounds, len(keys)]
-    for i in np.argsort(order[starts], kind="stable"):  # (in the frame's order of first appearance)
-        pos = order[starts[i]:ends[i]]
-        for it in _plan_one(ordered.iloc[starts[i]:ends[i]]):
-            out.append(dict(it, rows=pos[it["rows"]], source_file=files.text(int(pos[0]))))  # type: ignore[index]
+    out: list[dict[str, object]] = []
+    for i in np.argsort(order[starts], kind="stable"):
+        profile = order[starts[i]:ends[i]]
+        out += [dict(it, source_file=files.text(int(profile[0]))) for it in rows.plan(profile)]
     return out
 
 
-#: the columns a plan reads: each profile's slice of a dataset's frame takes only these (a slice of every column,
-#: ~140 of them, cost ~20 ms per profile: 10 s of `analyze DATASET --format csv` at 500 inputs)
+#: the columns a plan reads (a frame narrowed to them: no ``attrs`` deep-copied per column read)
 _PLAN_COLUMNS = ("source_file", "format", "device_name", "compute_capability", "duration_s", "kernel_id", "kernel_name",
                  "kernel_short_name", "mangled_name", "copy_kind", "flop_fp32_source",
                  *dict.fromkeys(c for _, cols in SECTION_NEEDS for c in cols))
@@ -181,94 +178,102 @@ def _narrow(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _plan_one(frame: pd.DataFrame) -> list[dict[str, object]]:
-    """``plan`` of one profile. String columns are read through Arrow (``render.Factor``), each distinct value
-    once."""
-    n = len(frame)
-    if not n or "duration_s" not in frame:
-        return []
-    dur = pd.to_numeric(frame["duration_s"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    total = float(np.nansum(np.where(dur > 0, dur, 0.0)))
-    bits = _missing_bits(frame)
-    cc = _factor(frame, "compute_capability")
-    fmt = _factor(frame, "format")
-    device = _factor(frame, "device_name")
-    amd = _lookup(cc, lambda v: bool(v and v.startswith("gfx"))) | _lookup(device, lambda v: bool(v and _AMD_NAME.search(v)))
-    bits[amd] &= 1  # AMD: FLOPs/bytes only (rocprof-compute profile records the rest in one go)
-    trace = _lookup(fmt, lambda v: v == "torch-trace")
-    src = _factor(frame, "flop_fp32_source")
-    shapes = trace & _lookup(src, lambda v: bool(v and "record_shapes" in v))
-    # copies and fills are no kernels: ncu profiles none of them (their time is in the headline)
-    copies = _lookup(src, lambda v: bool(v and v.startswith("memcpy/memset")))
-    if null_count(frame, "copy_kind") < n:
-        copies |= frame["copy_kind"].notna().to_numpy()
-    lacking = ((bits != 0) | shapes) & ~copies & ~_lookup(fmt, lambda v: v in ("xplane", "xprof-trace"))
-    if not lacking.any() or total <= 0:
-        return []
-    # the name ncu's --kernel-name matches: a trace op's GPU kernel's function name, else the row's own; as
-    # integer ids into ``labels`` (0: none), each distinct name shortened once
-    # (over every row: --launch-skip counts every launch of the kernel, not only the ones lacking something)
-    gpu, own, full = (_factor(frame, c) for c in ("mangled_name", "kernel_short_name", "kernel_name"))
-    labels: dict[str, int] = {"": 0}
+class _Rows:
+    """What :func:`plan` knows of each row of a frame, one array per fact over every row (a row's facts are its
+    own: none depends on the rest of its profile); :meth:`plan` then ranks one profile's kernels. String columns
+    are read through Arrow (``render.Factor``), each distinct value once."""
 
-    def label_ids(f: Factor, short: bool) -> np.ndarray:
-        return _lookup(f, lambda v: labels.setdefault(_short(v) if short else v, len(labels)) if v else 0, np.int64)
+    def __init__(self, frame: pd.DataFrame) -> None:
+        n = len(frame)
+        self.dur = pd.to_numeric(frame["duration_s"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        bits = _missing_bits(frame)
+        self.cc, self.fmt, self.device = (_factor(frame, c) for c in ("compute_capability", "format", "device_name"))
+        amd = (_lookup(self.cc, lambda v: bool(v and v.startswith("gfx")))
+               | _lookup(self.device, lambda v: bool(v and _AMD_NAME.search(v))))
+        bits[amd] &= 1  # AMD: FLOPs/bytes only (rocprof-compute profile records the rest in one go)
+        self.bits = bits
+        self.trace = trace = _lookup(self.fmt, lambda v: v == "torch-trace")
+        src = _factor(frame, "flop_fp32_source")
+        self.shapes = trace & _lookup(src, lambda v: bool(v and "record_shapes" in v))
+        # copies and fills are no kernels: ncu profiles none of them (their time is in the headline)
+        copies = _lookup(src, lambda v: bool(v and v.startswith("memcpy/memset")))
+        if null_count(frame, "copy_kind") < n:
+            copies |= frame["copy_kind"].notna().to_numpy()
+        self.lacking = ((bits != 0) | self.shapes) & ~copies & ~_lookup(self.fmt, lambda v: v in ("xplane", "xprof-trace"))
+        # the name ncu's --kernel-name matches: a trace op's GPU kernel's function name, else the row's own; as
+        # integer ids into ``label`` (0: none), each distinct name shortened once
+        # (over every row: --launch-skip counts every launch of the kernel, not only the ones lacking something)
+        gpu, own, self.full = (_factor(frame, c) for c in ("mangled_name", "kernel_short_name", "kernel_name"))
+        labels: dict[str, int] = {"": 0}
 
-    g, o, k = label_ids(gpu, True), label_ids(own, False), label_ids(full, True)
-    names = o if (o > 0).all() else np.where(o > 0, o, k)
-    if trace.any():
-        names = np.where(trace, g, names)
-    label = list(labels)
-    copy_name = np.array([False, *(bool(_COPY_NAME.match(t)) for t in label[1:])])
-    rows = np.flatnonzero(lacking & (names > 0) & ~copy_name[names])
-    if not len(rows):
-        return []
-    ids, first = group_ids([names[rows], cc.key()[rows].astype(np.int64)], len(rows))
-    d = np.where(np.isfinite(dur[rows]), dur[rows], 0.0)
-    time = np.bincount(ids, weights=d, minlength=len(first))
-    timed = np.bincount(ids, weights=np.isfinite(dur[rows]).astype(float), minlength=len(first)) > 0
-    # longest first; kernels with no duration at all (a replay that did not complete) after them: time unknown
-    order = [g for g in np.argsort(-time, kind="stable") if timed[g] and time[g] / total >= MIN_SHARE]
-    order += [g for g in range(len(first)) if not timed[g]]
-    files = _factor(frame, "source_file")
-    launch = frame["kernel_id"].to_numpy(dtype=float, na_value=np.nan) if "kernel_id" in frame else np.arange(n, dtype=float)
-    out: list[dict[str, object]] = []
-    record_shapes = timeline = False
-    for grp in order:
-        if len(out) == TOP:
-            break
-        members = rows[ids == grp]
-        name, kcc = label[names[members[0]]], cc.text(int(members[0]))
-        share = float(np.nansum(dur[members])) / total if timed[grp] else math.nan
-        longest = int(members[np.argmax(np.where(np.isfinite(dur[members]), dur[members], -1.0))])
-        # its launches before the longest one, in launch order (kernel_id) within its profile: frames come
-        # sorted by time, not by launch
-        same = (names == names[longest]) & (files.key() == files.key()[longest])
-        before = int(np.count_nonzero(same & (launch < launch[longest])))
-        # a collective's kernel waits on its peers, and ncu serialises launches (a multi-rank job can hang under
-        # it): no ncu command; its bytes come from the message sizes (record_shapes) and a link roof
-        need = [] if _COLLECTIVE_NAME.search(name) else _sections(int(np.bitwise_or.reduce(bits[members])))
-        gen = _generation(kcc, device.text(longest))
-        commands = []
-        if shapes[members].any() and not record_shapes:
-            commands.append(RECORD_SHAPES)
-            record_shapes = True
-        if need:
-            commands.append(ncu_command(name, before, need, gen))
-            if fmt.text(longest) == "nsys-sqlite" and gen in ("current", "unknown") and not timeline:
-                timeline = True  # (once: it records the whole run)
-                commands.append(f"nsys profile --gpu-metrics-devices=all --trace=cuda,nvtx -o roofline-timeline {APP}")
-        if not commands:
-            continue
-        traced = members[trace[members]]  # a trace's ops that launched it, the longest first
-        if len(traced) > 50:
-            traced = traced[np.argpartition(-np.nan_to_num(dur[traced]), 50)[:50]]
-        traced = traced[np.argsort(-np.nan_to_num(dur[traced]))]
-        ops = list(dict.fromkeys(t for r in traced if (t := full.text(int(r)))))[:2]
-        missing = ["FLOP and byte counters"] if gen == "amd" and need else need  # (ncu's section names are NVIDIA's)
-        out.append({"kernel": name, "ops": ops, "share": share, "missing": missing, "no_shapes": bool(shapes[members].any()),
-                    "rows": members, "commands": commands, "generation": gen})
-    return out
+        def label_ids(f: Factor, short: bool) -> np.ndarray:
+            return _lookup(f, lambda v: labels.setdefault(_short(v) if short else v, len(labels)) if v else 0, np.int64)
+
+        g, o, k = label_ids(gpu, True), label_ids(own, False), label_ids(self.full, True)
+        names = np.where(o > 0, o, k)
+        self.names = np.where(trace, g, names) if trace.any() else names
+        self.label = list(labels)
+        copy_name = np.array([False, *(bool(_COPY_NAME.match(t)) for t in self.label[1:])])
+        self.candidate = self.lacking & (self.names > 0) & ~copy_name[self.names]
+        # launch order within a profile; without kernel_id, the frame's order
+        self.launch = (frame["kernel_id"].to_numpy(dtype=float, na_value=np.nan) if "kernel_id" in frame
+                       else np.arange(n, dtype=float))
+
+    def plan(self, profile: np.ndarray) -> list[dict[str, object]]:
+        """The items of one profile, its rows ``profile`` (positions in the frame, ascending)."""
+        dur = self.dur[profile]
+        total = float(np.nansum(np.where(dur > 0, dur, 0.0)))
+        if not self.lacking[profile].any() or total <= 0:
+            return []
+        rows = profile[self.candidate[profile]]
+        if not len(rows):
+            return []
+        dur, names, cc = self.dur, self.names, self.cc
+        ids, first = group_ids([names[rows], cc.key()[rows].astype(np.int64)], len(rows))
+        d = np.where(np.isfinite(dur[rows]), dur[rows], 0.0)
+        time = np.bincount(ids, weights=d, minlength=len(first))
+        timed = np.bincount(ids, weights=np.isfinite(dur[rows]).astype(float), minlength=len(first)) > 0
+        # longest first; kernels with no duration at all (a replay that did not complete) after them: time unknown
+        order = [g for g in np.argsort(-time, kind="stable") if timed[g] and time[g] / total >= MIN_SHARE]
+        order += [g for g in range(len(first)) if not timed[g]]
+        out: list[dict[str, object]] = []
+        record_shapes = timeline = False
+        for grp in order:
+            if len(out) == TOP:
+                break
+            members = rows[ids == grp]
+            name, kcc = self.label[names[members[0]]], cc.text(int(members[0]))
+            share = float(np.nansum(dur[members])) / total if timed[grp] else math.nan
+            longest = int(members[np.argmax(np.where(np.isfinite(dur[members]), dur[members], -1.0))])
+            # its launches before the longest one, in launch order (kernel_id) within its profile: frames come
+            # sorted by time, not by launch
+            same = profile[names[profile] == names[longest]]
+            before = int(np.count_nonzero(self.launch[same] < self.launch[longest]))
+            # a collective's kernel waits on its peers, and ncu serialises launches (a multi-rank job can hang
+            # under it): no ncu command; its bytes come from the message sizes (record_shapes) and a link roof
+            need = [] if _COLLECTIVE_NAME.search(name) else _sections(int(np.bitwise_or.reduce(self.bits[members])))
+            gen = _generation(kcc, self.device.text(longest))
+            commands = []
+            no_shapes = bool(self.shapes[members].any())
+            if no_shapes and not record_shapes:
+                commands.append(RECORD_SHAPES)
+                record_shapes = True
+            if need:
+                commands.append(ncu_command(name, before, need, gen))
+                if self.fmt.text(longest) == "nsys-sqlite" and gen in ("current", "unknown") and not timeline:
+                    timeline = True  # (once: it records the whole run)
+                    commands.append(f"nsys profile --gpu-metrics-devices=all --trace=cuda,nvtx -o roofline-timeline {APP}")
+            if not commands:
+                continue
+            traced = members[self.trace[members]]  # a trace's ops that launched it, the longest first
+            if len(traced) > 50:
+                traced = traced[np.argpartition(-np.nan_to_num(dur[traced]), 50)[:50]]
+            traced = traced[np.argsort(-np.nan_to_num(dur[traced]))]
+            ops = list(dict.fromkeys(t for r in traced if (t := self.full.text(int(r)))))[:2]
+            missing = ["FLOP and byte counters"] if gen == "amd" and need else need  # (ncu's section names are NVIDIA's)
+            out.append({"kernel": name, "ops": ops, "share": share, "missing": missing, "no_shapes": no_shapes,
+                        "rows": members, "commands": commands, "generation": gen})
+        return out
 
 
 def collect_next_column(frame: pd.DataFrame, items: list[dict[str, object]] | None = None) -> pd.Categorical:

@@ -98,19 +98,26 @@ def _table_roofs(kernels: pd.DataFrame) -> pd.DataFrame:
     if kernels.empty or "device_name" not in kernels or "format" not in kernels:
         return kernels
     groups = _format_rows(kernels["format"])
-    out = kernels
+    if len(groups) == 1 and groups[0][1] is None:  # every row (the usual frame: one format)
+        policy = POLICIES.get(groups[0][0])
+        return kernels if policy is None else _fill_policy(kernels, policy)
+    # each format's rows of the columns the fill reads (FILL_INPUTS: a frame of just these is filled as the
+    # whole), and what it wrote spread back once per column for every format (a dataset mixes formats)
+    inputs = kernels[[c for c in FILL_INPUTS if c in kernels]]
+    writes: dict[str, list[tuple[np.ndarray, pd.Series]]] = {}
     for fmt, rows in groups:
         policy = POLICIES.get(fmt)
-        if policy is None:
+        if policy is None or rows is None:
             continue
-        if rows is None:  # every row (the usual frame: one format)
-            out = _fill_policy(out, policy)
-            continue
-        filled = _fill_policy(out[rows].reset_index(drop=True), policy)
-        out = out.copy(deep=False) if out is kernels else out
+        filled = _fill_policy(inputs[rows].reset_index(drop=True), policy)
         for col in FILLED_COLUMNS:
             if col in filled:
-                out[col] = _scatter(out[col], rows, filled[col])
+                writes.setdefault(col, []).append((rows, filled[col]))
+    if not writes:
+        return kernels
+    out = kernels.copy(deep=False)
+    for col, parts in writes.items():
+        out[col] = _scatter(kernels[col], parts)
     return out
 
 
@@ -126,14 +133,28 @@ def _format_rows(formats: pd.Series) -> list[tuple[Any, np.ndarray | None]]:
     return [(fmt, codes == i) for i, fmt in enumerate(uniq)]
 
 
-def _scatter(column: pd.Series, rows: np.ndarray, values: pd.Series) -> Any:
-    """``column`` with ``values`` at ``rows`` (a new array: the frame it came from is not written)."""
+def _scatter(column: pd.Series, parts: list[tuple[np.ndarray, pd.Series]]) -> Any:
+    """``column`` with each part's values at its rows (a new array: the frame it came from is not written).
+    Strings become a ``string`` column, as ``pd.array(..., dtype="string")`` makes it."""
     if column.dtype == "float64":
         v = column.to_numpy(dtype="float64", na_value=np.nan, copy=True)
-        v[rows] = values.to_numpy(dtype="float64", na_value=np.nan)
+        for rows, values in parts:
+            v[rows] = values.to_numpy(dtype="float64", na_value=np.nan)
         return v
+    if isinstance(column.array, pd.arrays.ArrowStringArray) and all(
+            isinstance(values.array, pd.arrays.ArrowStringArray) for _, values in parts):
+        # one Arrow take from the column and the parts' values: no Python string per cell
+        arrays = [column.array.__arrow_array__()] + [values.array.__arrow_array__() for _, values in parts]
+        index = np.arange(len(column), dtype=np.int64)
+        at = len(column)
+        for rows, values in parts:
+            index[rows] = np.arange(at, at + len(values), dtype=np.int64)
+            at += len(values)
+        whole = pa.concat_arrays([c.cast(pa.large_string()) for a in arrays for c in a.chunks])
+        return pd.arrays.ArrowStringArray(whole.take(pa.array(index)))
     s = column.to_numpy(dtype=object, na_value=None, copy=True)
-    s[rows] = values.to_numpy(dtype=object, na_value=None)
+    for rows, values in parts:
+        s[rows] = values.to_numpy(dtype=object, na_value=None)
     return pd.array(s, dtype="string")
 
 
