@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from roofline.analysis.render import categorical
+
 #: pipes within this many percentage points of the busiest are co-critical
 CO_CRITICAL_POINTS = 5.0
 #: a binding pipe this busy (% of its peak) limits the kernel (ncu's SpeedOfLight rule calls 60 % "high")
@@ -122,7 +124,7 @@ def pipe_columns(frame: pd.DataFrame) -> pd.DataFrame:
     cos: dict[str, int] = {}
     col = frame.get("pipe_pct_json")
     if col is not None and null_count(frame, "pipe_pct_json") < n:
-        rows = np.flatnonzero(col.notna().to_numpy())
+        rows = np.flatnonzero(present(col))
         for r, text in zip(rows, col.iloc[rows].tolist()):
             top, value, others = binding(str(text))
             if top is None:
@@ -135,9 +137,9 @@ def pipe_columns(frame: pd.DataFrame) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         ceiling = np.where((pct > 0) & (achieved > 0), achieved * 100.0 / pct, np.nan)
     return pd.DataFrame({
-        "binding_pipe": pd.Categorical.from_codes(name_code, categories=list(names)),
+        "binding_pipe": categorical(name_code, list(names)),
         "binding_pipe_pct": pct,
-        "co_critical_pipes": pd.Categorical.from_codes(co_code, categories=list(cos)),
+        "co_critical_pipes": categorical(co_code, list(cos)),
         "pipe_ceiling_flop_per_s": ceiling,
     }, index=frame.index)
 
@@ -163,6 +165,11 @@ def null_count(frame: pd.DataFrame, name: str) -> int:
     if s.dtype == np.float64:
         return int(np.count_nonzero(np.isnan(s.to_numpy())))
     return int(s.isna().sum())
+
+
+def present(col: pd.Series) -> np.ndarray:
+    """``col.notna().to_numpy()`` from the column's array: no Series built (~0.1 ms each, a fixed cost per input)."""
+    return ~np.asarray(col.array.isna(), dtype=bool)
 
 
 def _floats(frame: pd.DataFrame, name: str) -> np.ndarray:
@@ -287,6 +294,7 @@ __all__ = [
     "pipe_label",
     "pipe_summary",
     "pipe_utilisation",
+    "present",
     "rule_results",
     "top_findings",
 ]
