@@ -455,10 +455,17 @@ _LATENCY_COLUMNS = ("waves_per_sm", "sm_count", "grid_x", "grid_y", "grid_z", "a
 
 def diagnose(result: pd.DataFrame, levels: Sequence[str], latency_threshold_pct: float) -> pd.DataFrame:
     """The roofline frame with the pipe, latency-cause and next-step columns and the notes the evidence supports."""
-    n = len(result)
     pipes = pipe_columns(result)
     # appended in one concat where none is there yet (assign copies the frame, then inserts column by column)
     out = result.assign(**dict(pipes.items())) if any(c in result for c in pipes) else pd.concat([result, pipes], axis=1)
+    return complete(out, levels, latency_threshold_pct)
+
+
+def complete(out: pd.DataFrame, levels: Sequence[str], latency_threshold_pct: float) -> pd.DataFrame:
+    """:func:`diagnose` of a roofline frame that holds the pipe columns already (``analyze`` concatenates them with
+    the rest: each pass over a kernels frame's ~130 blocks is a fixed ~1 ms an input): ``out`` itself, its
+    ``next_step`` and ``latency_cause`` set and its notes rewritten."""
+    n = len(out)
     v = _Rows(out)
     over_mask = out["over_roof"].fillna(False).to_numpy(dtype=bool) if "over_roof" in out else np.zeros(n, bool)
     latency_mask = (out["bound"] == "latency-limited").fillna(False).to_numpy(dtype=bool) if "bound" in out \
@@ -599,4 +606,4 @@ def _notes(notes: pd.Series, over: _Groups, lat: _Groups, pipe: _Groups, ncu: _G
     return _categorical(np.asarray(ids, np.int64) + 1, texts)
 
 
-__all__ = ["diagnose", "evidence_data", "latency_cause", "latency_evidence", "match", "next_step", "over_cause"]
+__all__ = ["complete", "diagnose", "evidence_data", "latency_cause", "latency_evidence", "match", "next_step", "over_cause"]

@@ -112,10 +112,15 @@ def binding(text: str) -> tuple[str | None, float, tuple[str, ...]]:
     return top, util[top], tuple(co)
 
 
-def pipe_columns(frame: pd.DataFrame) -> pd.DataFrame:
+#: the columns :func:`pipe_columns` gives
+PIPE_COLUMNS = ("binding_pipe", "binding_pipe_pct", "co_critical_pipes", "pipe_ceiling_flop_per_s")
+
+
+def pipe_columns(frame: pd.DataFrame, achieved: np.ndarray | None = None) -> pd.DataFrame:
     """``binding_pipe``, ``binding_pipe_pct``, ``co_critical_pipes`` ("/"-joined) and
     ``pipe_ceiling_flop_per_s`` per row (missing / NaN where no pipe is recorded). Only the rows that record
-    pipes are read; the text columns are Categoricals."""
+    pipes are read; the text columns are Categoricals. ``achieved``: the FLOP/s per row, where ``frame`` does
+    not hold ``achieved_flop_per_s`` (the kernels frame, before the roofline columns join it)."""
     n = len(frame)
     pct = np.full(n, np.nan)
     name_code = np.full(n, -1, np.int64)
@@ -133,7 +138,8 @@ def pipe_columns(frame: pd.DataFrame) -> pd.DataFrame:
             name_code[r] = names.setdefault(top, len(names))
             if others:
                 co_code[r] = cos.setdefault("/".join(others), len(cos))
-    achieved = _floats(frame, "achieved_flop_per_s")
+    if achieved is None:
+        achieved = _floats(frame, "achieved_flop_per_s")
     with np.errstate(divide="ignore", invalid="ignore"):
         ceiling = np.where((pct > 0) & (achieved > 0), achieved * 100.0 / pct, np.nan)
     return pd.DataFrame({
@@ -282,6 +288,7 @@ def top_findings(text: str, most: int = 2) -> list[dict[str, Any]]:
 
 __all__ = [
     "CO_CRITICAL_POINTS",
+    "PIPE_COLUMNS",
     "PIPE_BOUND_PCT",
     "binding",
     "finding_title",
