@@ -24,8 +24,8 @@ import pandas as pd
 
 from roofline.analysis.comm import communication
 from roofline.analysis.diagnose import complete, diagnose
-from roofline.analysis.pipes import PIPE_COLUMNS, pipe_columns
 from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical, roofline_columns
+from roofline.analysis.pipes import PIPE_COLUMNS, pipe_columns
 from roofline.analysis.render import Factor, as_string, render
 from roofline.hardware.attach import fill_spec_peaks
 from roofline.hardware.links import UserLinks

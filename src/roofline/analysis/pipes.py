@@ -288,8 +288,8 @@ def top_findings(text: str, most: int = 2) -> list[dict[str, Any]]:
 
 __all__ = [
     "CO_CRITICAL_POINTS",
-    "PIPE_COLUMNS",
     "PIPE_BOUND_PCT",
+    "PIPE_COLUMNS",
     "binding",
     "finding_title",
     "findings",
