@@ -41,6 +41,7 @@ from roofline.analysis.pipes import (
     finding_title,
     focus_text,
     null_count,
+    nulls,
     pipe_bound,
     pipe_columns,
     pipe_label,
@@ -62,6 +63,9 @@ TAIL_MAX_WAVES = 4
 STALL_FLOOR = 1.0
 #: frames this small render every row's texts without grouping (the keys cost more than the texts)
 FEW_ROWS = 64
+#: a string column of a frame this small is converted whole when a text reads it (the rows its texts read can be
+#: hundreds; a bigger frame's are read value by value)
+STRINGS_AT_ONCE = 4096
 #: a memory roof used at least this much (% of roof) is "at the roof"; ncu's SpeedOfLight rule calls 60 % high
 HIGH_PCT = 60.0
 
@@ -91,6 +95,8 @@ def _by_position(s: pd.Series, n: int) -> Any:
     ``iat`` costs ~20-40 us a call, and a small frame's texts read every row of a dozen columns."""
     if isinstance(s.dtype, np.dtype) and s.dtype.kind in "fiubO":
         return s.to_numpy()
+    if isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow" and n <= STRINGS_AT_ONCE:
+        return s.array.to_numpy()  # Arrow's conversion, ~0.2 us a row; indexing the array costs ~5 us a value
     # (a few rows, all of them read: one pass; else only the rows asked for, straight from the array)
     return list(s.array) if n <= FEW_ROWS else s.array
 
@@ -368,7 +374,7 @@ def _keys(frame: pd.DataFrame, rows: np.ndarray, columns: Sequence[str]) -> list
         if isinstance(s.dtype, pd.CategoricalDtype):
             codes = np.asarray(s.cat.codes).astype(np.int64)
             out.append((codes if every else codes[rows]) + 1)
-        elif null_count(frame, c) == len(frame):  # (a column no row of this format has: no key)
+        elif nulls(s) == len(frame):  # (a column no row of this format has: no key)
             continue
         elif pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
             values = s.to_numpy(dtype=float, na_value=np.nan)
@@ -479,8 +485,8 @@ def complete(out: pd.DataFrame, levels: Sequence[str], latency_threshold_pct: fl
     lat_rows = np.flatnonzero(latency_mask)
     recorded = np.zeros(len(lat_rows), bool)
     for c in _LATENCY_COLUMNS:
-        if len(lat_rows) and null_count(out, c) < n:
-            recorded |= present(out[c])[lat_rows]
+        if len(lat_rows) and c in out and nulls(col := out[c]) < n:
+            recorded |= present(col)[lat_rows]
 
     def latency_note(r: int) -> str:
         parts = latency_evidence(v, r)

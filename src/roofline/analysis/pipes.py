@@ -128,7 +128,7 @@ def pipe_columns(frame: pd.DataFrame, achieved: np.ndarray | None = None) -> pd.
     names: dict[str, int] = {}
     cos: dict[str, int] = {}
     col = frame.get("pipe_pct_json")
-    if col is not None and null_count(frame, "pipe_pct_json") < n:
+    if col is not None and nulls(col) < n:
         rows = np.flatnonzero(present(col))
         for r, text in zip(rows, col.iloc[rows].tolist()):
             top, value, others = binding(str(text))
@@ -161,9 +161,11 @@ def pipe_bound(frame: pd.DataFrame) -> np.ndarray:
 
 def null_count(frame: pd.DataFrame, name: str) -> int:
     """Missing values of a column (all of them when it is absent), without a pass over an Arrow-backed one."""
-    if name not in frame:
-        return len(frame)
-    s = frame[name]
+    return nulls(frame[name]) if name in frame else len(frame)
+
+
+def nulls(s: pd.Series) -> int:
+    """:func:`null_count` of a column already in hand (each read of a frame's column is ~15-40 us)."""
     if isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow":
         return int(s.array.__arrow_array__().null_count)
     if isinstance(s.dtype, pd.CategoricalDtype):
@@ -296,6 +298,7 @@ __all__ = [
     "findings_summary",
     "focus_text",
     "null_count",
+    "nulls",
     "pipe_bound",
     "pipe_columns",
     "pipe_label",
