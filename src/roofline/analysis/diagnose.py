@@ -63,9 +63,6 @@ TAIL_MAX_WAVES = 4
 STALL_FLOOR = 1.0
 #: frames this small render every row's texts without grouping (the keys cost more than the texts)
 FEW_ROWS = 64
-#: a string column of a frame this small is converted whole when a text reads it (the rows its texts read can be
-#: hundreds; a bigger frame's are read value by value)
-STRINGS_AT_ONCE = 4096
 #: a memory roof used at least this much (% of roof) is "at the roof"; ncu's SpeedOfLight rule calls 60 % high
 HIGH_PCT = 60.0
 
@@ -95,8 +92,6 @@ def _by_position(s: pd.Series, n: int) -> Any:
     ``iat`` costs ~20-40 us a call, and a small frame's texts read every row of a dozen columns."""
     if isinstance(s.dtype, np.dtype) and s.dtype.kind in "fiubO":
         return s.to_numpy()
-    if isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow" and n <= STRINGS_AT_ONCE:
-        return s.array.to_numpy()  # Arrow's conversion, ~0.2 us a row; indexing the array costs ~5 us a value
     # (a few rows, all of them read: one pass; else only the rows asked for, straight from the array)
     return list(s.array) if n <= FEW_ROWS else s.array
 
