@@ -11,9 +11,9 @@ import pytest
 import roofline
 from conftest import shared
 from roofline.analysis import analyze
-from roofline.analysis.diagnose import FEW_ROWS, _by_position
+from roofline.analysis.diagnose import FEW_ROWS
 from roofline.analysis.pipes import PIPE_COLUMNS, nulls, present
-from roofline.analysis.render import _CACHED_CATEGORIES, categorical
+from roofline.analysis.render import _CACHED_CATEGORIES, by_position, categorical
 
 NCU = "ncu/sm86_a10g_gemm-variants_roofline.ncu-rep"
 
@@ -58,7 +58,7 @@ def _every_dtype(n: int) -> pd.DataFrame:
 def test_a_column_by_position_gives_what_iat_gives(n):
     frame = _every_dtype(n)
     for c in frame.columns:
-        col = _by_position(frame[c], n)
+        col = by_position(frame[c], whole=n <= FEW_ROWS)
         for r in range(0, n, max(1, n // 40)):
             want, got = frame[c].iat[r], col[r]
             assert type(got) is type(want) and repr(got) == repr(want), (c, r)

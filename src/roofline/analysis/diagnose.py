@@ -50,7 +50,7 @@ from roofline.analysis.pipes import (
     top_findings,
 )
 from roofline.analysis.remedies import PIPE_STEPS, STALLS
-from roofline.analysis.render import Factor, Source, categorical
+from roofline.analysis.render import Factor, Source, by_position, categorical
 from roofline.frames import group_ids
 
 #: achieved occupancy under this fraction of the theoretical is "low" (ncu's AchievedOccupancy rule fires on
@@ -87,15 +87,6 @@ def match(kind: str, texts: Sequence[str]) -> tuple[dict[str, Any], str] | None:
     return None
 
 
-def _by_position(s: pd.Series, n: int) -> Any:
-    """The column indexable by row position, each value the very one ``s.iat[r]`` gives (a numpy scalar, a str, NA):
-    ``iat`` costs ~20-40 us a call, and a small frame's texts read every row of a dozen columns."""
-    if isinstance(s.dtype, np.dtype) and s.dtype.kind in "fiubO":
-        return s.to_numpy()
-    # (a few rows, all of them read: one pass; else only the rows asked for, straight from the array)
-    return list(s.array) if n <= FEW_ROWS else s.array
-
-
 class _Rows:
     """Column values of a frame at one row position: read only for the rows a text is rendered from."""
 
@@ -107,7 +98,7 @@ class _Rows:
         col = self._cols.get(name, False)
         if col is False:
             s = self.frame.get(name)
-            col = self._cols[name] = None if s is None else _by_position(s, len(self.frame))
+            col = self._cols[name] = None if s is None else by_position(s, whole=len(self.frame) <= FEW_ROWS)
         return None if col is None else col[r]
 
     def text(self, name: str, r: int) -> str:
