@@ -23,8 +23,9 @@ import numpy as np
 import pandas as pd
 
 from roofline.analysis.comm import communication
-from roofline.analysis.diagnose import diagnose
+from roofline.analysis.diagnose import complete, diagnose
 from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical, roofline_columns
+from roofline.analysis.pipes import PIPE_COLUMNS, pipe_columns
 from roofline.analysis.render import Factor, as_string, render
 from roofline.hardware.attach import fill_spec_peaks
 from roofline.hardware.links import UserLinks
@@ -67,10 +68,18 @@ def analyze(
         for c in _BOTH_COLUMNS:
             # a copy: the float columns are views of one block, which a view would keep whole (200 MB a 1M rows)
             extra[f"{c}_boost"] = boost[c].copy()
-    extra = pd.concat([extra, communication(framed, links)], axis=1)
-    stale = [c for c in framed.columns if c in extra.columns or c.endswith("_boost")]
-    base = framed.drop(columns=stale)
-    out = diagnose(pd.concat([base, extra], axis=1), levels, latency_threshold_pct)
+    comm = communication(framed, links)
+    added = {*extra.columns, *comm.columns}
+    stale = [c for c in framed.columns if c in added or c.endswith("_boost")]
+    # one concat with the pipe columns too, and no drop where nothing is stale: each pass over the ~130
+    # blocks of a kernels frame is a fixed ~1 ms an input (a frame analysed before holds the pipe columns:
+    # diagnose puts the new ones where they are)
+    base = framed.drop(columns=stale) if stale else framed
+    if any(c in base for c in PIPE_COLUMNS):
+        out = diagnose(pd.concat([base, extra, comm], axis=1), levels, latency_threshold_pct)
+    else:
+        pipes = pipe_columns(base, achieved=extra["achieved_flop_per_s"].to_numpy())
+        out = complete(pd.concat([base, extra, comm, pipes], axis=1), levels, latency_threshold_pct)
     out.attrs = {}
     return set_provenance(out, get_provenance(kernels))
 

@@ -41,14 +41,16 @@ from roofline.analysis.pipes import (
     finding_title,
     focus_text,
     null_count,
+    nulls,
     pipe_bound,
     pipe_columns,
     pipe_label,
     pipe_utilisation,
+    present,
     top_findings,
 )
 from roofline.analysis.remedies import PIPE_STEPS, STALLS
-from roofline.analysis.render import Factor, Source
+from roofline.analysis.render import Factor, Source, by_position, categorical
 from roofline.frames import group_ids
 
 #: achieved occupancy under this fraction of the theoretical is "low" (ncu's AchievedOccupancy rule fires on
@@ -90,13 +92,14 @@ class _Rows:
 
     def __init__(self, frame: pd.DataFrame) -> None:
         self.frame = frame
-        self._cols: dict[str, pd.Series | None] = {}
+        self._cols: dict[str, Any] = {}
 
     def _value(self, name: str, r: int) -> Any:
         col = self._cols.get(name, False)
         if col is False:
-            col = self._cols[name] = self.frame.get(name)
-        return None if col is None else col.iat[r]
+            s = self.frame.get(name)
+            col = self._cols[name] = None if s is None else by_position(s, whole=len(self.frame) <= FEW_ROWS)
+        return None if col is None else col[r]
 
     def text(self, name: str, r: int) -> str:
         v = self._value(name, r)
@@ -357,7 +360,7 @@ def _keys(frame: pd.DataFrame, rows: np.ndarray, columns: Sequence[str]) -> list
         if isinstance(s.dtype, pd.CategoricalDtype):
             codes = np.asarray(s.cat.codes).astype(np.int64)
             out.append((codes if every else codes[rows]) + 1)
-        elif null_count(frame, c) == len(frame):  # (a column no row of this format has: no key)
+        elif nulls(s) == len(frame):  # (a column no row of this format has: no key)
             continue
         elif pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
             values = s.to_numpy(dtype=float, na_value=np.nan)
@@ -444,8 +447,17 @@ _LATENCY_COLUMNS = ("waves_per_sm", "sm_count", "grid_x", "grid_y", "grid_z", "a
 
 def diagnose(result: pd.DataFrame, levels: Sequence[str], latency_threshold_pct: float) -> pd.DataFrame:
     """The roofline frame with the pipe, latency-cause and next-step columns and the notes the evidence supports."""
-    n = len(result)
-    out = result.assign(**{c: v for c, v in pipe_columns(result).items()})
+    pipes = pipe_columns(result)
+    # appended in one concat where none is there yet (assign copies the frame, then inserts column by column)
+    out = result.assign(**dict(pipes.items())) if any(c in result for c in pipes) else pd.concat([result, pipes], axis=1)
+    return complete(out, levels, latency_threshold_pct)
+
+
+def complete(out: pd.DataFrame, levels: Sequence[str], latency_threshold_pct: float) -> pd.DataFrame:
+    """:func:`diagnose` of a roofline frame that holds the pipe columns already (``analyze`` concatenates them with
+    the rest: each pass over a kernels frame's ~130 blocks is a fixed ~1 ms an input): ``out`` itself, its
+    ``next_step`` and ``latency_cause`` set and its notes rewritten."""
+    n = len(out)
     v = _Rows(out)
     over_mask = out["over_roof"].fillna(False).to_numpy(dtype=bool) if "over_roof" in out else np.zeros(n, bool)
     latency_mask = (out["bound"] == "latency-limited").fillna(False).to_numpy(dtype=bool) if "bound" in out \
@@ -459,8 +471,8 @@ def diagnose(result: pd.DataFrame, levels: Sequence[str], latency_threshold_pct:
     lat_rows = np.flatnonzero(latency_mask)
     recorded = np.zeros(len(lat_rows), bool)
     for c in _LATENCY_COLUMNS:
-        if len(lat_rows) and null_count(out, c) < n:
-            recorded |= out[c].notna().to_numpy()[lat_rows]
+        if len(lat_rows) and c in out and nulls(col := out[c]) < n:
+            recorded |= present(col)[lat_rows]
 
     def latency_note(r: int) -> str:
         parts = latency_evidence(v, r)
@@ -480,7 +492,7 @@ def diagnose(result: pd.DataFrame, levels: Sequence[str], latency_threshold_pct:
     bound_pipe = pipe_bound(out)
     pipe_rows = np.flatnonzero(bound_pipe)
     pipe = _Groups(n, pipe_rows, [np.arange(len(pipe_rows))], lambda r: _pipe_note(v, r))
-    rule_rows = np.flatnonzero(out["ncu_rules_json"].notna().to_numpy()) if "ncu_rules_json" in out else np.zeros(0, int)
+    rule_rows = np.flatnonzero(present(out["ncu_rules_json"])) if "ncu_rules_json" in out else np.zeros(0, int)
     ncu = _Groups(n, rule_rows, None if few else _keys(out, rule_rows, ["ncu_rules_json"]), lambda r: _ncu_note(v, r))
 
     step = _next_steps(out, v, over, lat, bound_pipe, over_mask, latency_mask)
@@ -536,7 +548,7 @@ def _next_steps(out: pd.DataFrame, v: _Rows, over: _Groups, lat: _Groups, bound_
     rich = np.zeros(n, bool)
     for c in ("ncu_rules_json", "binding_pipe", "op_kernels"):
         if c in out:
-            rich |= out[c].notna().to_numpy()
+            rich |= present(out[c])
     candidates = np.flatnonzero(~rich & ~tensor & ~latency_mask)  # a name can only matter for tensor-core advice
     if len(candidates):
         matmul = np.zeros(n, np.int64)
@@ -562,7 +574,7 @@ def _categorical(code: np.ndarray, texts: list[Any]) -> pd.Categorical:
     uniq = list(dict.fromkeys(t for t in texts if t is not None))
     index = {t: i for i, t in enumerate(uniq)}
     remap = np.array([-1] + [index[t] if t is not None else -1 for t in texts], dtype=np.int64)
-    return pd.Categorical.from_codes(remap[code], categories=uniq)
+    return categorical(remap[code], uniq)
 
 
 def _notes(notes: pd.Series, over: _Groups, lat: _Groups, pipe: _Groups, ncu: _Groups, step: _Groups,
@@ -586,4 +598,4 @@ def _notes(notes: pd.Series, over: _Groups, lat: _Groups, pipe: _Groups, ncu: _G
     return _categorical(np.asarray(ids, np.int64) + 1, texts)
 
 
-__all__ = ["diagnose", "evidence_data", "latency_cause", "latency_evidence", "match", "next_step", "over_cause"]
+__all__ = ["complete", "diagnose", "evidence_data", "latency_cause", "latency_evidence", "match", "next_step", "over_cause"]

@@ -89,9 +89,10 @@ def _float_columns(levels: Sequence[str]) -> list[str]:
 def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
     if name not in frame:
         return np.full(len(frame), np.nan)
-    if frame[name].dtype == np.float64:  # the schema's dtype: a view, no conversion (only read, never written)
-        return frame[name].to_numpy()
-    return pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    s = frame[name]
+    if s.dtype == np.float64:  # the schema's dtype: a view, no conversion (only read, never written)
+        return s.to_numpy()
+    return pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
 def _finite(x: np.ndarray) -> np.ndarray:
@@ -354,9 +355,9 @@ def hierarchical(
                over_roof=pd.array(over, dtype="boolean"), analysis_note=notes,
                compute_precision=precision, peak_flop_per_s_source=peak_src)
     # copy=False: the columns stay views, one block each (consolidating 30 float columns into one 2-D
-    # block copied a quarter of a GB for a million rows, for nothing: every consumer reads columns)
-    frame = pd.DataFrame(out, index=kernels.index, copy=False)
-    return frame[roofline_columns(levels)]
+    # block copied a quarter of a GB for a million rows, for nothing: every consumer reads columns);
+    # built in the result's order (selecting the columns afterwards cost a take of every block per input)
+    return pd.DataFrame({c: out[c] for c in roofline_columns(levels)}, index=kernels.index, copy=False)
 
 
 class _Packer:

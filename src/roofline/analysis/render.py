@@ -8,6 +8,8 @@ rendered once from a representative row, and the column is a Categorical of the 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -192,7 +194,7 @@ def render(parts: Sequence[np.ndarray], n: int, fn: Callable[[int], str | None])
 def render_each(parts: Sequence[np.ndarray], n: int, fns: Sequence[Callable[[int], str | None]]) -> list[pd.Categorical]:
     """:func:`render` for several texts that depend on (at most) the same parts: one grouping for all."""
     if n == 0:
-        return [pd.Categorical([], categories=[]) for _ in fns]
+        return [categorical(np.zeros(0, np.int8), []) for _ in fns]
     ids, first = group_ids(parts, n)
     return [_categorical(ids, first, fn) for fn in fns]
 
@@ -205,7 +207,7 @@ def render_rare(common: Sequence[np.ndarray], rare: np.ndarray, rare_parts: Call
     The same Categorical as ``render`` over all the keys (most parts of a note are about the few rows
     with an absent level or a bad duration): packing twenty keys over a million rows was most of its cost."""
     if n == 0:
-        return pd.Categorical([], categories=[])
+        return categorical(np.zeros(0, np.int8), [])
     ids, first = group_ids([rare, *common], n)
     rows = np.flatnonzero(rare)
     if len(rows):
@@ -234,13 +236,40 @@ def _categorical(ids: np.ndarray, first: np.ndarray, fn: Callable[[int], str | N
             index[t] = len(categories)
             categories.append(t)
         remap[g] = index[t]
-    return pd.Categorical.from_codes(remap[ids], categories=categories)
+    return categorical(remap[ids], categories)
+
+
+def by_position(s: pd.Series, whole: bool) -> Any:
+    """The column indexable by row position, each value the very one ``s.iat[r]`` gives (a numpy scalar, a str, NA):
+    ``iat`` costs ~20-40 us a call, and a small frame's texts read every row of a dozen columns. ``whole``: all rows
+    will be read (a few): the values are taken out in one pass; else each is read from the array when asked."""
+    if isinstance(s.dtype, np.dtype) and s.dtype.kind in "fiubO":
+        return s.to_numpy()
+    return list(s.array) if whole else s.array
 
 
 def fixed(codes: np.ndarray, categories: Sequence[str]) -> pd.Categorical:
     """A Categorical from codes into a fixed, known list of values."""
     codes = np.asarray(codes)
-    return pd.Categorical.from_codes(codes if codes.dtype.kind == "i" else codes.astype(np.int64), categories=list(categories))
+    return categorical(codes if codes.dtype.kind == "i" else codes.astype(np.int64), categories)
+
+
+#: category lists this long or shorter have their dtype cached (longer ones, a trace's many notes, are rarely repeated)
+_CACHED_CATEGORIES = 64
+
+
+@lru_cache(maxsize=1024)
+def _dtype(categories: tuple[str, ...]) -> pd.CategoricalDtype:
+    return pd.CategoricalDtype(list(categories))
+
+
+def categorical(codes: np.ndarray, categories: Sequence[str]) -> pd.Categorical:
+    """``pd.Categorical.from_codes(codes, categories=categories)``, its dtype shared by every call with the same few
+    categories: building one (an Index of the strings, checked for uniqueness) costs ~0.1-0.3 ms, a dozen per
+    analysed input, which is most of a one-kernel input's text columns."""
+    key = tuple(categories)
+    dtype = _dtype(key) if len(key) <= _CACHED_CATEGORIES else pd.CategoricalDtype(list(key))
+    return pd.Categorical.from_codes(codes, dtype=dtype)
 
 
 def as_string(cat: pd.Categorical, index: pd.Index) -> pd.Series:
