@@ -33,7 +33,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from roofline.cli.safe import SafeText, raw, terminal_safe
+from roofline.cli.safe import SafeText, raw, terminal_safe, write_all
 from roofline.frames import group_ids
 
 #: ends each formatted value in the per-column ``to_csv`` (no character the CSV writer quotes)
@@ -58,11 +58,11 @@ def echo_csv(frame: pd.DataFrame) -> None:
         click.echo(frame.to_csv(index=False), nl=False)
     elif isinstance(body, bytes):
         stream.flush()  # (what the text layer holds goes first)
-        stream.buffer.write(header.encode("utf-8", errors or "strict"))  # type: ignore[attr-defined]
-        stream.buffer.write(body)  # type: ignore[attr-defined]
+        write_all(stream.buffer, header.encode("utf-8", errors or "strict"))  # type: ignore[attr-defined]
+        write_all(stream.buffer, body)  # type: ignore[attr-defined]
         stream.buffer.flush()  # type: ignore[attr-defined]
     else:
-        stream.write(header + body)
+        write_all(stream, header + body)
         stream.flush()
 
 

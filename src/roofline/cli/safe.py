@@ -26,6 +26,27 @@ _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u206
 _UNSAFE_JSON = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8-\xae]|\xe2\x81[\xa6-\xa9]|\x1b")
 
 
+#: characters (text) or bytes per write: one write of 2 GiB or more comes back short (Linux moves at most 0x7ffff000
+#: bytes a call, and CPython's buffered writer returns that count instead of looping), so the tail of a larger
+#: output (a 5,000-input dataset's CSV) was lost without an error
+CHUNK = 1 << 24
+
+
+def write_all(stream: Any, data: str | bytes) -> None:
+    """Every character of ``data`` (a ``str``, to a text stream) or every byte (to a binary stream), in pieces of
+    :data:`CHUNK`, a binary stream's short writes written again from where they stopped."""
+    if isinstance(data, str):
+        for i in range(0, len(data), CHUNK):
+            stream.write(data[i:i + CHUNK])
+        return
+    view = memoryview(data)
+    while len(view):
+        n = stream.write(view[:CHUNK])
+        if not n:  # (None: a non-blocking stream that took nothing; the CLI's streams block)
+            raise OSError(f"the output took no bytes with {len(view):,} left to write")
+        view = view[n:]
+
+
 def _escape(m: re.Match[str]) -> str:
     c = ord(m.group())
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
@@ -50,7 +71,7 @@ class SafeText(io.TextIOBase):
     def write(self, s: str) -> int:
         if not isinstance(s, str):  # click probes with b"" to tell text from binary streams
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
-        self.inner.write(terminal_safe(s))
+        write_all(self.inner, terminal_safe(s))
         return len(s)
 
     def flush(self) -> None:
