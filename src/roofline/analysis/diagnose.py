@@ -454,9 +454,8 @@ def diagnose(result: pd.DataFrame, levels: Sequence[str], latency_threshold_pct:
 
 
 def complete(out: pd.DataFrame, levels: Sequence[str], latency_threshold_pct: float) -> pd.DataFrame:
-    """:func:`diagnose` of a roofline frame that holds the pipe columns already (``analyze`` concatenates them with
-    the rest: each pass over a kernels frame's ~130 blocks is a fixed ~1 ms an input): ``out`` itself, its
-    ``next_step`` and ``latency_cause`` set and its notes rewritten."""
+    """:func:`diagnose` of a roofline frame holding the pipe columns already (``analyze`` concatenates them with the
+    rest: each pass over ~130 blocks is ~1 ms an input): ``out``, its next step, latency cause and notes set."""
     n = len(out)
     v = _Rows(out)
     over_mask = out["over_roof"].fillna(False).to_numpy(dtype=bool) if "over_roof" in out else np.zeros(n, bool)
