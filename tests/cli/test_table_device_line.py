@@ -1,4 +1,4 @@
-"""The table view's device line (``cli/common.print_result``) labels the devices from one row per distinct (device,
+"""The table view's device line (``ingest.amd.arch.device_labels``) labels the devices from one row per distinct (device,
 format, CC, SM count): the labels every row gives, whatever the mix of AMD and NVIDIA rows, missing names and
 SM counts."""
 
@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from roofline.cli.common import _label_rows
-from roofline.ingest.amd.arch import device_labels
+from roofline.ingest.amd.arch import _label_rows, device_labels
 
 
 def _mixed(n: int = 300) -> pd.DataFrame:

@@ -181,7 +181,7 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
             from roofline.ingest.amd.arch import device_labels
             from roofline.report.summary import compact_list
 
-            devices = compact_list(device_labels(_label_rows(result)).split(", ")) or "unknown device"
+            devices = compact_list(device_labels(result).split(", ")) or "unknown device"
             what = f"{total if total is not None else len(result):,} {by or 'kernel'} row(s)"
             aside = f" ({len(folded):,} more without a roofline point: below)" if len(folded) else ""
             click.echo(f"{what} on {devices}{aside}; hierarchical roofline over "
@@ -233,20 +233,6 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
         from roofline.cli.csv_text import echo_csv
 
         echo_csv(_with_collect(result, scope, by))
-
-
-#: what a device's label reads of a row (``ingest.amd.arch.device_labels``)
-_LABEL_COLUMNS = ("device_name", "format", "compute_capability", "sm_count")
-
-
-def _label_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per distinct (device, format, CC, SM count) of ``frame``: the rows ``device_labels`` makes the same
-    labels from (it reads each row in Python: ~2 s for a 500-input dataset's 30,000 rows)."""
-    if "device_name" not in frame or not frame.index.is_unique:
-        return frame
-    narrow = frame[[c for c in _LABEL_COLUMNS if c in frame]]
-    narrow.attrs = {}
-    return narrow.drop_duplicates()
 
 
 def _with_collect(result: pd.DataFrame, scope: pd.DataFrame | None, by: str | None) -> pd.DataFrame:
