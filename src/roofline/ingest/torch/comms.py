@@ -217,7 +217,7 @@ class Busy:
             starts, ends = [first], []
             for s, t in intervals:
                 if s <= last:
-                    if t > last:  # (max(last, t): the first of equals kept)
+                    if t > last:  # noqa: PLR1730 (max(last, t) without a call: the first of equals kept)
                         last = t
                 else:
                     ends.append(last)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.ingest.torch.decode import CATEGORIES, RANGE_CAT, Event
+from roofline.ingest.torch.decode import CATEGORIES, RANGE_CAT, Checked, Event
 
 CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "runtime"})
@@ -38,13 +38,13 @@ class Scan:
         """One pass, one dict lookup per event: this loop is most of the reader's own time."""
         ops, by_ext, runtimes, gpu, notes, kinds = self.ops, self.by_ext, self.runtimes, self.gpu, self.notes, SCAN_KINDS
         self.n_events += len(events)
+        checked = events.__class__ is Checked  # (a typed decode's: every complete event's ts and dur is a number)
         for e in events:
             try:
                 kind = kinds[e.cat]  # (0 for an event of another phase than "X": its cat is None)
                 if not kind:
                     continue
-                ts, dur = e.ts, e.dur
-                if ts.__class__ not in NUMBER or dur.__class__ not in NUMBER:
+                if not checked and (e.ts.__class__ not in NUMBER or e.dur.__class__ not in NUMBER):
                     self.skipped += 1
                     self.skipped_gpu += kind == 2
                     continue
@@ -66,6 +66,6 @@ class Scan:
                 else:  # user annotations: steps, and vLLM's iteration annotations (paged attention's lengths)
                     notes.append(e)
                     if str(e.name).startswith("ProfilerStep#"):
-                        self.steps.append((ts, ts + dur, e.name))
+                        self.steps.append((e.ts, e.ts + e.dur, e.name))
             except (KeyError, TypeError):  # a category the reader does not know (a loosely decoded event's), or an
                 continue  # unhashable cat, correlation or External id: not an event we can use

@@ -30,6 +30,7 @@ from roofline.ingest.torch.decode import (
     LOOSE_EVENTS,
     TOP_FIELDS,
     AnyEvent,
+    Checked,
     Event,
     firm,
 )
@@ -158,7 +159,7 @@ def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterato
 def _decoded(text: Any) -> list[Event]:
     """A piece's events; one with no known phase costs the piece a second, loose decode (not an Uncut)."""
     try:
-        return _EVENTS.decode(text)
+        return Checked(_EVENTS.decode(text))
     except msgspec.ValidationError:
         return firm(LOOSE_EVENTS.decode(text))  # (an event or args not an object fails here too: Uncut)
 
