@@ -1,6 +1,6 @@
-"""The collective rows' overlap intervals (``comms.Busy``) and PyTorch 2.0 annotation lookups
-(``comms.Annotations.within``) against plain references: the loops they had before their checks were
-inlined and the merge kept its last end in a local."""
+"""The collective rows' overlap intervals (``comms.Busy``, ``Busy.overlap``), PyTorch 2.0 annotation lookups
+(``comms.Annotations.within``) and an op's first tensor against plain references: the code they had before their
+checks were inlined, the merge kept its last end in a local and a shape-less op stopped decoding its types."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import random
 from collections import defaultdict
 from typing import Any
 
+import msgspec
 import pytest
 
-from roofline.ingest.torch.comms import Annotations, Busy
-from roofline.ingest.torch.decode import Args, Event
+from roofline.ingest.torch.comms import OVERLAP, Annotations, Busy, _first_tensor
+from roofline.ingest.torch.decode import NULL, Args, Event
 
 
 def reference_merged(gpu: list[Event]) -> dict[Any, tuple[list[float], list[float], list[float]]]:
@@ -106,3 +107,38 @@ def test_an_annotation_within_an_op_is_the_first_one_starting_in_its_span(seed: 
         i = bisect.bisect_left(hits, float(op.ts), key=lambda x: x[0])
         want = hits[i][1] if i < len(hits) and hits[i][0] <= float(op.ts) + float(op.dur) else None
         assert found.within(op) is want
+
+
+def reference_overlap(busy: Busy, evs: list[Event]) -> tuple[float, float, str]:
+    comm = [e for e in evs if e.cat in ("kernel", "Kernel") and e.name.__class__ is str
+            and e.name[:4].lower() in ("nccl", "rccl")]
+    us = sum(busy.overlapped_us(e) for e in comm)
+    return (sum(float(e.dur) for e in comm) - us) * 1e-6, us * 1e-6, OVERLAP
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_rows_overlap_sums_its_collective_kernels_as_the_reference_does(seed: int) -> None:
+    rng = random.Random(seed)
+    gpu = [_kernel(rng) for _ in range(200)]
+    gpu = [e for e in gpu if e.ts.__class__ in (int, float) and e.dur.__class__ in (int, float)]
+    busy = Busy(gpu)
+    for _ in range(50):
+        evs = rng.sample(gpu, rng.randint(1, min(4, len(gpu))))
+        assert repr(busy.overlap(evs)) == repr(reference_overlap(busy, evs))
+    assert repr(busy.overlap([])) == repr(reference_overlap(busy, [])) == "(0.0, 0.0, " + repr(OVERLAP) + ")"
+
+
+@pytest.mark.parametrize(("dims", "types", "want"), [
+    (None, None, (None, None)),
+    (None, b'["float"]', (None, None)),  # a dtype without shapes is no tensor
+    (b"[[4, 8]]", b'["float"]', (32, "float")),
+    (b"[[[4, 8]]]", b'["TensorList"]', (32, "TensorList")),
+    (b"[]", b"[]", (None, None)),
+    (b"[[2, 3]]", None, (6, None)),
+])
+def test_the_first_tensor_of_an_op_is_read_from_its_recorded_shapes(dims: bytes | None, types: bytes | None,
+                                                                     want: tuple[Any, Any]) -> None:
+    raw = (lambda b: msgspec.Raw(b) if b is not None else NULL)
+    for field in ("input_dims", "input_dims_lc"):
+        assert _first_tensor(Args(**{field: raw(dims)}, input_type=raw(types))) == want
+    assert _first_tensor(None) == (None, None)

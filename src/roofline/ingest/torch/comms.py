@@ -58,10 +58,13 @@ def _first_tensor(a: Any) -> tuple[int | None, Any]:
     """(elements, dtype) of the first tensor argument an op records (a TensorList's first tensor)."""
     if a is None:
         return None, None
-    dims = shapes(a.input_dims if a.input_dims is not NULL else a.input_dims_lc)
-    types = shapes(a.input_type)
+    raw = a.input_dims if a.input_dims is not NULL else a.input_dims_lc
+    if raw is NULL:  # (no shapes recorded, the usual collective of PyTorch < 2.0: nothing to decode)
+        return None, None
+    dims = shapes(raw)
     if not isinstance(dims, list) or not dims:
         return None, None
+    types = shapes(a.input_type)
     d0 = dims[0]
     t0 = types[0] if isinstance(types, list) and types else None
     if isinstance(d0, list) and d0 and isinstance(d0[0], list):  # a TensorList: [[N]]
@@ -249,9 +252,12 @@ class Busy:
     def overlap(self, evs: list[Event]) -> tuple[float, float, str]:
         """(seconds of the row's collective kernels that ran alone (exposed), seconds overlapped with other
         kernels, how)."""
-        comm = [e for e in evs if e.cat in KERNEL_CATS and _is_comm_kernel(e.name)]
-        us = sum(self.overlapped_us(e) for e in comm)
-        return (sum(float(e.dur) for e in comm) - us) * 1e-6, us * 1e-6, OVERLAP
+        us = dur = 0  # (as sum() adds: from the int 0, in the events' order)
+        for e in evs:
+            if e.cat in KERNEL_CATS and _is_comm_kernel(e.name):
+                us += self.overlapped_us(e)
+                dur += float(e.dur)
+        return (dur - us) * 1e-6, us * 1e-6, OVERLAP
 
 
 def has_comm_kernel(evs: list[Event]) -> bool:
