@@ -83,7 +83,7 @@ def main() -> int:
             frames += 1
         except AssertionError as exc:
             bad += 1
-            print("DIFF", *key, str(exc).splitlines()[:6])
+            print("DIFF", *key, [line[:160] for line in str(exc).splitlines()[:6]])
     print(f"{len(paths)} traces x 2 readers: {frames} frames equal, "
           f"{len(base) - frames - bad} same errors, {bad} differences")
     return 1 if bad else 0
