@@ -108,10 +108,10 @@ class Checked(list):  # type: ignore[type-arg]
 PHASES = tuple("BEiICbneSTpFstfPNODMVvRc()=")
 
 
-def _skipped(name: str, phase: str | None) -> type:
-    # the attributes every consumer reads, as class attributes: an event of another phase reads as one
-    # with no category, never kept
-    tag = {"tag_field": "ph", "tag": phase} if phase is not None else {}
+def _skipped(name: str, phase: str | None, tag_field: str = "ph") -> type:
+    # the attributes every consumer reads, as class attributes: an event of another phase (or, tagged by
+    # category, of a category the reader does not use) reads as one with no category, never kept
+    tag = {"tag_field": tag_field, "tag": phase} if phase is not None else {}
     return msgspec.defstruct(name, [], gc=False, **tag,  # type: ignore[arg-type]
                              namespace={"ph": phase, "cat": None, "name": "", "ts": None, "dur": None,
                                         "pid": None, "tid": None, "args": None})

@@ -1,0 +1,132 @@
+"""Pieces of a streamed Kineto read that are mostly Python frames (``python_function``) are decoded by category
+(``stream._BY_CATEGORY``): the frames cost an empty struct each. The read must be the one the decode by phase
+gives, and any piece the category decode cannot take must be decoded by phase, as before."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pandas as pd
+import pytest
+
+from roofline.ingest.torch import stream
+from roofline.ingest.torch import trace as torch_trace
+from roofline.ingest.torch.decode import CATEGORIES
+from roofline.ingest.torch.scan import KINDS
+from roofline.schema import get_provenance
+
+PROPS = [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0, "numSms": 132}]
+
+
+def _group(i: int) -> list[dict]:
+    """An op with a launch and its kernel, six Python frames around them, a flow arrow and an instant event."""
+    t, ext, corr = 1000 * i, 10 * i + 7, 10 * i + 9
+    frames = [{"ph": "X", "cat": "python_function", "name": f"model.py({k}): forward", "pid": 1, "tid": 1,
+               "ts": t + k, "dur": 90 - k, "args": {"Python parent id": k, "Python id": k + 1, "Python thread": 0}}
+              for k in range(6)]
+    return [*frames,
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t + 10, "dur": 50,
+             "args": {"External id": ext, "Input Dims": [[64, 32], [32, 16]], "Input type": ["float", "float"]}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 20, "dur": 5,
+             "args": {"correlation": corr, "External id": ext, "cbid": 211}},
+            {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 1, "tid": 1, "ts": t + 20},
+            {"ph": "X", "cat": "kernel", "name": "sgemm_kernel", "pid": 0, "tid": 7, "ts": t + 30, "dur": 8,
+             "args": {"correlation": corr, "External id": ext, "device": 0, "grid": [4, 2, 1], "block": [128, 1, 1]}},
+            {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": t + 12, "s": "t"}]
+
+
+def _path(tmp_path, events: list[dict], name: str = "t"):
+    body = ",\n".join("  " + json.dumps(e) for e in events)
+    text = '{"schemaVersion": 1, "deviceProperties": ' + json.dumps(PROPS) + ', "traceEvents": [\n' + body + "\n]}"
+    p = tmp_path / f"{name}.pt.trace.json.gz"
+    p.write_bytes(gzip.compress(text.encode()))
+    return p
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Small pieces; [pieces decoded by category (successfully or not), pieces decoded by phase]."""
+    monkeypatch.setattr(stream, "PIECE_BYTES", 4096)
+    counts = [0, 0]
+    for i, name in enumerate(("_BY_CATEGORY", "_EVENTS")):
+        real = getattr(stream, name)
+        monkeypatch.setattr(stream, name, type("Spy", (), {"decode": staticmethod(
+            lambda text, real=real, i=i: counts.__setitem__(i, counts[i] + 1) or real.decode(text))}))
+    return counts
+
+
+def _by_phase(p, monkeypatch):
+    """The read with decoding by category switched off (every piece decoded by phase)."""
+    with monkeypatch.context() as m:
+        m.setattr(stream, "SAMPLE_BYTES", 0)
+        return torch_trace.read(p)
+
+
+def _equal(got, want):
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert [{k: v for k, v in r.items() if k != "ingested_at"} for r in get_provenance(got)] == \
+        [{k: v for k, v in r.items() if k != "ingested_at"} for r in get_provenance(want)]
+
+
+def test_pieces_of_python_frames_are_decoded_by_category_and_read_as_by_phase(tmp_path, spy, monkeypatch):
+    events = [e for i in range(60) for e in _group(i)]
+    p = _path(tmp_path, events)
+    got = torch_trace.read(p)
+    by_category, by_phase = spy
+    assert by_category >= 10 and by_phase <= 1  # (the last piece, in the outline, is decoded by phase)
+    _equal(got, _by_phase(p, monkeypatch))
+    assert len(got) == 60 and get_provenance(got)[0]["trace_events"] == len(events)
+    parts = list(stream.events(p, {}))
+    kept = [e for part in parts for e in part if e.cat in KINDS]
+    assert len(kept) == 180 and all(e.ph == "X" and e.cat is CATEGORIES[CATEGORIES.index(e.cat)] for e in kept)
+
+
+def test_pieces_with_few_python_frames_are_decoded_by_phase(tmp_path, spy, monkeypatch):
+    events = [e for i in range(60) for e in _group(i) if e["cat"] != "python_function"]
+    torch_trace.read(_path(tmp_path, events))
+    assert spy[0] == 0 and spy[1] >= 5
+
+
+ODD = {"a kept category in another phase": {"ph": "i", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,
+                                            "ts": 5},
+       "no category": {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}},
+       "a category Kineto does not write": {"ph": "X", "cat": "mine", "name": "x", "pid": 1, "tid": 1, "ts": 1,
+                                            "dur": 1},
+       "a flow of another category": {"ph": "f", "cat": "other_flow", "id": 3, "pid": 1, "tid": 1, "ts": 2},
+       "a kernel whose ts is a string": {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "30",
+                                         "dur": 8, "args": {"device": 0}},
+       "a launch without dur": {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                                "ts": 3, "args": {"correlation": 5}}}
+
+
+@pytest.mark.parametrize("odd", ODD.values(), ids=ODD.keys())
+def test_a_piece_the_category_decode_cannot_take_is_decoded_by_phase_and_so_are_the_later_ones(
+        tmp_path, spy, monkeypatch, odd):
+    groups = [_group(i) for i in range(60)]
+    events = [e for g in groups[:20] for e in g] + [odd] + [e for g in groups[20:] for e in g]
+    p = _path(tmp_path, events)
+    got = torch_trace.read(p)
+    by_category, by_phase = spy
+    # the pieces before the odd event by category, the one holding it tried by category then by phase, every
+    # later piece by phase (decoding by category is not tried again in this document)
+    assert by_category >= 2 and by_phase >= 5
+    _equal(got, _by_phase(p, monkeypatch))
+    without = _path(tmp_path, [e for e in events if e is not odd], "without")
+    pd.testing.assert_frame_equal(got.drop(columns="source_file"), _by_phase(without, monkeypatch)
+                                  .drop(columns="source_file"))
+
+
+def test_a_python_frame_is_not_looked_inside_when_its_piece_is_decoded_by_category(tmp_path, spy, monkeypatch):
+    # as a flow or instant event never was: an invalid UTF-8 byte in a frame's name is not seen (decoded by phase,
+    # the same document is damaged: a typed error)
+    from roofline.errors import CorruptReportError
+
+    events = [e for i in range(30) for e in _group(i)]
+    body = ",\n".join("  " + json.dumps(e) for e in events).encode().replace(b"model.py(3)", b"model.py(\xff)", 1)
+    p = tmp_path / "t.pt.trace.json.gz"
+    p.write_bytes(gzip.compress(b'{"deviceProperties": ' + json.dumps(PROPS).encode() + b', "traceEvents": [\n'
+                                + body + b"\n]}"))
+    assert len(torch_trace.read(p)) == 30
+    with pytest.raises(CorruptReportError, match="invalid UTF-8"):
+        _by_phase(p, monkeypatch)
