@@ -1,6 +1,6 @@
-"""Pieces of a streamed Kineto read that are mostly Python frames (``python_function``) are decoded by category
-(``stream._BY_CATEGORY``): the frames cost an empty struct each. The read must be the one the decode by phase
-gives, and any piece the category decode cannot take must be decoded by phase, as before."""
+"""Pieces of a streamed Kineto read, and whole documents, that are mostly Python frames (``python_function``) are
+decoded by category (``decode.ByCategory``): the frames cost an empty struct each. The read must be the one the
+decode by phase gives, and any text the category decode cannot take must be decoded by phase, as before."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import json
 import pandas as pd
 import pytest
 
+from roofline.ingest.torch import decode as torch_decode
 from roofline.ingest.torch import stream
 from roofline.ingest.torch import trace as torch_trace
-from roofline.ingest.torch.decode import CATEGORIES
+from roofline.ingest.torch.decode import CATEGORIES, Checked, decode
 from roofline.ingest.torch.scan import KINDS
 from roofline.schema import get_provenance
 
@@ -59,7 +60,7 @@ def spy(monkeypatch):
 def _by_phase(p, monkeypatch):
     """The read with decoding by category switched off (every piece decoded by phase)."""
     with monkeypatch.context() as m:
-        m.setattr(stream, "SAMPLE_BYTES", 0)
+        m.setattr(torch_decode, "SAMPLE_BYTES", 0)
         return torch_trace.read(p)
 
 
@@ -130,3 +131,50 @@ def test_a_python_frame_is_not_looked_inside_when_its_piece_is_decoded_by_catego
     assert len(torch_trace.read(p)) == 30
     with pytest.raises(CorruptReportError, match="invalid UTF-8"):
         _by_phase(p, monkeypatch)
+
+
+def _one_line(tmp_path, events: list[dict], name: str = "t"):
+    """A document without a newline between events: no cut, its events all in the outline, decoded at once."""
+    p = tmp_path / f"{name}.pt.trace.json"
+    p.write_bytes(json.dumps({"schemaVersion": 1, "deviceProperties": PROPS, "traceEvents": events}).encode())
+    return p
+
+
+def test_a_document_without_cuts_of_python_frames_is_decoded_by_category_and_read_as_by_phase(tmp_path, spy,
+                                                                                              monkeypatch):
+    p = _one_line(tmp_path, [e for i in range(40) for e in _group(i)])
+    got = torch_trace.read(p)
+    assert spy == [1, 0]
+    _equal(got, _by_phase(p, monkeypatch))
+
+
+@pytest.mark.parametrize("odd", ODD.values(), ids=ODD.keys())
+def test_a_document_without_cuts_the_category_decode_cannot_take_is_decoded_by_phase(tmp_path, spy, monkeypatch,
+                                                                                     odd):
+    p = _one_line(tmp_path, [e for i in range(40) for e in _group(i)] + [odd])
+    got = torch_trace.read(p)
+    assert spy == [1, 1]
+    _equal(got, _by_phase(p, monkeypatch))
+
+
+def _kept_fields(events: list) -> list[tuple]:
+    return [(e.cat, e.name, e.pid, e.tid, e.ts, e.dur, e.args) for e in events if e.cat in KINDS]
+
+
+@pytest.mark.parametrize("odd", [None, *ODD.values()])
+def test_a_whole_decode_of_python_frames_keeps_the_events_the_decode_by_phase_keeps(tmp_path, monkeypatch, odd):
+    # (the whole decode: documents that cannot be streamed, and capture traces, 91% Python frames for vLLM's)
+    p = _one_line(tmp_path, [e for i in range(40) for e in _group(i)] + ([odd] if odd else []))
+    events, top = decode(p, p.read_bytes())
+    monkeypatch.setattr(torch_decode, "SAMPLE_BYTES", 0)
+    phased, phased_top = decode(p, p.read_bytes())
+    assert _kept_fields(events) == _kept_fields(phased) and len(events) == len(phased) and top == phased_top
+    skipped = sum(e.__class__.__name__.startswith("Category_") for e in events)
+    assert skipped == (40 * 8 if odd is None else 0) and (events.__class__ is Checked or odd is not None)
+
+
+def test_a_bare_array_of_python_frames_is_decoded_by_phase(tmp_path):
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps([e for i in range(40) for e in _group(i) if e["cat"] == "python_function"]).encode())
+    events, _ = decode(p, p.read_bytes())
+    assert len(events) == 240 and all(e.cat == "python_function" and e.ph == "X" for e in events)

@@ -20,8 +20,8 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from roofline.ingest.torch.decode import NULL, Event, shapes
-from roofline.ingest.torch.scan import KERNEL_CATS, NUMBER
+from roofline.ingest.torch.decode import KERNEL_CATS, NULL, Event, shapes
+from roofline.ingest.torch.scan import NUMBER
 from roofline.metrics.ops.collectives import canonical, collective_bytes, kernel_collective, message_bytes
 from roofline.schema import UNAVAILABLE
 

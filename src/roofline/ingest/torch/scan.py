@@ -5,15 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.ingest.torch.decode import CATEGORIES, RANGE_CAT, Checked, Event
+from roofline.ingest.torch.decode import CATEGORIES, KINDS, Checked, Event  # (the categories' kinds live beside the
 
-CPU_CATS = frozenset({"cpu_op", "Operator", "operator"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "runtime"})
-KERNEL_CATS = frozenset({"kernel", "Kernel"})
-COPY_CATS = frozenset({"gpu_memcpy", "Memcpy", "gpu_memset", "Memset"})
-#: category -> what the reader does with it: 1 CPU op, 2 GPU event, 3 launch, 4 CUPTI range, 5 annotation
-KINDS = {**{c: 1 for c in CPU_CATS}, **{c: 2 for c in KERNEL_CATS | COPY_CATS}, **{c: 3 for c in RUNTIME_CATS},
-         RANGE_CAT: 4, "user_annotation": 5}
+# decode that tags events by category)
+
 NUMBER = (int, float)
 #: KINDS with every other category Kineto writes, and None (an event of another phase than "X"), as 0: the scan
 #: indexes it (a dict subscript, not a ``get`` call: ~4 ms less on the V100 trace's 216k events)

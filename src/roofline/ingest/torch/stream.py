@@ -16,7 +16,7 @@ separators. The outline (the text before the first event and after the last sepa
 ``traceEvents`` value start at the ``[`` where the pieces began, so the array cut is the top-level one.
 
 A piece is decoded by phase (``decode.AnyEvent``), or, when it is mostly Python frames, by category
-(:data:`_BY_CATEGORY`, see :func:`_decoded`): the same events kept, the frames skipped undecoded.
+(``decode.ByCategory``, see :func:`_decoded`): the same events kept, the frames skipped undecoded.
 """
 
 from __future__ import annotations
@@ -24,23 +24,21 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any
 
 import msgspec
 
 from roofline.ingest.torch.decode import (
     _DAMAGED,
-    CATEGORIES,
     LOOSE_EVENTS,
     TOP_FIELDS,
     AnyEvent,
-    Args,
     Checked,
     Event,
-    _skipped,
     firm,
+    mostly_frames,
 )
-from roofline.ingest.torch.scan import KINDS
+from roofline.ingest.torch.decode import BY_CATEGORY as _BY_CATEGORY
 
 #: text decoded per piece: once this much is waiting, the last separator of the text that completes it ends one.
 #: Small enough that a piece is still in the CPU's cache when it is decoded: the V100 trace reads in ~0.40 s
@@ -72,28 +70,6 @@ class Outline(msgspec.Struct, gc=False):
 
 _OUTLINE = msgspec.json.Decoder(Outline)
 _EVENTS = msgspec.json.Decoder(list[AnyEvent])
-
-#: Kineto's flow events' categories (never kept, as any event of a phase other than "X")
-FLOWS = ("ac2g", "async", "fwdbwd")
-
-
-def _kept(cat: str) -> type:
-    """A complete event of a category the reader keeps, tagged by its category: ``cat`` is the category's one str
-    (a class attribute), ``ph`` must be "X", and the other fields are Event's."""
-    fields = [("ph", Literal["X"]), ("name", Any, ""), ("pid", Any, None), ("tid", Any, None),
-              ("ts", int | float), ("dur", int | float), ("args", Args | None, None)]
-    return msgspec.defstruct(f"Kept_{cat}", fields, gc=False, tag_field="cat", tag=cat, kw_only=True,
-                             namespace={"cat": cat})
-
-
-#: the events decoded by category: those of a category the reader keeps as :func:`_kept`, every other category
-#: Kineto writes (Python frames, flows, instant events, ...) as an empty struct, none of its fields decoded
-_BY_CATEGORY = msgspec.json.Decoder(list[Union[(  # type: ignore[misc]
-    *(_kept(c) for c in CATEGORIES if c in KINDS),
-    *(_skipped(f"Category_{i}", c, "cat") for i, c in enumerate((*(c for c in CATEGORIES if c not in KINDS), *FLOWS))))]])
-#: the text sampled at the start of each piece, and the share of its events that must be Python frames, for the
-#: piece to be decoded by category
-SAMPLE_BYTES = 16 << 10
 
 
 def events(path: Path, top: dict[str, Any]) -> Iterator[list[Event]]:
@@ -179,33 +155,23 @@ def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterato
         outline = _OUTLINE.decode(outline_bytes)
         if _address(outline.traceEvents) - _address(outline_bytes) != bracket:
             raise Uncut  # the array cut is not the top-level traceEvents
-        last = _decoded(outline.traceEvents)
+        last = _decoded(outline.traceEvents, by_category, 3)  # (a whole document, if it had no cut)
     except _DAMAGED:
         raise Uncut from None
     top.update({k: getattr(outline, k) for k in TOP_FIELDS})
     yield last
 
 
-def _decoded(text: Any, state: list[bool] | None = None) -> list[Event]:
-    """A piece's events; one with no known phase costs the piece a second, loose decode (not an Uncut).
-
-    A piece whose sampled start is at least a quarter Python frames (``python_function``: half the events of a
-    trace recorded with its stack) is first decoded by category (:data:`_BY_CATEGORY`): those events then cost
-    an empty struct each, not an event, its args, name and numbers (the OWLv2 trace: decode and free ~30 ms less).
-    Tagging by ``cat`` costs a look ahead past ``ph`` for every event (~80 ns), which is why pieces with few
-    Python frames are decoded by phase. The events kept are the same either way (every field they have is
-    decoded the same); any piece the category decode fails on (a category or flow Kineto does not write, an
-    event without a category, a kept category in another phase, a ts that is not a number, damage) is decoded
-    by phase as before, and the document's later pieces too (``state``: [whether decoding by category is still
-    tried]). Unlike the phase decode, the category decode does not look inside the events it skips (so an
-    invalid UTF-8 byte in a Python frame's name goes unnoticed, as one in a flow event always did)."""
-    if state is not None and state[0] and text.__class__ is bytes:
-        frames = text.count(b'"python_function"', 0, SAMPLE_BYTES)
-        if frames and 4 * frames >= text.count(b'"ph"', 0, SAMPLE_BYTES):
-            try:
-                return Checked(_BY_CATEGORY.decode(text))
-            except _DAMAGED:
-                state[0] = False
+def _decoded(text: Any, state: list[bool] | None = None, places: int = 1) -> list[Event]:
+    """A piece's events; one with no known phase costs the piece a second, loose decode (not an Uncut). A piece
+    that is mostly Python frames is decoded by category first (``decode.ByCategory``); one that decode cannot
+    take is decoded by phase, and so are the document's later pieces (``state``: [whether decoding by category
+    is still tried]; ``places``: how many places of the text are sampled for Python frames)."""
+    if state is not None and state[0] and mostly_frames(text, places):
+        try:
+            return Checked(_BY_CATEGORY.decode(text))
+        except _DAMAGED:
+            state[0] = False
     try:
         return Checked(_EVENTS.decode(text))
     except msgspec.ValidationError:
