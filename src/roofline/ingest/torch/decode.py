@@ -184,8 +184,6 @@ ByCategory = Union[(*(_kept(c) for c in CATEGORIES if c in KINDS),  # type: igno
                     *(_skipped(f"Category_{i}", c, "cat")
                       for i, c in enumerate((*(c for c in CATEGORIES if c not in KINDS), *FLOWS))))]
 BY_CATEGORY = msgspec.json.Decoder(list[ByCategory])  # type: ignore[valid-type]
-_BY_CATEGORY_DOC = msgspec.json.Decoder(msgspec.defstruct(
-    "TraceByCategory", [("traceEvents", list[ByCategory]), *((k, Any, None) for k in TOP_FIELDS)], gc=False))
 #: the text sampled (at each place :func:`mostly_frames` looks) for Python frames
 SAMPLE_BYTES = 16 << 10
 
@@ -205,14 +203,9 @@ def mostly_frames(text: Any, places: int = 1) -> bool:
 
 
 def decode(path: Any, raw: bytes) -> tuple[list[Event], dict[str, Any]]:
-    """(events, top-level fields) of a trace's JSON bytes; a typed error names the file otherwise. (A document,
-    not a bare array, that is mostly Python frames is decoded by category: :data:`ByCategory`.)"""
-    if mostly_frames(raw, 3):
-        try:
-            doc = _BY_CATEGORY_DOC.decode(raw)
-            return Checked(doc.traceEvents), {k: getattr(doc, k) for k in TOP_FIELDS}
-        except _DAMAGED:
-            pass  # (decoded by phase, below, which reads or names the damage as ever)
+    """(events, top-level fields) of a trace's JSON bytes; a typed error names the file otherwise. (Always by
+    phase: decoded by category, a whole document fails at its first event without a category, and Kineto writes
+    its metadata events, which have none, at the end: the whole decode would be paid twice.)"""
     try:
         doc = _DECODER.decode(raw)
     except msgspec.ValidationError:  # (a subclass of DecodeError) valid JSON of an unexpected shape

@@ -155,7 +155,10 @@ def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterato
         outline = _OUTLINE.decode(outline_bytes)
         if _address(outline.traceEvents) - _address(outline_bytes) != bracket:
             raise Uncut  # the array cut is not the top-level traceEvents
-        last = _decoded(outline.traceEvents, by_category, 3)  # (a whole document, if it had no cut)
+        # (a whole document, if it had no cut: not by category where metadata events, which have no category and
+        # would fail that decode at its end, are seen in its last 64 KB, as Kineto writes them)
+        rest = outline.traceEvents
+        last = _decoded(rest, by_category if b'"M"' not in bytes(memoryview(rest)[-(1 << 16):]) else None, 3)
     except _DAMAGED:
         raise Uncut from None
     top.update({k: getattr(outline, k) for k in TOP_FIELDS})
