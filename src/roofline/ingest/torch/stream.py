@@ -92,6 +92,22 @@ def events(path: Path, top: dict[str, Any]) -> Iterator[list[Event]]:
     yield from _pieces(iter([whole[i:i + PIECE_BYTES] for i in range(0, len(whole), PIECE_BYTES)]), top)
 
 
+def all_events(path: Path) -> list[Event]:
+    """Every event of a document in one list, as read() gets them: streamed in pieces where it can be cut (those
+    mostly Python frames decoded by category), else decoded whole (``decode.decode``)."""
+    from roofline.ingest.common import json_bytes
+    from roofline.ingest.torch.decode import decode
+
+    pieces = events(path, {})
+    try:
+        return [e for piece in pieces for e in piece]
+    except Uncut:
+        pass
+    finally:
+        pieces.close()
+    return decode(path, json_bytes(path))[0]
+
+
 def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterator[list[Event]]:
     """The events of the document ``texts`` make up, a list per piece of text (cut at its last separator).
 
