@@ -14,8 +14,8 @@ from roofline.ingest import common
 from roofline.ingest.common import json_bytes
 from roofline.ingest.torch import stream as torch_trace_stream
 from roofline.ingest.torch import trace as torch_trace
-from roofline.ingest.torch.decode import CATEGORIES, RANGE_COUNTERS, UNKNOWN_PHASE, decode
-from roofline.ingest.torch.scan import KINDS
+from roofline.ingest.torch.decode import CATEGORIES, RANGE_COUNTERS, UNKNOWN_PHASE, Checked, decode
+from roofline.ingest.torch.scan import KINDS, Scan
 from roofline.ingest.torch.stream import Uncut
 from roofline.schema import get_provenance
 
@@ -383,6 +383,37 @@ def test_every_category_the_reader_keeps_decodes_typed(tmp_path, monkeypatch):
     monkeypatch.setattr(torch_trace_stream, "LOOSE_EVENTS", None)  # (used: an AttributeError)
     parts, _ = _streamed(p)
     assert [e.cat for part in parts for e in part] == sorted(KINDS) and all(map(_shared_categories, parts))
+
+
+ODD_TIMES = [{"ts": "30"}, {"ts": None}, {"dur": True}, {"dur": [8]}, {"ts": {"t": 1}}, {"dur": None, "ts": "x"}]
+
+
+@pytest.mark.parametrize("odd", [*ODD_TIMES, "no ts", "no dur"])
+def test_a_complete_event_whose_ts_or_dur_is_not_a_number_costs_its_piece_a_loose_decode_and_is_skipped(
+        tmp_path, small_pieces, odd, monkeypatch):
+    # the typed decode requires a complete event's ts and dur to be numbers, so that the scan need not check them
+    # (a Checked list): a piece with one that is not (or lacks one) is decoded loosely, and the scan skips and
+    # counts that event as it always did
+    event = {k: v for k, v in KERNEL.items() if k != odd.split()[-1]} if isinstance(odd, str) else {**KERNEL, **odd}
+    loose, parts, p = _one_odd_event(tmp_path, monkeypatch, event)
+    assert len(loose) == 1
+    assert sum(part.__class__ is Checked for part in parts) == len(parts) - 1  # (the loose piece: a plain list)
+    meta = get_provenance(torch_trace.read(p))[0]
+    assert meta["events_without_ts_or_dur"] == 1 and "1 GPU kernel/copy events" in str(meta)
+    decoded, _ = decode(p, json_bytes(p))
+    assert decoded.__class__ is list and any(e.ts == event.get("ts") and e.dur == event.get("dur") for e in decoded)
+
+
+def test_a_checked_piece_scans_as_the_same_events_checked_one_by_one(tmp_path):
+    p = _write(tmp_path, _kineto(_many(40)), gz=False)
+    decoded, _ = decode(p, json_bytes(p))
+    assert decoded.__class__ is Checked
+    trusted, checked = Scan(), Scan()
+    trusted.add(decoded)
+    checked.add(list(decoded))
+    for field in ("ops", "gpu", "notes", "steps", "skipped", "skipped_gpu", "n_events", "has_ranges"):
+        assert getattr(trusted, field) == getattr(checked, field), field
+    assert trusted.by_ext == checked.by_ext and trusted.runtimes == checked.runtimes and trusted.ops
 
 
 def test_an_event_of_no_known_phase_beside_one_not_an_object_reads_generically(tmp_path):

@@ -20,8 +20,8 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from roofline.ingest.torch.decode import NULL, Event, shapes
-from roofline.ingest.torch.scan import KERNEL_CATS, NUMBER
+from roofline.ingest.torch.decode import KERNEL_CATS, NULL, Event, shapes
+from roofline.ingest.torch.scan import NUMBER
 from roofline.metrics.ops.collectives import canonical, collective_bytes, kernel_collective, message_bytes
 from roofline.schema import UNAVAILABLE
 
@@ -58,10 +58,13 @@ def _first_tensor(a: Any) -> tuple[int | None, Any]:
     """(elements, dtype) of the first tensor argument an op records (a TensorList's first tensor)."""
     if a is None:
         return None, None
-    dims = shapes(a.input_dims if a.input_dims is not NULL else a.input_dims_lc)
-    types = shapes(a.input_type)
+    raw = a.input_dims if a.input_dims is not NULL else a.input_dims_lc
+    if raw is NULL:  # (no shapes recorded, the usual collective of PyTorch < 2.0: nothing to decode)
+        return None, None
+    dims = shapes(raw)
     if not isinstance(dims, list) or not dims:
         return None, None
+    types = shapes(a.input_type)
     d0 = dims[0]
     t0 = types[0] if isinstance(types, list) and types else None
     if isinstance(d0, list) and d0 and isinstance(d0[0], list):  # a TensorList: [[N]]
@@ -93,17 +96,19 @@ class Annotations:
                     continue
         for v in self.by_thread.values():
             v.sort(key=lambda x: x[0])
+        self.starts = {k: [x[0] for x in v] for k, v in self.by_thread.items()}  # (bisected without a key function)
 
     def within(self, op: Event) -> Event | None:
         """The first annotation on ``op``'s thread that starts inside its span."""
+        key = (op.pid, op.tid)
         try:
-            found = self.by_thread.get((op.pid, op.tid))
+            found = self.by_thread.get(key)
         except TypeError:
             return None
         if not found:
             return None
         a, b = float(op.ts), float(op.ts) + float(op.dur)
-        i = bisect.bisect_left(found, a, key=lambda x: x[0])
+        i = bisect.bisect_left(self.starts[key], a)
         return found[i][1] if i < len(found) and found[i][0] <= b else None
 
 
@@ -193,24 +198,39 @@ class Busy:
     kernel ran while compute ran (overlapped) and how much ran alone (exposed)."""
 
     def __init__(self, gpu: list[Event]) -> None:
+        # one pass with the checks of _is_comm_kernel and _device inlined, then the merge and the running sum with
+        # the last end and the sum in locals: the same comparisons and float sums in the same order, ~40% less
+        # time (this runs over every GPU event of a trace with collectives: 22k on the V100 trace)
         spans: dict[Any, list[tuple[float, float]]] = defaultdict(list)
+        kernel_cats, number, comm = KERNEL_CATS, NUMBER, COMM_PREFIXES
         for e in gpu:
-            if e.cat in KERNEL_CATS and not _is_comm_kernel(e.name) and e.ts.__class__ in NUMBER \
-                    and e.dur.__class__ in NUMBER:
-                spans[_device(e)].append((float(e.ts), float(e.ts) + float(e.dur)))
+            if e.cat in kernel_cats:
+                name, ts, dur = e.name, e.ts, e.dur
+                if (name.__class__ is not str or name[:4].lower() not in comm) and ts.__class__ in number \
+                        and dur.__class__ in number:
+                    a = e.args
+                    dev = a.device if a is not None and a.device is not None else e.pid
+                    ts = float(ts)
+                    spans[dev if dev.__class__ not in (list, dict) else None].append((ts, ts + float(dur)))
         self.merged: dict[Any, tuple[list[float], list[float], list[float]]] = {}
         for dev, iv in spans.items():
             iv.sort()
-            starts, ends = [iv[0][0]], [iv[0][1]]
-            for s, t in iv[1:]:
-                if s <= ends[-1]:
-                    ends[-1] = max(ends[-1], t)
+            intervals = iter(iv)
+            first, last = next(intervals)
+            starts, ends = [first], []
+            for s, t in intervals:
+                if s <= last:
+                    if t > last:  # noqa: PLR1730 (max(last, t) without a call: the first of equals kept)
+                        last = t
                 else:
+                    ends.append(last)
                     starts.append(s)
-                    ends.append(t)
-            cum = [0.0]
+                    last = t
+            ends.append(last)
+            cum, total = [0.0], 0.0
             for s, t in zip(starts, ends):
-                cum.append(cum[-1] + t - s)
+                total = total + t - s
+                cum.append(total)
             self.merged[dev] = (starts, ends, cum)
 
     def overlapped_us(self, e: Event) -> float:
@@ -232,17 +252,24 @@ class Busy:
     def overlap(self, evs: list[Event]) -> tuple[float, float, str]:
         """(seconds of the row's collective kernels that ran alone (exposed), seconds overlapped with other
         kernels, how)."""
-        comm = [e for e in evs if e.cat in KERNEL_CATS and _is_comm_kernel(e.name)]
-        us = sum(self.overlapped_us(e) for e in comm)
-        return (sum(float(e.dur) for e in comm) - us) * 1e-6, us * 1e-6, OVERLAP
+        us = dur = 0  # (as sum() adds: from the int 0, in the events' order)
+        for e in evs:
+            if e.cat in KERNEL_CATS and _is_comm_kernel(e.name):
+                us += self.overlapped_us(e)
+                dur += float(e.dur)
+        return (dur - us) * 1e-6, us * 1e-6, OVERLAP
 
 
 def has_comm_kernel(evs: list[Event]) -> bool:
     return any(e.cat in KERNEL_CATS and _is_comm_kernel(e.name) for e in evs)
 
 
+#: what an NCCL/RCCL kernel's name starts with, in any case
+COMM_PREFIXES = ("nccl", "rccl")
+
+
 def _is_comm_kernel(name: Any) -> bool:
-    return name.__class__ is str and name[:4].lower() in ("nccl", "rccl")
+    return name.__class__ is str and name[:4].lower() in COMM_PREFIXES
 
 
 def _device(e: Event) -> Any:

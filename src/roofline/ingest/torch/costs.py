@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.ingest.torch.decode import Event
-from roofline.ingest.torch.scan import COPY_CATS, NUMBER
+from roofline.ingest.torch.decode import COPY_CATS, Event
+from roofline.ingest.torch.scan import NUMBER
 from roofline.metrics.kernel_precision import decide as precision_evidence
 from roofline.metrics.ops import OpCost
 from roofline.schema import UNAVAILABLE

@@ -34,10 +34,10 @@ def link(gpu: list[Event], runtimes: dict[Any, Event], by_ext: dict[Any, int],
         except TypeError:
             pass
         linked.append(None)
-    lookups = [x for x in linked if x.__class__ is Event]
+    lookups = [x for x in linked if x.__class__ is not int and x is not None]  # (launches: the others, op indexes)
     held = iter(threads.innermost_of(lookups) if lookups else ())
     for e, op in zip(gpu, linked):
-        if op.__class__ is Event:
+        if op.__class__ is not int and op is not None:  # (a launch, of whichever event class decoded it)
             op = next(held)
         if op is None:
             try:

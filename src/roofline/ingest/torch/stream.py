@@ -14,6 +14,9 @@ objects one per line) leaves a piece with unbalanced brackets that fails to deco
 is raised and the reader decodes the document whole instead, as it does a document without such
 separators. The outline (the text before the first event and after the last separator) must have its
 ``traceEvents`` value start at the ``[`` where the pieces began, so the array cut is the top-level one.
+
+A piece is decoded by phase (``decode.AnyEvent``), or, when it is mostly Python frames, by category
+(``decode.ByCategory``, see :func:`_decoded`): the same events kept, the frames skipped undecoded.
 """
 
 from __future__ import annotations
@@ -30,9 +33,12 @@ from roofline.ingest.torch.decode import (
     LOOSE_EVENTS,
     TOP_FIELDS,
     AnyEvent,
+    Checked,
     Event,
     firm,
+    mostly_frames,
 )
+from roofline.ingest.torch.decode import BY_CATEGORY as _BY_CATEGORY
 
 #: text decoded per piece: once this much is waiting, the last separator of the text that completes it ends one.
 #: Small enough that a piece is still in the CPU's cache when it is decoded: the V100 trace reads in ~0.40 s
@@ -86,6 +92,22 @@ def events(path: Path, top: dict[str, Any]) -> Iterator[list[Event]]:
     yield from _pieces(iter([whole[i:i + PIECE_BYTES] for i in range(0, len(whole), PIECE_BYTES)]), top)
 
 
+def all_events(path: Path) -> list[Event]:
+    """Every event of a document in one list, as read() gets them: streamed in pieces where it can be cut (those
+    mostly Python frames decoded by category), else decoded whole (``decode.decode``)."""
+    from roofline.ingest.common import json_bytes
+    from roofline.ingest.torch.decode import decode
+
+    pieces = events(path, {})
+    try:
+        return [e for piece in pieces for e in piece]
+    except Uncut:
+        pass
+    finally:
+        pieces.close()
+    return decode(path, json_bytes(path))[0]
+
+
 def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterator[list[Event]]:
     """The events of the document ``texts`` make up, a list per piece of text (cut at its last separator).
 
@@ -121,6 +143,7 @@ def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterato
         if start is None:
             raise Uncut
     head = parts[0]
+    by_category = [True]  # (decoding pieces by category is tried until it fails once)
     bracket, first = start.start(1), start.end() - 1
     pending: list[Any] = [memoryview(head)[first:]]  # text after the last cut (from an event's '{')
     waiting = len(head) - first
@@ -134,7 +157,7 @@ def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterato
             waiting += len(text)
             continue
         try:
-            yield _decoded(b"".join((b"[", *pending, memoryview(text)[:cut[0]], b"]")))
+            yield _decoded(b"".join((b"[", *pending, memoryview(text)[:cut[0]], b"]")), by_category)
         except _DAMAGED:  # (msgspec.ValidationError is a DecodeError)
             raise Uncut from None
         pending = [memoryview(text)[cut[1]:]]
@@ -148,17 +171,28 @@ def _pieces(texts: Iterator[bytes | memoryview], top: dict[str, Any]) -> Iterato
         outline = _OUTLINE.decode(outline_bytes)
         if _address(outline.traceEvents) - _address(outline_bytes) != bracket:
             raise Uncut  # the array cut is not the top-level traceEvents
-        last = _decoded(outline.traceEvents)
+        # (a whole document, if it had no cut: not by category where metadata events, which have no category and
+        # would fail that decode at its end, are seen in its last 64 KB, as Kineto writes them)
+        rest = outline.traceEvents
+        last = _decoded(rest, by_category if b'"M"' not in bytes(memoryview(rest)[-(1 << 16):]) else None, 3)
     except _DAMAGED:
         raise Uncut from None
     top.update({k: getattr(outline, k) for k in TOP_FIELDS})
     yield last
 
 
-def _decoded(text: Any) -> list[Event]:
-    """A piece's events; one with no known phase costs the piece a second, loose decode (not an Uncut)."""
+def _decoded(text: Any, state: list[bool] | None = None, places: int = 1) -> list[Event]:
+    """A piece's events; one with no known phase costs the piece a second, loose decode (not an Uncut). A piece
+    that is mostly Python frames is decoded by category first (``decode.ByCategory``); one that decode cannot
+    take is decoded by phase, and so are the document's later pieces (``state``: [whether decoding by category
+    is still tried]; ``places``: how many places of the text are sampled for Python frames)."""
+    if state is not None and state[0] and mostly_frames(text, places):
+        try:
+            return Checked(_BY_CATEGORY.decode(text))
+        except _DAMAGED:
+            state[0] = False
     try:
-        return _EVENTS.decode(text)
+        return Checked(_EVENTS.decode(text))
     except msgspec.ValidationError:
         return firm(LOOSE_EVENTS.decode(text))  # (an event or args not an object fails here too: Uncut)
 

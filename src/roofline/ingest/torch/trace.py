@@ -57,6 +57,8 @@ from roofline.ingest.torch.costs import copy_cost as _copy_cost
 from roofline.ingest.torch.costs import host_copy as _host_copy
 from roofline.ingest.torch.costs import modelled as _modelled
 from roofline.ingest.torch.decode import (
+    COPY_CATS,
+    KERNEL_CATS,
     NULL,
     RANGE_CAT,
     Args,
@@ -68,7 +70,7 @@ from roofline.ingest.torch.decode import (
 from roofline.ingest.torch.devices import unlisted_devices
 from roofline.ingest.torch.graphs import graph_launched
 from roofline.ingest.torch.links import link
-from roofline.ingest.torch.scan import COPY_CATS, KERNEL_CATS, NUMBER, Scan
+from roofline.ingest.torch.scan import NUMBER, Scan
 from roofline.ingest.torch.stream import Uncut
 from roofline.ingest.torch.stream import events as stream_events
 from roofline.ingest.torch.summary import estimates, trace_meta, unmodelled
