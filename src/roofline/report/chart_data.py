@@ -208,6 +208,18 @@ def _set_roofs(cols: _Columns, rows: np.ndarray, levels: Sequence[str]) -> list[
     return out
 
 
+def roof_view(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> pd.DataFrame:
+    """The columns :func:`roof_sets` (and :func:`roofs`, :func:`plottable`) read: a device's rows taken from
+    this instead of the whole frame copy ~20 columns, not ~140 (the sets are the same)."""
+    wanted = {"duration_s", "achieved_flop_per_s", "tensor_path"}
+    for lv in levels:
+        wanted |= {f"peak_{lv}_bytes_per_s", source_column(f"peak_{lv}_bytes_per_s"), f"{lv}_bytes"}
+    for p in PRECISIONS:
+        wanted |= {f"peak_flop_per_s_{p}", source_column(f"peak_flop_per_s_{p}"), f"flop_share_{p}"}
+    cols = [c for c in frame.columns if c in wanted]
+    return frame[cols] if cols else frame  # (no column at all: the frame itself, which is not empty)
+
+
 def roof_sets(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> list[RoofSet]:
     """The roof sets of one device's kernels, most kernel time first. Each set's roofs are the ones its
     kernels' % of roof was computed against, so a chart of one set never draws a roof no kernel used."""

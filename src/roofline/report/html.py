@@ -36,7 +36,7 @@ from roofline.analysis.collect import plan as collect_plan
 from roofline.analysis.collect import summary as collect_summary
 from roofline.analysis.pipes import findings, findings_summary, pipe_bound, pipe_summary
 from roofline.hardware.peaks import LEVELS
-from roofline.report.chart_data import LEVEL_LABELS, Roof, roofs, short_source
+from roofline.report.chart_data import LEVEL_LABELS, Roof, roof_view, roofs, short_source
 from roofline.report.comm_chart import comm_data
 from roofline.report.timeseries import step_points
 from roofline.schema import PRECISIONS, get_provenance, source_column
@@ -178,22 +178,26 @@ class _DeviceRoofs:
         return self._done[key]
 
 
-def _peak_table(frame: pd.DataFrame, levels: Sequence[str], roofs_of: _DeviceRoofs | None = None) -> list[dict[str, object]]:
+def _peak_table(frame: pd.DataFrame, levels: Sequence[str], roofs_of: _DeviceRoofs | None = None,
+                view: pd.DataFrame | None = None) -> list[dict[str, object]]:
+    """Every device's roofs (``view``: the frame's :func:`roof_view`, where the caller has it)."""
     roofs_of = roofs_of or _DeviceRoofs(levels)
+    view = roof_view(frame, levels) if view is None else view
     rows: list[dict[str, object]] = []
-    for device, sub in frame.groupby(frame["device_name"].astype("string").fillna("unknown device"), sort=False):
+    for device, sub in view.groupby(frame["device_name"].astype("string").fillna("unknown device"), sort=False):
         for r in roofs_of(sub):
             rows.append({"device": str(device), "roof": r.key, "kind": r.kind, "value": r.value,
                          "label": r.label, "basis": short_source(r.source), "source": r.source})
     return rows
 
 
-def _roof_lines(frame: pd.DataFrame, levels: Sequence[str],
-                roofs_of: _DeviceRoofs | None = None) -> dict[str, list[dict[str, object]]]:
+def _roof_lines(frame: pd.DataFrame, levels: Sequence[str], roofs_of: _DeviceRoofs | None = None,
+                view: pd.DataFrame | None = None) -> dict[str, list[dict[str, object]]]:
     """Roofs per device: kernels of different GPUs are never drawn under each other's roofs."""
     roofs_of = roofs_of or _DeviceRoofs(levels)
+    view = roof_view(frame, levels) if view is None else view
     out = {}
-    for device, sub in frame.groupby(frame["device_name"].astype("string").fillna(""), sort=False):
+    for device, sub in view.groupby(frame["device_name"].astype("string").fillna(""), sort=False):
         out[str(device)] = [{"kind": r.kind, "key": r.key, "value": r.value, "label": r.label} for r in roofs_of(sub)]
     return out
 
@@ -299,10 +303,11 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         "findings": _top_findings(frame),
     }
     roofs_of = _DeviceRoofs(levels)
+    view = roof_view(frame, levels)  # (the roofs read ~20 columns: each device's rows taken from those)
     data = {
         "meta": meta,
-        "roofs": _roof_lines(frame, levels, roofs_of) if len(frame) else {},
-        "peaks": _peak_table(frame, levels, roofs_of) if len(frame) else [],
+        "roofs": _roof_lines(frame, levels, roofs_of, view) if len(frame) else {},
+        "peaks": _peak_table(frame, levels, roofs_of, view) if len(frame) else [],
         "groups": _groups(frame, levels) if len(frame) else [],
         "steps": step_points(frame, levels),  # the step chart (report/timeseries.py)
         "headline": _headlines(frame) if len(frame) else {},  # per device: coverage, time by kind, MFU
