@@ -43,15 +43,17 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
                                   latency_threshold_pct=latency_threshold, strict=strict,
                                   links=str(links) if links else None))
     result = run.frame
+    ordered = select(result)  # longest first: the table's rows, and the page's (one sorted copy for both)
     lines: list[str] = []
 
     def table() -> None:  # built while other processes draw the charts, printed once they are written
-        lines.extend(table_lines(select(result), run.levels, None, limit=top, latency_threshold=latency_threshold,
+        lines.extend(table_lines(ordered, run.levels, None, limit=top, latency_threshold=latency_threshold,
                                  more="--top N", scope=result))
         lines.extend(undrawable_reasons(result))  # an empty chart says nothing: no chart, and why
 
     try:
-        written = write_report(result, out_dir, run.levels, clock=clock, svg=svg, top=top, also=table)
+        written = write_report(result, out_dir, run.levels, clock=clock, svg=svg, top=top, also=table,
+                               longest_first=ordered)
     except OSError as exc:
         fail(f"cannot write the report to {out_dir}: {exc}")
     for line in lines:

@@ -138,10 +138,12 @@ def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
 
 def write_report(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
                  svg: bool = False, top: int = 10, workers: int | None = None,
-                 also: Callable[[], object] | None = None) -> list[Path]:
+                 also: Callable[[], object] | None = None, longest_first: pd.DataFrame | None = None) -> list[Path]:
     """The charts and ``report.html`` in ``out_dir``; returns the files written. The page is rendered while
     other processes draw the charts (``workers`` as in :func:`write_charts`); ``also``: further work of this
-    process done then, after the page (the command line's table), its result dropped."""
+    process done then, after the page (the command line's table), its result dropped. ``longest_first``: the
+    same rows sorted longest first (``analysis.select.select(result)``), where the caller has them: the page
+    reads them instead of a sorted copy of its own."""
     from roofline.report import html
     from roofline.report.forked import run_shared
 
@@ -151,7 +153,8 @@ def write_report(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
 
     def rest() -> list[Path]:
         written = [*_comm_charts(result, out, clock, svg),
-                   html.write(result, out / "report.html", levels, clock=clock, top=top)]
+                   html.write(result if longest_first is None else longest_first, out / "report.html", levels,
+                              clock=clock, top=top)]
         if also is not None:
             also()
         return written

@@ -279,12 +279,22 @@ def _top_findings(frame: pd.DataFrame, top: int = 10) -> list[dict[str, object]]
             for f in ranked.itertuples()]
 
 
+def longest_first(duration: pd.Series) -> bool:
+    """Whether float durations are in the order a stable sort, longest first and missing last, gives them
+    already (``roofline report`` passes its table's sorted rows: sorting them again copied the whole frame)."""
+    if duration.dtype != np.float64:
+        return False
+    d = duration.to_numpy()
+    known = len(d) - int(np.isnan(d).sum())
+    return not np.isnan(d[:known]).any() and bool((np.diff(d[:known]) <= 0).all())
+
+
 def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None,
            clock: str = "profiled", top: int = 10, compress: bool | None = None) -> str:
     """The report page as a string."""
     levels = tuple(lv for lv in levels if f"intensity_{lv}_flop_per_byte" in result)
     frame = result.sort_values("duration_s", ascending=False, na_position="last", kind="stable") \
-        if "duration_s" in result else result
+        if "duration_s" in result and not longest_first(result["duration_s"]) else result
     frame = frame.reset_index(drop=True)
     devices = sorted(set(frame["device_name"].dropna().astype(str))) if "device_name" in frame else []
     files = sorted({Path(str(p)).name for p in frame["source_file"].dropna().unique()}) if "source_file" in frame else []
