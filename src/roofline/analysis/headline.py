@@ -288,13 +288,21 @@ def _reasons(scopes: list[tuple[tuple[np.ndarray, ...], float]]) -> list[tuple[R
         items = []
         for reason, fix, rows in pairs:
             ranks, sums = next(by_name)
-            top = pd.Series(sums, index=uniq[ranks]).sort_values(ascending=False).head(3).items() if len(sums) > 1 \
-                else zip(uniq[ranks], sums)
+            top = zip(uniq[ranks], sums) if len(sums) < 2 else _longest(uniq[ranks], sums)
             time_s = float(t[rows].sum())
             items.append(Reason(str(reason), str(fix), time_s, time_s / total if total > 0 else math.nan, len(rows),
                                 tuple((str(n), float(v) / total if total > 0 else math.nan) for n, v in top)))
         out.append(tuple(sorted(items, key=lambda r: (-r.time_s, r.reason))))
     return out
+
+
+def _longest(names: np.ndarray, sums: np.ndarray, n: int = 3) -> Iterator[tuple[Any, Any]]:
+    """The ``n`` largest sums with their names, largest first, as pandas' descending sort orders them: where
+    no two sums are equal any sort agrees (one argsort, not a Series per reason); else pandas' own."""
+    if len(np.unique(sums)) == len(sums):
+        at = np.argsort(-sums)[:n]
+        return zip(names[at], sums[at])
+    return pd.Series(sums, index=names).sort_values(ascending=False).head(n).items()
 
 
 def _seconds(dur: np.ndarray, kind: np.ndarray, segments: list[np.ndarray]) -> list[dict[str, float]]:
@@ -424,11 +432,11 @@ def headlines(frame: pd.DataFrame, by_step: bool = True) -> list[Headline]:
     k_arr, pt_arr = k.to_numpy(dtype=object), point.to_numpy()
     # every scope first (a profile's, then its steps'), so that their grouped sums are taken at once
     specs: list[tuple[int, np.ndarray, str | None, str | None, str | None]] = []
+    stepped = step.notna().to_numpy()
     for i, ((f, d), rows) in enumerate(runs):
         specs.append((i, rows, f or None, d or None, None))
-        st = step.iloc[rows]
-        if st.notna().any():
-            specs += [(i, rows[srows], f or None, d or None, s) for (s,), srows in _runs([st]) if s]
+        if stepped[rows].any():  # (most profiles mark no steps: no per-profile slice of the steps for them)
+            specs += [(i, rows[srows], f or None, d or None, s) for (s,), srows in _runs([step.iloc[rows]]) if s]
     dur = whole.dur
     seconds = _seconds(dur, k_arr, [ix for _, ix, *_ in specs])
     gone = pt_arr | (k_arr == "idle")  # (rows with a point, and idle rows, have no reason)

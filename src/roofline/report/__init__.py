@@ -105,8 +105,8 @@ def _write_set(result: pd.DataFrame, rows: np.ndarray, mask: np.ndarray | None, 
     """One chart: the device's rows (``rows``: a mask over ``result``), or one roof set of them (``mask``)."""
     from roofline.report import png
 
-    frame = result[rows]
-    return png.write(frame if mask is None else frame[mask], path, levels, clock=clock, note=note)
+    frame = result[rows] if mask is None else result.iloc[np.flatnonzero(rows)[mask]]  # (one take of its rows)
+    return png.write(frame, path, levels, clock=clock, note=note)
 
 
 def _comm_charts(result: pd.DataFrame, out: Path, clock: str, svg: bool) -> list[Path]:

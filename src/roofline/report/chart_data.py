@@ -280,21 +280,25 @@ def plottable(frame: pd.DataFrame) -> pd.Series:
 
 def points(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> pd.DataFrame:
     """Long frame: one row per plottable kernel and level with a finite, positive intensity."""
-    sub = frame[plottable(frame).to_numpy()]
+    drawn = plottable(frame).to_numpy()
+
+    def sub(col: str) -> pd.Series:  # the plottable rows of one column (taking every column's cost more)
+        return frame[col][drawn]
+
     rows = []
     for lv in levels:
         col = f"intensity_{lv}_flop_per_byte"
-        if col not in sub:
+        if col not in frame:
             continue
-        x = pd.to_numeric(sub[col], errors="coerce")
+        x = pd.to_numeric(sub(col), errors="coerce")
         ok = (x > 0) & np.isfinite(x)
         part = pd.DataFrame({
-            "row": np.flatnonzero(plottable(frame).to_numpy())[ok.to_numpy()],
-            "kernel_id": sub.loc[ok, "kernel_id"] if "kernel_id" in sub else np.arange(ok.sum()),
+            "row": np.flatnonzero(drawn)[ok.to_numpy()],
+            "kernel_id": sub("kernel_id")[ok] if "kernel_id" in frame else np.arange(ok.sum()),
             "level": lv,
             "intensity_flop_per_byte": x[ok],
-            "achieved_flop_per_s": pd.to_numeric(sub.loc[ok, "achieved_flop_per_s"], errors="coerce"),
-            "duration_s": pd.to_numeric(sub.loc[ok, "duration_s"], errors="coerce"),
+            "achieved_flop_per_s": pd.to_numeric(sub("achieved_flop_per_s")[ok], errors="coerce"),
+            "duration_s": pd.to_numeric(sub("duration_s")[ok], errors="coerce"),
         })
         rows.append(part)
     if not rows:

@@ -72,15 +72,22 @@ def _numbers(values: object, digits: int = 5) -> str:
     arr = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     if arr.size == 0:
         return "[]"
-    text = list(map(f"%.{digits}g".__mod__, arr.tolist()))  # (twice np.char.mod's speed, the same text)
-    for i in np.flatnonzero(~np.isfinite(arr)).tolist():
+    # each distinct value (by its bits: -0.0 is not 0.0) formatted once: kernels of many profiles repeat values
+    bits, inverse = np.unique(np.ascontiguousarray(arr, dtype=np.float64).view(np.int64), return_inverse=True)
+    uniq = bits.view(np.float64)
+    text = list(map(f"%.{digits}g".__mod__, uniq.tolist()))  # (twice np.char.mod's speed, the same text)
+    for i in np.flatnonzero(~np.isfinite(uniq)).tolist():
         text[i] = "null"
-    return "[" + ",".join(text) + "]"
+    return "[" + ",".join([text[i] for i in inverse.tolist()]) + "]"
 
 
 def _codes(values: pd.Series) -> tuple[str, list[str]]:
     """A string column as integer codes plus its distinct values (-1 for missing)."""
-    codes, uniques = pd.factorize(values.astype("string"), use_na_sentinel=True)
+    if isinstance(values.dtype, pd.CategoricalDtype) and values.cat.categories.inferred_type == "string":
+        # the categories are the distinct texts already: their codes, renumbered by first appearance
+        codes, uniques = pd.factorize(values.array, use_na_sentinel=True)
+    else:
+        codes, uniques = pd.factorize(values.astype("string"), use_na_sentinel=True)
     return "[" + ",".join(map(str, codes.tolist())) + "]", [str(u) for u in uniques]
 
 
