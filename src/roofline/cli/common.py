@@ -183,11 +183,16 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
         echo_csv(_with_collect(result, scope, by))
 
 
+#: what the table reads of every listed row (besides the rows it shows): files and devices, and the devices' labels
+_TABLE_WIDE = ("source_file", "device_name", "format", "compute_capability", "sm_count")
+
+
 def table_lines(result: pd.DataFrame, levels: tuple[str, ...], by: str | None, limit: int | None = None,
                 total: int | None = None, latency_threshold: float = 20.0, more: str = "--top N or --all",
                 scope: pd.DataFrame | None = None, fold: bool = True, full_names: bool = False) -> list[str]:
     """:func:`print_result`'s table view as its lines (each echoed as one): ``roofline report`` builds them
     while other processes draw its charts, and prints them once the charts are written."""
+    import numpy as np
     import pandas as pd
 
     from roofline.analysis.categories import IDLE, categorize
@@ -201,28 +206,36 @@ def table_lines(result: pd.DataFrame, levels: tuple[str, ...], by: str | None, l
 
         out.append(format_headlines(headlines(scope)) + "\n")
     folded, listed = result.iloc[0:0], result  # listed: every row given, for the folded rows' share of time
+    whole = None  # the rows the table stands for, where `result` holds only the first `limit` of them
     if not result.empty:
         from roofline.analysis.headline import narrow
 
         keep = (categorize(narrow(result)) != IDLE).to_numpy()  # idle time is in the headline, not a row
         if fold:
             point = has_point(result).to_numpy()
-            folded, result = result[keep & ~point], result[keep & point]
-            total = len(result)
+            # only what is read of them: the folded rows' reasons, and of the listed rows the first `limit`
+            # whole and a few columns of the rest (each a copy of the whole frame, for a dataset, otherwise)
+            folded = (narrow(result) if by is None else result)[keep & ~point]
+            shown = np.flatnonzero(keep & point)
+            total = len(shown)
+            if limit:
+                whole = result[[c for c in _TABLE_WIDE if c in result.columns]].iloc[shown]
+                shown = shown[:limit]
+            result = result.iloc[shown]
         elif not keep.all():
             result = result[keep]
     if not result.empty:
         from roofline.ingest.amd.arch import device_labels
         from roofline.report.summary import compact_list
 
-        devices = compact_list(device_labels(result).split(", ")) or "unknown device"
+        devices = compact_list(device_labels(result if whole is None else whole).split(", ")) or "unknown device"
         what = f"{total if total is not None else len(result):,} {by or 'kernel'} row(s)"
         aside = f" ({len(folded):,} more without a roofline point: below)" if len(folded) else ""
         out.append(f"{what} on {devices}{aside}; hierarchical roofline over "
                    f"{', '.join(lv.upper() for lv in levels)}; longest first")
     if not result.empty or folded.empty:
         out.append(format_table(result, levels=levels, by=by, limit=limit, total=total,
-                                latency_threshold=latency_threshold, more=more, full_names=full_names))
+                                latency_threshold=latency_threshold, more=more, full_names=full_names, whole=whole))
     if not folded.empty:
         from roofline.report.summary import format_folded
 
