@@ -142,8 +142,6 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
     reason, and idle rows are never listed (their time is in the headline); it ends with the collect-next
     commands for the longest kernels of ``scope`` lacking counters or shapes, printed once (analysis/collect.py).
     JSON and CSV carry them per row (``collect_next``)."""
-    import pandas as pd
-
     if fmt == "table" and by in ("category", "summary", "collective"):
         from roofline.report.summary import format_categories, format_collectives, format_headlines
 
