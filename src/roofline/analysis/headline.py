@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -210,12 +210,15 @@ def _compute_peak(rows: Rows, ix: slice | np.ndarray) -> Peak | None:
     mask = rows.num(f"flop_{p}")[ix] > 0
     key = p
     if p == "tensor" and "tensor_path" in frame:
-        tensor_path = rows.column("tensor_path", ix).astype("string")
-        paths = tensor_path[mask].dropna()
-        if not paths.empty:
-            top = paths.value_counts().index[0]
+        codes, uniq = rows.codes("tensor_path")
+        scope = codes[ix]
+        used = np.unique(scope[mask & (scope >= 0)])
+        if len(used):
+            # the most common path (one path: no count needed; several: pandas' order among equal counts)
+            top = uniq[used[0]] if len(used) == 1 else \
+                rows.column("tensor_path", ix).astype("string")[mask].dropna().value_counts().index[0]
             key = f"tensor {top}"
-            mask = mask & (tensor_path == top).fillna(False).to_numpy()
+            mask = mask & (scope == (used[0] if len(used) == 1 else int(np.flatnonzero(uniq == top)[0])))
     return _peak(rows, ix, f"peak_flop_per_s_{p}", key, mask)
 
 
@@ -285,13 +288,21 @@ def _reasons(scopes: list[tuple[tuple[np.ndarray, ...], float]]) -> list[tuple[R
         items = []
         for reason, fix, rows in pairs:
             ranks, sums = next(by_name)
-            top = pd.Series(sums, index=uniq[ranks]).sort_values(ascending=False).head(3).items() if len(sums) > 1 \
-                else zip(uniq[ranks], sums)
+            top = zip(uniq[ranks], sums) if len(sums) < 2 else _longest(uniq[ranks], sums)
             time_s = float(t[rows].sum())
             items.append(Reason(str(reason), str(fix), time_s, time_s / total if total > 0 else math.nan, len(rows),
                                 tuple((str(n), float(v) / total if total > 0 else math.nan) for n, v in top)))
         out.append(tuple(sorted(items, key=lambda r: (-r.time_s, r.reason))))
     return out
+
+
+def _longest(names: np.ndarray, sums: np.ndarray, n: int = 3) -> Iterator[tuple[Any, Any]]:
+    """The ``n`` largest sums with their names, largest first, as pandas' descending sort orders them: where
+    no two sums are equal any sort agrees (one argsort, not a Series per reason); else pandas' own."""
+    if len(np.unique(sums)) == len(sums):
+        at = np.argsort(-sums)[:n]
+        return zip(names[at], sums[at])
+    return pd.Series(sums, index=names).sort_values(ascending=False).head(n).items()
 
 
 def _seconds(dur: np.ndarray, kind: np.ndarray, segments: list[np.ndarray]) -> list[dict[str, float]]:
@@ -375,27 +386,21 @@ def _comm_time(rows: Rows, ix: slice | np.ndarray) -> dict[str, Any]:
     return out
 
 
-def _runs(keys: list[pd.Series]) -> Iterator[tuple[tuple[Any, ...], np.ndarray, slice]]:
-    """(the keys' values, row positions, slice) per distinct combination, in order of first appearance (NA as
-    ''): the slices index the positions concatenated, so that a frame taken in that order once holds each group
-    as one slice, a view (taking each group's rows costs ~10 ms per group on a wide frame)."""
+def _runs(keys: list[pd.Series]) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]:
+    """(the keys' values, row positions in row order) per distinct combination, in order of first appearance
+    (NA as '')."""
     codes, first = row_codes(keys)
     values = [k.fillna("").to_numpy(dtype=object)[first] for k in keys]
     order = np.argsort(codes, kind="stable")
-    bounds = np.flatnonzero(np.diff(codes[order])) + 1
-    start = 0
-    for part in np.split(order, bounds):
+    for part in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
         if len(part):
-            yield tuple(v[codes[part[0]]] for v in values), part, slice(start, start + len(part))
-        start += len(part)
+            yield tuple(v[codes[part[0]]] for v in values), part
 
 
-def headlines(frame: pd.DataFrame, by_step: bool = True) -> list[Headline]:
-    """One headline per (profile, device), in order of GPU time, each followed by its steps' headlines
-    (``by_step``, where the profile marks steps); plus, first, the whole frame's when it holds several."""
-    if frame.empty:
-        return []
-    frame = narrow(frame)
+def _row_facts(frame: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.DataFrame,
+                                              Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]]:
+    """Every row's point and kind, the reasons of the rows without a point (idle aside), and a function giving
+    the reasons and fixes of such rows among given row positions, in row order: taken once for every scope."""
     point = has_point(frame)
     k = kinds(frame, point=point)
     missing = ~point.to_numpy() & (k != "idle").to_numpy()
@@ -404,35 +409,42 @@ def headlines(frame: pd.DataFrame, by_step: bool = True) -> list[Headline]:
     pos[missing] = np.arange(int(missing.sum()))
     reason_all, fix_all = why_all["reason"].to_numpy(), why_all["fix"].to_numpy()
 
-    def why(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # these rows' missing ones' reasons, in row order
+    def why(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         p = pos[rows]
         return reason_all[p[p >= 0]], fix_all[p[p >= 0]]
 
+    return point, k, why_all, why
+
+
+def headlines(frame: pd.DataFrame, by_step: bool = True) -> list[Headline]:
+    """One headline per (profile, device), in order of GPU time, each followed by its steps' headlines
+    (``by_step``, where the profile marks steps); plus, first, the whole frame's when it holds several."""
+    if frame.empty:
+        return []
+    frame = narrow(frame)
+    point, k, why_all, why = _row_facts(frame)
     src = frame["source_file"].astype("string") if "source_file" in frame else pd.Series("", index=frame.index)
     dev = frame["device_name"].astype("string") if "device_name" in frame else pd.Series("", index=frame.index)
     step = steps(frame) if by_step else pd.Series(pd.NA, index=frame.index, dtype="string")
     runs = list(_runs([src, dev]))
-    # each (profile, device) is one slice of the frame taken in group order (its rows keep their order)
-    order = np.concatenate([rows for _, rows, _ in runs])
-    ordered = Rows(frame.iloc[order])
-    k_ord, pt_ord, step_ord = k.to_numpy(dtype=object)[order], point.to_numpy()[order], step.iloc[order]
+    # a scope is its rows' positions (in row order) into arrays of the whole frame: no frame is taken per scope
+    whole = Rows(frame)
+    k_arr, pt_arr = k.to_numpy(dtype=object), point.to_numpy()
     # every scope first (a profile's, then its steps'), so that their grouped sums are taken at once
-    specs: list[tuple[int, slice | np.ndarray, str | None, str | None, str | None, np.ndarray]] = []
-    for i, ((f, d), rows, at) in enumerate(runs):
-        specs.append((i, at, f or None, d or None, None, rows))
-        st = step_ord.iloc[at]
-        if st.notna().any():
-            specs += [(i, np.arange(at.start, at.stop)[srows], f or None, d or None, s, rows[srows])
-                      for (s,), srows, _ in _runs([st]) if s]
-    dur = ordered.dur
-    seconds = _seconds(dur, k_ord, [np.arange(len(dur))[ix] for _, ix, *_ in specs])
-    gone = pt_ord | (k_ord == "idle")  # (rows with a point, and idle rows, have no reason)
-    found = _reasons([(_why(ordered, ix, ~gone[ix], dur[ix], why(rows)), float(dur[ix].sum()))
-                      for _, ix, _, _, _, rows in specs])
-    heads: list[Headline] = [_headline(ordered, ix, f, d, s, k_ord[ix], pt_ord[ix], None, sec, r)
-                             for (_, ix, f, d, s, _), sec, r in zip(specs, seconds, found)]
+    specs: list[tuple[int, np.ndarray, str | None, str | None, str | None]] = []
+    stepped = step.notna().to_numpy()
+    for i, ((f, d), rows) in enumerate(runs):
+        specs.append((i, rows, f or None, d or None, None))
+        if stepped[rows].any():  # (most profiles mark no steps: no per-profile slice of the steps for them)
+            specs += [(i, rows[srows], f or None, d or None, s) for (s,), srows in _runs([step.iloc[rows]]) if s]
+    dur = whole.dur
+    seconds = _seconds(dur, k_arr, [ix for _, ix, *_ in specs])
+    gone = pt_arr | (k_arr == "idle")  # (rows with a point, and idle rows, have no reason)
+    found = _reasons([(_why(whole, ix, ~gone[ix], dur[ix], why(ix)), float(dur[ix].sum())) for _, ix, *_ in specs])
+    heads: list[Headline] = [_headline(whole, ix, f, d, s, k_arr[ix], pt_arr[ix], None, sec, r)
+                             for (_, ix, f, d, s), sec, r in zip(specs, seconds, found)]
     scopes: list[tuple[Headline, list[Headline]]] = []
-    for (i, _, _, _, s, _), h in zip(specs, heads):
+    for (i, _, _, _, s), h in zip(specs, heads):
         if s is None:
             scopes.append((h, []))
         else:
@@ -442,8 +454,7 @@ def headlines(frame: pd.DataFrame, by_step: bool = True) -> list[Headline]:
     scopes.sort(key=lambda x: -x[0].gpu_time_s)
     out = [x for h, parts in scopes for x in (h, *parts)]
     if len(scopes) > 1:
-        out.insert(0, _headline(Rows(frame), slice(None), None, None, None, k.to_numpy(dtype=object),
-                                point.to_numpy(), why_all))
+        out.insert(0, _headline(whole, slice(None), None, None, None, k_arr, pt_arr, why_all))
     return out
 
 
@@ -453,15 +464,18 @@ def by_device(frame: pd.DataFrame) -> dict[str | None, Headline]:
     if frame.empty:
         return {}
     frame = narrow(frame)
-    point = has_point(frame)
-    k = kinds(frame, point=point)
+    point, k, _, why = _row_facts(frame)
     dev = frame["device_name"].astype("string") if "device_name" in frame else pd.Series("", index=frame.index)
     runs = list(_runs([dev]))
-    order = np.concatenate([rows for _, rows, _ in runs])
-    ordered = Rows(frame.iloc[order])
-    k_ord, pt_ord = k.to_numpy(dtype=object)[order], point.to_numpy()[order]
-    return {d or None: _headline(ordered, at, None, d or None, None, k_ord[at], pt_ord[at], None)
-            for (d,), _, at in runs}
+    whole = Rows(frame)
+    k_arr, pt_arr = k.to_numpy(dtype=object), point.to_numpy()
+    dur = whole.dur
+    # every device's sums at once, and its rows' reasons from the whole frame's (as headlines() takes them)
+    seconds = _seconds(dur, k_arr, [rows for _, rows in runs])
+    gone = pt_arr | (k_arr == "idle")
+    found = _reasons([(_why(whole, ix, ~gone[ix], dur[ix], why(ix)), float(dur[ix].sum())) for _, ix in runs])
+    return {d or None: _headline(whole, ix, None, d or None, None, k_arr[ix], pt_arr[ix], None, sec, r)
+            for ((d,), ix), sec, r in zip(runs, seconds, found)}
 
 
 #: the columns a headline reads (a narrow view: slicing 130 columns, and deep-copying the provenance in ``attrs``

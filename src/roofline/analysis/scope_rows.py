@@ -67,7 +67,20 @@ class Rows:
         return self._series[col]
 
     def positions(self, ix: slice | np.ndarray) -> np.ndarray:
-        return np.arange(len(self.frame))[ix]
+        """The row positions of a scope (an arange of the whole frame per scope cost ~0.3 ms each, 2,000 a report)."""
+        if isinstance(ix, slice):
+            return np.arange(*ix.indices(len(self.frame)))
+        ix = np.asarray(ix)
+        return np.flatnonzero(ix) if ix.dtype == bool else ix.astype(np.int64, copy=False)
+
+    def codes(self, col: str) -> tuple[np.ndarray, np.ndarray]:
+        """``col`` as text, factorized once: (a code per row, -1 where missing; the distinct values)."""
+        key = "@" + col
+        if key not in self._cache:
+            codes, uniq = pd.factorize(self.frame[col].astype("string"), use_na_sentinel=True)
+            self._cache[key] = codes
+            self._cache[key + "#"] = np.asarray(uniq, dtype=object)
+        return self._cache[key], self._cache[key + "#"]
 
 
 def nansum(values: np.ndarray, min_count: int = 0) -> float:

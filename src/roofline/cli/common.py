@@ -142,8 +142,6 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
     reason, and idle rows are never listed (their time is in the headline); it ends with the collect-next
     commands for the longest kernels of ``scope`` lacking counters or shapes, printed once (analysis/collect.py).
     JSON and CSV carry them per row (``collect_next``)."""
-    import pandas as pd
-
     if fmt == "table" and by in ("category", "summary", "collective"):
         from roofline.report.summary import format_categories, format_collectives, format_headlines
 
@@ -157,60 +155,8 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
             click.echo(format_categories(result))
         return
     if fmt == "table":
-        from roofline.analysis.categories import IDLE, categorize
-        from roofline.analysis.coverage import has_point
-        from roofline.report.table import format_table
-
-        if scope is not None and not scope.empty:
-            from roofline.analysis.headline import headlines
-            from roofline.report.summary import format_headlines
-
-            click.echo(format_headlines(headlines(scope)) + "\n")
-        folded, listed = result.iloc[0:0], result  # listed: every row given, for the folded rows' share of time
-        if not result.empty:
-            from roofline.analysis.headline import narrow
-
-            keep = (categorize(narrow(result)) != IDLE).to_numpy()  # idle time is in the headline, not a row
-            if fold:
-                point = has_point(result).to_numpy()
-                folded, result = result[keep & ~point], result[keep & point]
-                total = len(result)
-            elif not keep.all():
-                result = result[keep]
-        if not result.empty:
-            from roofline.ingest.amd.arch import device_labels
-            from roofline.report.summary import compact_list
-
-            devices = compact_list(device_labels(result).split(", ")) or "unknown device"
-            what = f"{total if total is not None else len(result):,} {by or 'kernel'} row(s)"
-            aside = f" ({len(folded):,} more without a roofline point: below)" if len(folded) else ""
-            click.echo(f"{what} on {devices}{aside}; hierarchical roofline over "
-                       f"{', '.join(lv.upper() for lv in levels)}; longest first")
-        if not result.empty or folded.empty:
-            click.echo(format_table(result, levels=levels, by=by, limit=limit, total=total,
-                                    latency_threshold=latency_threshold, more=more, full_names=full_names))
-        if not folded.empty:
-            from roofline.report.summary import format_folded
-
-            whole = scope if scope is not None else listed
-            gpu = float(pd.to_numeric(whole["duration_s"], errors="coerce").clip(lower=0).sum())
-            click.echo(format_folded(folded, gpu, by, headline=scope is not None))
-        for prov in result.attrs.get("roofline.provenance", []):  # CPU-only inputs: why they have no rows
-            if isinstance(prov, dict) and prov.get("no_gpu_work"):
-                click.echo(f"{prov['source_file']}: no GPU kernels: {prov['no_gpu_work']}")
-        for prov in result.attrs.get("roofline.provenance", []) if by is None else []:  # exports: what is missing
-            for table, lost in (prov.get("missing_tables") or {}).items() if isinstance(prov, dict) else ():
-                click.echo(f"{prov.get('source_file', '')}: no {table} table in the export; lost: {lost}")
-            if isinstance(prov, dict) and prov.get("device_note"):
-                click.echo(f"{prov.get('source_file', '')}: {prov['device_note']}")
-        # kernel tables only: a --by summary of a batch dataset streams from its scan and prints the same table
-        if scope is not None and not scope.empty and by is None:
-            for line in _top_findings(scope):  # ncu's own findings, ranked across the profile
-                click.echo(line)
-            from roofline.analysis.collect import summary
-
-            for line in summary(scope):  # the longest kernels lacking counters or shapes, once
-                click.echo(line)
+        for line in table_lines(result, levels, by, limit, total, latency_threshold, more, scope, fold, full_names):
+            click.echo(line)
     elif fmt in ("json", "ndjson"):
         from roofline.report.records import stream_json
 
@@ -233,6 +179,82 @@ def print_result(result: pd.DataFrame, fmt: str, levels: tuple[str, ...], by: st
         from roofline.cli.csv_text import echo_csv
 
         echo_csv(_with_collect(result, scope, by))
+
+
+#: what the table reads of every listed row (besides the rows it shows): files and devices, and the devices' labels
+_TABLE_WIDE = ("source_file", "device_name", "format", "compute_capability", "sm_count")
+
+
+def table_lines(result: pd.DataFrame, levels: tuple[str, ...], by: str | None, limit: int | None = None,
+                total: int | None = None, latency_threshold: float = 20.0, more: str = "--top N or --all",
+                scope: pd.DataFrame | None = None, fold: bool = True, full_names: bool = False) -> list[str]:
+    """:func:`print_result`'s table view as its lines (each echoed as one): ``roofline report`` builds them
+    while other processes draw its charts, and prints them once the charts are written."""
+    import numpy as np
+    import pandas as pd
+
+    from roofline.analysis.categories import IDLE, categorize
+    from roofline.analysis.coverage import has_point
+    from roofline.report.table import format_table
+
+    out: list[str] = []
+    if scope is not None and not scope.empty:
+        from roofline.analysis.headline import headlines
+        from roofline.report.summary import format_headlines
+
+        out.append(format_headlines(headlines(scope)) + "\n")
+    folded, listed = result.iloc[0:0], result  # listed: every row given, for the folded rows' share of time
+    whole = None  # the rows the table stands for, where `result` holds only the first `limit` of them
+    if not result.empty:
+        from roofline.analysis.headline import narrow
+
+        keep = (categorize(narrow(result)) != IDLE).to_numpy()  # idle time is in the headline, not a row
+        if fold:
+            point = has_point(result).to_numpy()
+            # only what is read of them: the folded rows' reasons, and of the listed rows the first `limit`
+            # whole and a few columns of the rest (each a copy of the whole frame, for a dataset, otherwise)
+            folded = (narrow(result) if by is None else result)[keep & ~point]
+            shown = np.flatnonzero(keep & point)
+            total = len(shown)
+            if limit:
+                whole = result[[c for c in _TABLE_WIDE if c in result.columns]].iloc[shown]
+                shown = shown[:limit]
+            result = result.iloc[shown]
+        elif not keep.all():
+            result = result[keep]
+    if not result.empty:
+        from roofline.ingest.amd.arch import device_labels
+        from roofline.report.summary import compact_list
+
+        devices = compact_list(device_labels(result if whole is None else whole).split(", ")) or "unknown device"
+        what = f"{total if total is not None else len(result):,} {by or 'kernel'} row(s)"
+        aside = f" ({len(folded):,} more without a roofline point: below)" if len(folded) else ""
+        out.append(f"{what} on {devices}{aside}; hierarchical roofline over "
+                   f"{', '.join(lv.upper() for lv in levels)}; longest first")
+    if not result.empty or folded.empty:
+        out.append(format_table(result, levels=levels, by=by, limit=limit, total=total,
+                                latency_threshold=latency_threshold, more=more, full_names=full_names, whole=whole))
+    if not folded.empty:
+        from roofline.report.summary import format_folded
+
+        whole = scope if scope is not None else listed
+        gpu = float(pd.to_numeric(whole["duration_s"], errors="coerce").clip(lower=0).sum())
+        out.append(format_folded(folded, gpu, by, headline=scope is not None))
+    for prov in result.attrs.get("roofline.provenance", []):  # CPU-only inputs: why they have no rows
+        if isinstance(prov, dict) and prov.get("no_gpu_work"):
+            out.append(f"{prov['source_file']}: no GPU kernels: {prov['no_gpu_work']}")
+    for prov in result.attrs.get("roofline.provenance", []) if by is None else []:  # exports: what is missing
+        for table, lost in (prov.get("missing_tables") or {}).items() if isinstance(prov, dict) else ():
+            out.append(f"{prov.get('source_file', '')}: no {table} table in the export; lost: {lost}")
+        if isinstance(prov, dict) and prov.get("device_note"):
+            out.append(f"{prov.get('source_file', '')}: {prov['device_note']}")
+    # kernel tables only: a --by summary of a batch dataset streams from its scan and prints the same table
+    if scope is not None and not scope.empty and by is None:
+        from roofline.analysis.collect import summary
+
+        out += _top_findings(scope)  # ncu's own findings, ranked across the profile
+        out += summary(scope)  # the longest kernels lacking counters or shapes, once
+    return out
 
 
 def _with_collect(result: pd.DataFrame, scope: pd.DataFrame | None, by: str | None) -> pd.DataFrame:

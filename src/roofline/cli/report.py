@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from roofline.cli.common import analysed, exit_if_failed, fail, levels_option, print_result
+from roofline.cli.common import analysed, exit_if_failed, fail, levels_option, table_lines
 
 
 @click.command()
@@ -37,21 +37,26 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
     and print the slowest kernels with their roofline figures."""
     from roofline.analysis.select import select
     from roofline.pipeline import Options
-    from roofline.report import write_report
+    from roofline.report import undrawable_reasons, write_report
 
     run = analysed(paths, Options(peaks=peaks_opt, device=device, device_map=device_map, levels=levels, clock=clock,
                                   latency_threshold_pct=latency_threshold, strict=strict,
                                   links=str(links) if links else None))
     result = run.frame
+    ordered = select(result)  # longest first: the table's rows, and the page's (one sorted copy for both)
+    lines: list[str] = []
+
+    def table() -> None:  # built while other processes draw the charts, printed once they are written
+        lines.extend(table_lines(ordered, run.levels, None, limit=top, latency_threshold=latency_threshold,
+                                 more="--top N", scope=result))
+        lines.extend(undrawable_reasons(result))  # an empty chart says nothing: no chart, and why
+
     try:
-        written = write_report(result, out_dir, run.levels, clock=clock, svg=svg, top=top)
+        written = write_report(result, out_dir, run.levels, clock=clock, svg=svg, top=top, also=table,
+                               longest_first=ordered)
     except OSError as exc:
         fail(f"cannot write the report to {out_dir}: {exc}")
-    print_result(select(result), "table", run.levels, None, limit=top, latency_threshold=latency_threshold,
-                 more="--top N", scope=result)
-    from roofline.report import undrawable_reasons
-
-    for line in undrawable_reasons(result):  # an empty chart says nothing: no chart, and why
+    for line in lines:
         click.echo(line)
     for path in written:
         click.echo(f"wrote {path}")

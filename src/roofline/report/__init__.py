@@ -68,19 +68,21 @@ def undrawable_reasons(result: pd.DataFrame) -> list[str]:
 def _chart_jobs(result: pd.DataFrame, out: Path, levels: Sequence[str], clock: str,
                 svg: bool) -> tuple[list[Callable[[], object]], list[Path]]:
     """The device charts :func:`write_charts` draws: a job per file (largest first) and the files in their
-    order (the jobs slice their rows and draw: the independent part, shared among processes)."""
+    order (the jobs take their rows and draw: the independent part, shared among processes). The plan reads
+    only the columns of the roofs; no device's rows are held until its job runs."""
     from roofline.report import png
-    from roofline.report.chart_data import MAX_ROOF_SETS, plottable, roof_sets
+    from roofline.report.chart_data import MAX_ROOF_SETS, plottable, roof_sets, roof_view
 
-    groups = chart_devices(result)[0]
+    view = roof_view(result, levels)
     paths: list[Path] = []
     sized: list[tuple[int, Callable[[], object]]] = []
     stems: set[str] = set()
-    for i, (device, frame) in enumerate(groups):
+    for i, (device, rows) in enumerate(_device_masks(result)[0]):
         stem = "roofline" if i == 0 else f"roofline-{_slug(device)}"
         if stem in stems:  # two devices whose names differ only in case or punctuation
             stem = f"{stem}-{i}"
         stems.add(stem)
+        frame = view[rows]
         sets = roof_sets(frame, levels)
         rest = sum(st.kernels for st in sets[MAX_ROOF_SETS:])
         more = (f"; {rest} kernel(s) under {len(sets) - MAX_ROOF_SETS} further roof set(s) have no chart: see the table"
@@ -92,17 +94,19 @@ def _chart_jobs(result: pd.DataFrame, out: Path, levels: Sequence[str], clock: s
             name = stem if st.index == 0 else f"{stem}-set{st.index + 1}"
             for suffix in (".png", ".svg") if svg else (".png",):
                 paths.append(out / f"{name}{suffix}")
-                sized.append((st.kernels, partial(_write_set, frame, st.mask if len(sets) > 1 else None,
-                                                          paths[-1], levels, clock, png.set_note(st, len(frame), more))))
+                sized.append((st.kernels, partial(_write_set, result, rows, st.mask if len(sets) > 1 else None,
+                                                  paths[-1], levels, clock, png.set_note(st, len(frame), more))))
     order = sorted(range(len(sized)), key=lambda k: -sized[k][0])  # stable: the largest charts are taken first
     return [sized[k][1] for k in order], paths
 
 
-def _write_set(frame: pd.DataFrame, mask: np.ndarray | None, path: Path, levels: Sequence[str], clock: str,
-               note: str | None) -> Path:
+def _write_set(result: pd.DataFrame, rows: np.ndarray, mask: np.ndarray | None, path: Path, levels: Sequence[str],
+               clock: str, note: str | None) -> Path:
+    """One chart: the device's rows (``rows``: a mask over ``result``), or one roof set of them (``mask``)."""
     from roofline.report import png
 
-    return png.write(frame if mask is None else frame[mask], path, levels, clock=clock, note=note)
+    frame = result[rows] if mask is None else result.iloc[np.flatnonzero(rows)[mask]]  # (one take of its rows)
+    return png.write(frame, path, levels, clock=clock, note=note)
 
 
 def _comm_charts(result: pd.DataFrame, out: Path, clock: str, svg: bool) -> list[Path]:
@@ -133,9 +137,13 @@ def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
 
 
 def write_report(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
-                 svg: bool = False, top: int = 10, workers: int | None = None) -> list[Path]:
+                 svg: bool = False, top: int = 10, workers: int | None = None,
+                 also: Callable[[], object] | None = None, longest_first: pd.DataFrame | None = None) -> list[Path]:
     """The charts and ``report.html`` in ``out_dir``; returns the files written. The page is rendered while
-    other processes draw the charts (``workers`` as in :func:`write_charts`)."""
+    other processes draw the charts (``workers`` as in :func:`write_charts`); ``also``: further work of this
+    process done then, after the page (the command line's table), its result dropped. ``longest_first``: the
+    same rows sorted longest first (``analysis.select.select(result)``), where the caller has them: the page
+    reads them instead of a sorted copy of its own."""
     from roofline.report import html
     from roofline.report.forked import run_shared
 
@@ -144,8 +152,12 @@ def write_report(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
     jobs, paths = _chart_jobs(result, out, levels, clock, svg)
 
     def rest() -> list[Path]:
-        return [*_comm_charts(result, out, clock, svg), html.write(result, out / "report.html", levels, clock=clock,
-                                                                   top=top)]
+        written = [*_comm_charts(result, out, clock, svg),
+                   html.write(result if longest_first is None else longest_first, out / "report.html", levels,
+                              clock=clock, top=top)]
+        if also is not None:
+            also()
+        return written
     return paths + run_shared(jobs, rest, workers)
 
 

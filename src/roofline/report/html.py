@@ -36,7 +36,7 @@ from roofline.analysis.collect import plan as collect_plan
 from roofline.analysis.collect import summary as collect_summary
 from roofline.analysis.pipes import findings, findings_summary, pipe_bound, pipe_summary
 from roofline.hardware.peaks import LEVELS
-from roofline.report.chart_data import LEVEL_LABELS, Roof, roofs, short_source
+from roofline.report.chart_data import LEVEL_LABELS, Roof, roof_view, roofs, short_source
 from roofline.report.comm_chart import comm_data
 from roofline.report.timeseries import step_points
 from roofline.schema import PRECISIONS, get_provenance, source_column
@@ -72,15 +72,22 @@ def _numbers(values: object, digits: int = 5) -> str:
     arr = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     if arr.size == 0:
         return "[]"
-    text = list(map(f"%.{digits}g".__mod__, arr.tolist()))  # (twice np.char.mod's speed, the same text)
-    for i in np.flatnonzero(~np.isfinite(arr)).tolist():
+    # each distinct value (by its bits: -0.0 is not 0.0) formatted once: kernels of many profiles repeat values
+    bits, inverse = np.unique(np.ascontiguousarray(arr, dtype=np.float64).view(np.int64), return_inverse=True)
+    uniq = bits.view(np.float64)
+    text = list(map(f"%.{digits}g".__mod__, uniq.tolist()))  # (twice np.char.mod's speed, the same text)
+    for i in np.flatnonzero(~np.isfinite(uniq)).tolist():
         text[i] = "null"
-    return "[" + ",".join(text) + "]"
+    return "[" + ",".join([text[i] for i in inverse.tolist()]) + "]"
 
 
 def _codes(values: pd.Series) -> tuple[str, list[str]]:
     """A string column as integer codes plus its distinct values (-1 for missing)."""
-    codes, uniques = pd.factorize(values.astype("string"), use_na_sentinel=True)
+    if isinstance(values.dtype, pd.CategoricalDtype) and values.cat.categories.inferred_type == "string":
+        # the categories are the distinct texts already: their codes, renumbered by first appearance
+        codes, uniques = pd.factorize(values.array, use_na_sentinel=True)
+    else:
+        codes, uniques = pd.factorize(values.astype("string"), use_na_sentinel=True)
     return "[" + ",".join(map(str, codes.tolist())) + "]", [str(u) for u in uniques]
 
 
@@ -178,22 +185,26 @@ class _DeviceRoofs:
         return self._done[key]
 
 
-def _peak_table(frame: pd.DataFrame, levels: Sequence[str], roofs_of: _DeviceRoofs | None = None) -> list[dict[str, object]]:
+def _peak_table(frame: pd.DataFrame, levels: Sequence[str], roofs_of: _DeviceRoofs | None = None,
+                view: pd.DataFrame | None = None) -> list[dict[str, object]]:
+    """Every device's roofs (``view``: the frame's :func:`roof_view`, where the caller has it)."""
     roofs_of = roofs_of or _DeviceRoofs(levels)
+    view = roof_view(frame, levels) if view is None else view
     rows: list[dict[str, object]] = []
-    for device, sub in frame.groupby(frame["device_name"].astype("string").fillna("unknown device"), sort=False):
+    for device, sub in view.groupby(frame["device_name"].astype("string").fillna("unknown device"), sort=False):
         for r in roofs_of(sub):
             rows.append({"device": str(device), "roof": r.key, "kind": r.kind, "value": r.value,
                          "label": r.label, "basis": short_source(r.source), "source": r.source})
     return rows
 
 
-def _roof_lines(frame: pd.DataFrame, levels: Sequence[str],
-                roofs_of: _DeviceRoofs | None = None) -> dict[str, list[dict[str, object]]]:
+def _roof_lines(frame: pd.DataFrame, levels: Sequence[str], roofs_of: _DeviceRoofs | None = None,
+                view: pd.DataFrame | None = None) -> dict[str, list[dict[str, object]]]:
     """Roofs per device: kernels of different GPUs are never drawn under each other's roofs."""
     roofs_of = roofs_of or _DeviceRoofs(levels)
+    view = roof_view(frame, levels) if view is None else view
     out = {}
-    for device, sub in frame.groupby(frame["device_name"].astype("string").fillna(""), sort=False):
+    for device, sub in view.groupby(frame["device_name"].astype("string").fillna(""), sort=False):
         out[str(device)] = [{"kind": r.kind, "key": r.key, "value": r.value, "label": r.label} for r in roofs_of(sub)]
     return out
 
@@ -275,12 +286,22 @@ def _top_findings(frame: pd.DataFrame, top: int = 10) -> list[dict[str, object]]
             for f in ranked.itertuples()]
 
 
+def longest_first(duration: pd.Series) -> bool:
+    """Whether float durations are in the order a stable sort, longest first and missing last, gives them
+    already (``roofline report`` passes its table's sorted rows: sorting them again copied the whole frame)."""
+    if duration.dtype != np.float64:
+        return False
+    d = duration.to_numpy()
+    known = len(d) - int(np.isnan(d).sum())
+    return not np.isnan(d[:known]).any() and bool((np.diff(d[:known]) <= 0).all())
+
+
 def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None,
            clock: str = "profiled", top: int = 10, compress: bool | None = None) -> str:
     """The report page as a string."""
     levels = tuple(lv for lv in levels if f"intensity_{lv}_flop_per_byte" in result)
     frame = result.sort_values("duration_s", ascending=False, na_position="last", kind="stable") \
-        if "duration_s" in result else result
+        if "duration_s" in result and not longest_first(result["duration_s"]) else result
     frame = frame.reset_index(drop=True)
     devices = sorted(set(frame["device_name"].dropna().astype(str))) if "device_name" in frame else []
     files = sorted({Path(str(p)).name for p in frame["source_file"].dropna().unique()}) if "source_file" in frame else []
@@ -299,10 +320,11 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         "findings": _top_findings(frame),
     }
     roofs_of = _DeviceRoofs(levels)
+    view = roof_view(frame, levels)  # (the roofs read ~20 columns: each device's rows taken from those)
     data = {
         "meta": meta,
-        "roofs": _roof_lines(frame, levels, roofs_of) if len(frame) else {},
-        "peaks": _peak_table(frame, levels, roofs_of) if len(frame) else [],
+        "roofs": _roof_lines(frame, levels, roofs_of, view) if len(frame) else {},
+        "peaks": _peak_table(frame, levels, roofs_of, view) if len(frame) else [],
         "groups": _groups(frame, levels) if len(frame) else [],
         "steps": step_points(frame, levels),  # the step chart (report/timeseries.py)
         "headline": _headlines(frame) if len(frame) else {},  # per device: coverage, time by kind, MFU

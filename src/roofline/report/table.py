@@ -262,21 +262,25 @@ def split_note(note: str) -> list[str]:
 
 def format_table(frame: pd.DataFrame, levels: tuple[str, ...] = ("dram", "l2", "l1"), by: str | None = None,
                  max_name: int = 40, limit: int | None = None, total: int | None = None,
-                 latency_threshold: float = 20.0, more: str = "--top N or --all", full_names: bool = False) -> str:
+                 latency_threshold: float = 20.0, more: str = "--top N or --all", full_names: bool = False,
+                 whole: pd.DataFrame | None = None) -> str:
     """The table, then a footer (rows left out), numbered notes and a legend. Rows in frame order.
 
     ``limit`` shows only the first rows (the frame is sorted longest first); ``total`` is the number
     of rows the footer reports (default: the frame's). Unavailable numbers print as ``n/a`` (never
     as 0) and their reasons are in the notes. Under ``by='kernel'`` names are abbreviated (:func:`abbreviate`,
     told apart where two would read the same) unless ``full_names``. Text columns are left-aligned; ids carry
-    their file's number ("2:16") when the rows come from several files, so that each is unique.
+    their file's number ("2:16") when the rows come from several files, so that each is unique. ``whole``:
+    the files and devices (``source_file``, ``device_name``) of all the rows, where ``frame`` holds only the first
+    ``limit`` of them.
     """
     if frame.empty:
         return "(no kernels)"
     n_total = len(frame) if total is None else total
     rows = frame.head(limit) if limit else frame
     cols = [(c, h, u) for c, h, u in _columns(levels, by) if c in rows.columns]
-    several = {c: frame[c].astype("string").nunique(dropna=True) > 1 for c in ("source_file", "device_name")
+    every = frame if whole is None else whole
+    several = {c: every[c].astype("string").nunique(dropna=True) > 1 for c in ("source_file", "device_name")
                if c in frame.columns}
     cols = [x for x in cols if x[0] not in several or several[x[0]]]
     shown = pd.DataFrame(index=rows.index)
@@ -286,7 +290,7 @@ def format_table(frame: pd.DataFrame, levels: tuple[str, ...] = ("dram", "l2", "
     for c, h, u in cols:
         s = rows[c]
         if c == "kernel_id" and files is not None:  # kernel ids restart in every file: number the files
-            number = {f: i + 1 for i, f in enumerate(dict.fromkeys(frame["source_file"].astype("string").fillna("")))}
+            number = {f: i + 1 for i, f in enumerate(dict.fromkeys(every["source_file"].astype("string").fillna("")))}
             shown[h] = [f"{number[f]}:{'n/a' if pd.isna(k) else int(k)}" for f, k in zip(files, s)]
         elif u == "flag":
             shown[h] = ["!" if v is True else "" for v in s.astype(object)]
