@@ -25,6 +25,7 @@ made them grow past their allowance: NVIDIA's ``ncu_report`` keeps ~5 MB per rep
 from __future__ import annotations
 
 import collections
+import gc
 import multiprocessing
 import os
 import shutil
@@ -94,6 +95,9 @@ def _serve(conn: Connection, alive: Connection, scratch: str, grow_mb: float) ->
     parts), ``("native", reader)`` / ``("native", None)`` around a native read, ``("done", summaries,
     seconds, grown)`` after (``grown``: its native reads made it grow past its allowance: replace it);
     exits on None or when the driver is gone."""
+    # what the forkserver imported lives as long as the worker: the collector need not walk it again on every
+    # full collection (~5% of a worker's CPU over the mix; ~2% frozen)
+    gc.freeze()
     threading.Thread(target=_die_with_driver, args=(alive,), daemon=True).start()
     isolate.host(lambda reader: conn.send(("native", reader)), _stderr_file(scratch, os.getpid()), grow_mb)
     while True:
