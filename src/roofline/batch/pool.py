@@ -99,7 +99,11 @@ def _serve(conn: Connection, alive: Connection, scratch: str, grow_mb: float) ->
     # full collection (~5% of a worker's CPU over the mix; ~2% frozen)
     gc.freeze()
     threading.Thread(target=_die_with_driver, args=(alive,), daemon=True).start()
-    isolate.host(lambda reader: conn.send(("native", reader)), _stderr_file(scratch, os.getpid()), grow_mb)
+    if scratch:
+        try:
+            isolate.host(lambda reader: conn.send(("native", reader)), _stderr_file(scratch, os.getpid()), grow_mb)
+        except OSError:  # no file for its stderr: its native reads fork, as anywhere else
+            pass
     while True:
         try:
             chunk = conn.recv()
@@ -181,7 +185,10 @@ class LocalPool:
 
     def run(self, feed: Feed) -> Iterator[dict[str, Any]]:
         """Every input's summary as its chunk's parts are written (or as the driver records its failure)."""
-        self.scratch = tempfile.mkdtemp(prefix="roofline-pool-")
+        try:
+            self.scratch = tempfile.mkdtemp(prefix="roofline-pool-")
+        except OSError:  # the workers' native reads then fork (no stderr file to read their words from)
+            self.scratch = ""
         self.workers = [self._spawn() for _ in range(self.n)]
         try:
             self._assign(feed)
@@ -293,10 +300,11 @@ class LocalPool:
             _reap(w)
         w.conn.close()
         w.alive.close()
-        try:
-            os.unlink(_stderr_file(self.scratch, w.proc.pid))
-        except OSError:
-            pass
+        if self.scratch:
+            try:
+                os.unlink(_stderr_file(self.scratch, w.proc.pid))
+            except OSError:
+                pass
         self.workers[self.workers.index(w)] = self._spawn()
 
     def _stop(self) -> None:
