@@ -263,11 +263,12 @@ class LocalPool:
         job, i, reason, hashed, native = w.job, w.current, w.killed, w.hashed, w.native
         w.proc.join()
         exitcode = w.proc.exitcode
-        crash = isolate.crash_error(job.chunk.items[i].path, native, exitcode, _stderr_file(self.scratch, w.proc.pid)) \
-            if native and job is not None and i is not None and i < len(job.chunk.items) else None
-        self._replace(w, retire=False)
         assert job is not None
         items = job.chunk.items
+        crash = None
+        if native and not reason and i is not None and i < len(items):  # (read before its file goes with it)
+            crash = isolate.crash_error(items[i].path, native, exitcode, _stderr_file(self.scratch, w.proc.pid))
+        self._replace(w, retire=False)
         if i is not None and i < len(items):
             rest = items[:i] + items[i + 1:]
             if rest:
