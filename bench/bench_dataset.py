@@ -5,7 +5,8 @@ The mix: every shared fixture under 1 MB that is a file (ncu reports and CSVs, K
 xplanes; ``--mix ncu``: the ncu reports and CSVs only), copied round-robin to ``--inputs`` files in 10 run
 folders. Per tree:
 
-1. ``roofline batch MIX -o DS -j WORKERS``: files/s from the batch's own log (``_batches/*.json``);
+1. ``roofline batch MIX -o DS -j WORKERS`` (``run_batch`` with the CLI's defaults): files/s from the batch's own
+   log (``_batches/*.json``), the workers' CPU per input and the driver's CPU (load-proof, unlike files/s);
 2. ``open_dataset(DS)`` (the roofline table) in a fresh process, the call alone;
 3. ``roofline report DS`` and ``roofline analyze DS --format csv``: wall time and the process's user+sys CPU,
    the median of ``--rounds`` runs (default 1), the trees alternating, after one untimed run of each command
@@ -51,6 +52,22 @@ print(f"{time.perf_counter() - t:.4f} {len(f)} {time.process_time() - c:.4f}")
 """
 
 
+#: ``roofline batch INPUTS -o DS -j N`` as the CLI runs it (its options' defaults), then the CPU seconds of
+#: the driver and of its workers: the workers are children of the forkserver, which reaps them (a worker's
+#: ``join`` returns once it has), so their CPU and their own children's is the forkserver's ``cutime + cstime``
+BATCH = r"""
+import json, os, resource, sys
+from multiprocessing import forkserver
+from roofline.batch import run_batch
+s = run_batch([sys.argv[1]], sys.argv[2], workers=int(sys.argv[3]))
+fields = open(f"/proc/{forkserver._forkserver._forkserver_pid}/stat").read().rpartition(")")[2].split()
+tick = os.sysconf("SC_CLK_TCK")
+me = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"workers_cpu_s": (int(fields[13]) + int(fields[14])) / tick, "driver_cpu_s": me.ru_utime + me.ru_stime,
+                  "inputs": s.ok + s.failed}))
+"""
+
+
 def mix(folder: Path, n: int, kind: str = "all") -> list[Path]:
     """``all``: every shared fixture file under 1 MB (ncu reports and CSVs, traces, xplanes); ``ncu``: the ncu
     reports and CSV exports among them (tens of ms each)."""
@@ -92,14 +109,15 @@ def peak_rss(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 def tree(label: str, src: Path, inputs: Path, work: Path, workers: int) -> dict[str, float]:
     env = os.environ | {"PYTHONPATH": str(src)}
     ds = work / f"ds-{label}"
-    wall, _, _ = timed(  # (no CPU figure: the pool's workers are not children this process reaps)
-        [PY, "-m", "roofline", "batch", str(inputs), "-o", str(ds), "-j", str(workers)], env)
+    wall, _, out = timed([PY, "-c", BATCH, str(inputs), str(ds), str(workers)], env)
+    cpu = json.loads(out.strip().splitlines()[-1])
     log = json.loads(next((ds / "_batches").glob("*.json")).read_text())
     opened = subprocess.run([PY, "-c", OPEN, str(ds)], env=env, capture_output=True, text=True, check=True)
     open_s, rows, _ = opened.stdout.split()
     files = sum(1 for _ in ds.rglob("*.parquet"))
     return {"files_per_s": log["files_per_s"], "batch_s": log["elapsed_s"], "batch_wall_s": wall,
-            "parquet_files": files, "open_s": float(open_s), "rows": int(rows)}
+            "workers_cpu_ms_per_input": 1000 * cpu["workers_cpu_s"] / max(1, cpu["inputs"]),
+            "driver_cpu_s": cpu["driver_cpu_s"], "parquet_files": files, "open_s": float(open_s), "rows": int(rows)}
 
 
 def cached_env(src: Path, work: Path) -> dict[str, str]:

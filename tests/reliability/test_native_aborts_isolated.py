@@ -8,6 +8,7 @@ the structure check, 19 of them aborting); the search script is in ``tests/fixtu
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -129,3 +130,131 @@ def test_on_dask_a_task_whose_worker_died_is_retried_alone_before_it_is_blamed(t
             client.register_plugin(DieOn())
         summary = run_batch([folder], tmp_path / "ds", scheduler=cluster.scheduler_address)
     assert (summary.ok, summary.failed) == (4, 0)
+
+
+# ---- a local batch worker is itself the isolation: no fork per read, its death is the input's crash ----
+
+def _chunk_on_one_worker(root: Path, names: list[Path]) -> tuple[list[dict], set[int]]:
+    """One chunk of these inputs on a one-worker local pool: every summary it gives (re-runs included), and
+    the worker processes that gave them."""
+    from roofline.batch import dataset as dset
+    from roofline.batch.pool import Feed, LocalPool
+    from roofline.batch.worker import Chunk, Item, Options
+
+    dset.init_dataset(root)
+    chunks = [Chunk(str(root), 1, Options(), tuple(Item(str(p), "r") for p in names))]
+    pool = LocalPool(1)
+    pids = set()
+
+    def next_chunk() -> Chunk | None:  # asked for with the workers started
+        pids.add(pool.workers[0].proc.pid)
+        return chunks.pop() if chunks else None
+
+    summaries = []
+    for res in pool.run(Feed(next_chunk, lambda n, s: None)):
+        summaries.append(res)
+        pids.add(pool.workers[0].proc.pid)
+    return summaries, pids
+
+
+def test_a_worker_dying_inside_a_native_read_mid_chunk_fails_that_input_alone_in_a_forked_readers_words(tmp_path):
+    """The worker reads ncu reports in-process; the aborting one kills it mid-chunk: that input is one
+    ReaderCrashedError with the words a forked child's death gives, every other input of the chunk (before
+    it, whose rows were not written yet, and after it) is read again by a fresh worker and kept."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    before = [Path(shutil.copyfile(shared(GOOD), folder / f"a{i}.ncu-rep")) for i in range(2)]
+    bad = aborting_report(folder)
+    after = [Path(shutil.copyfile(OWN_CSV, folder / "z.csv")), Path(shutil.copyfile(shared(GOOD), folder / "z.ncu-rep"))]
+    with pytest.raises(errors.ReaderCrashedError) as forked:  # this process reads it in a forked child
+        roofline.read(bad)
+    summaries, pids = _chunk_on_one_worker(tmp_path / "ds", [*before, bad, *after])
+    assert len(pids) == 2  # the worker died in the read (no fork took the abort): a fresh one read the rest
+    assert sorted((Path(s["path"]).name, s["status"]) for s in summaries) == [
+        ("a0.ncu-rep", "ok"), ("a1.ncu-rep", "ok"), ("bad.ncu-rep", "failed"), ("z.csv", "ok"), ("z.ncu-rep", "ok")]
+    errs = roofline.batch.open_dataset(tmp_path / "ds", "errors")
+    assert list(errs["error_type"]) == ["ReaderCrashedError"] and list(errs["error_kind"]) == ["reader-crashed"]
+    assert list(errs["message"]) == [str(forked.value)] and "Check failed" in errs["message"].iloc[0]
+    assert list(errs["format"]) == ["ncu-rep"] and errs["content_sha256"].iloc[0]  # as the worker found them
+    runs = roofline.batch.open_dataset(tmp_path / "ds", "runs")
+    assert sorted(runs["source_file"]) == sorted(map(str, [*before, *after]))
+
+
+@pytest.fixture
+def hosting(tmp_path, monkeypatch):
+    """``start(grow_mb)``: this process hosts its native reads from then on, as a pool worker does, for this
+    test only; gives the list of what it announces."""
+    import resource
+
+    from roofline.ingest import isolate
+
+    core = resource.getrlimit(resource.RLIMIT_CORE)
+    monkeypatch.setattr(isolate, "_HOST", [])
+
+    def start(grow_mb: float = isolate.HOST_GROWTH_MB) -> list[str | None]:
+        said: list[str | None] = []
+        isolate.host(said.append, str(tmp_path / "err"), grow_mb)
+        return said
+
+    yield start
+    if isolate._HOST:
+        os.close(isolate._HOST[0].err_fd)
+    resource.setrlimit(resource.RLIMIT_CORE, core)
+
+
+def test_a_hosted_read_gives_what_a_forked_read_gives_and_announces_itself(hosting):
+    import pandas as pd
+
+    forked = roofline.read(shared(GOOD))
+    said = hosting()
+    stderr_before = os.fstat(2).st_ino
+    hosted = roofline.read(shared(GOOD))
+    assert said == ["ncu_report", None] and os.fstat(2).st_ino == stderr_before  # stderr is given back
+    pd.testing.assert_frame_equal(hosted, forked)
+    assert hosted.attrs.keys() == forked.attrs.keys()
+
+
+def test_a_hosted_read_raises_what_a_forked_child_would(tmp_path, hosting):
+    from roofline.ingest import isolate
+
+    said = hosting()
+    path = tmp_path / "x.ncu-rep"
+
+    def corrupt() -> None:
+        raise errors.CorruptReportError(path, "bad ranges")
+
+    def bug() -> None:
+        raise KeyError("k")
+
+    with pytest.raises(errors.CorruptReportError, match="bad ranges"):
+        isolate.call(path, corrupt, "ncu_report")
+    with pytest.raises(isolate.ChildBugError, match="KeyError: 'k'"):
+        isolate.call(path, bug, "ncu_report")
+    assert said == ["ncu_report", None, "ncu_report", None]  # the driver knows each read ended
+
+
+def test_a_hosting_process_past_its_growth_allowance_forks_its_reads_again(hosting):
+    from roofline.ingest import isolate
+
+    said = hosting(grow_mb=-1.0)  # "grown" from its first read on
+    assert not isolate.grown()  # no read yet: nothing to say
+    assert len(roofline.read(shared(GOOD))) == 4
+    assert said == [] and isolate.grown()
+
+
+def test_a_pool_worker_that_grew_past_its_allowance_is_replaced_after_its_chunk(tmp_path, monkeypatch):
+    from roofline.batch import dataset as dset
+    from roofline.batch.pool import Feed, LocalPool
+    from roofline.batch.worker import Chunk, Item, Options
+    from roofline.ingest import isolate
+
+    monkeypatch.setattr(isolate, "HOST_GROWTH_MB", -1.0)  # read by the pool, handed to its workers
+    dset.init_dataset(tmp_path / "ds")
+    good = shared(GOOD)
+    chunks = [Chunk(str(tmp_path / "ds"), 1, Options(), (Item(str(good), f"r{k}"),)) for k in range(2)]
+    pool = LocalPool(1)
+    pids = []
+    for res in pool.run(Feed(lambda: chunks.pop() if chunks else None, lambda n, s: None)):
+        assert res["status"] == "ok"
+        pids.append(pool.workers[0].proc.pid)
+    assert len(pids) == 2 and pids[0] != pids[1]

@@ -8,21 +8,28 @@ always knows which input a worker is on, and since when:
   (``error_kind = time-limit``); the other inputs of its chunk are run again in a fresh worker;
 - **memory limit**: a worker whose resident memory passes ``Limits.memory_mb`` is killed the same way
   (``memory-limit``); checked every :data:`TICK_S`;
-- **crash** (a reader aborting the interpreter): the input it was on is run again alone in a fresh worker,
-  and blamed (``worker-died``) only if that one dies too; the rest of the chunk goes on;
+- **native abort**: a worker is the isolation of its native reads (:func:`roofline.ingest.isolate.host`:
+  no fork per ``ncu_report`` read); one that dies inside such a read (the worker said so before) fails
+  that input as a :class:`~roofline.errors.ReaderCrashedError` naming it, with the library's own words,
+  as a forked child's death would; the rest of the chunk is run again in a fresh worker;
+- **crash** (anywhere else): the input it was on is run again alone in a fresh worker, and blamed
+  (``worker-died``) only if that one dies too; the rest of the chunk goes on;
 - **driver death**: each worker blocks a thread on a pipe whose other end only the driver holds; when the
   driver dies (even by SIGKILL) the pipe closes and the worker exits at once, so no worker goes on writing
   into a dataset whose lock is released.
 
-Workers are replaced after :data:`TASKS_PER_WORKER_PROCESS` inputs: NVIDIA's ``ncu_report`` keeps about
-1.7 MB per report it has opened.
+Workers are replaced after :data:`TASKS_PER_WORKER_PROCESS` inputs, or after a chunk whose native reads
+made them grow past their allowance: NVIDIA's ``ncu_report`` keeps ~5 MB per report it has opened.
 """
 
 from __future__ import annotations
 
 import collections
+import gc
 import multiprocessing
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,8 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from roofline.batch.files import DatasetGoneError
-from roofline.batch.worker import Chunk, Item, content_sha256, error_record, file_id, process_chunk
+from roofline.batch.worker import Chunk, Item, content_sha256, error_message, error_record, file_id, process_chunk
 from roofline.errors import path_text
+from roofline.ingest import isolate
 
 #: inputs a worker process handles before it is replaced (bounds what a leaking reader can hold)
 TASKS_PER_WORKER_PROCESS = 100
@@ -78,10 +86,24 @@ def _die_with_driver(alive: Connection) -> None:
     os._exit(0)
 
 
-def _serve(conn: Connection, alive: Connection) -> None:
+def _stderr_file(scratch: str, pid: int) -> str:
+    return os.path.join(scratch, f"{pid}.err")
+
+
+def _serve(conn: Connection, alive: Connection, scratch: str, grow_mb: float) -> None:
     """A worker process: chunks in, ``("start", i)`` before each input (``i == len(items)``: writing the
-    parts), ``("done", summaries, seconds)`` after; exits on None or when the driver is gone."""
+    parts), ``("native", reader)`` / ``("native", None)`` around a native read, ``("done", summaries,
+    seconds, grown)`` after (``grown``: its native reads made it grow past its allowance: replace it);
+    exits on None or when the driver is gone."""
+    # what the forkserver imported lives as long as the worker: the collector need not walk it again on every
+    # full collection (~5% of a worker's CPU over the mix; ~2% frozen)
+    gc.freeze()
     threading.Thread(target=_die_with_driver, args=(alive,), daemon=True).start()
+    if scratch:
+        try:
+            isolate.host(lambda reader: conn.send(("native", reader)), _stderr_file(scratch, os.getpid()), grow_mb)
+        except OSError:  # no file for its stderr: its native reads fork, as anywhere else
+            pass
     while True:
         try:
             chunk = conn.recv()
@@ -94,7 +116,7 @@ def _serve(conn: Connection, alive: Connection) -> None:
         except DatasetGoneError as exc:
             conn.send(("gone", str(exc)))
             return
-        conn.send(("done", results, seconds))
+        conn.send(("done", results, seconds, isolate.grown()))
 
 
 @dataclass
@@ -115,6 +137,7 @@ class _Worker:
     job: Job | None = None
     current: int | None = None  # index of the input in progress (len(items): writing the parts)
     hashed: tuple[str, int] | None = None  # its content hash and size, once the worker has them
+    native: str | None = None  # the native reader it is inside, if any (its death is then that input's)
     since: float = 0.0
     killed: str | None = None  # "time-limit" / "memory-limit" when the driver killed it
     handled: int = 0
@@ -141,16 +164,20 @@ class LocalPool:
         limits = limits or Limits()
         self.time_s = limits.time_s
         self.memory_mb = limits.memory_mb if limits.memory_mb is not None else default_memory_mb(self.n)
+        # what a worker's in-process native reads may leave behind: well under its memory limit
+        self.grow_mb = min(isolate.HOST_GROWTH_MB, self.memory_mb / 4) if self.memory_mb else isolate.HOST_GROWTH_MB
         # forkserver: workers start from a clean interpreter (no inherited threads or open reports),
         # with roofline already imported so a replaced worker starts in milliseconds
         self.ctx = multiprocessing.get_context("forkserver")
         self.ctx.set_forkserver_preload(["roofline.batch.worker", "roofline.ingest.registry", "roofline.analysis"])
         self.workers: list[_Worker] = []
+        self.scratch = ""  # the workers' stderr files during native reads (a folder of the run's own)
 
     def _spawn(self) -> _Worker:
         parent, child = self.ctx.Pipe()
         alive_r, alive_w = self.ctx.Pipe(duplex=False)
-        proc = self.ctx.Process(target=_serve, args=(child, alive_r), daemon=True, name="roofline-batch-worker")
+        proc = self.ctx.Process(target=_serve, args=(child, alive_r, self.scratch, self.grow_mb), daemon=True,
+                                name="roofline-batch-worker")
         proc.start()
         child.close()
         alive_r.close()
@@ -158,6 +185,10 @@ class LocalPool:
 
     def run(self, feed: Feed) -> Iterator[dict[str, Any]]:
         """Every input's summary as its chunk's parts are written (or as the driver records its failure)."""
+        try:
+            self.scratch = tempfile.mkdtemp(prefix="roofline-pool-")
+        except OSError:  # the workers' native reads then fork (no stderr file to read their words from)
+            self.scratch = ""
         self.workers = [self._spawn() for _ in range(self.n)]
         try:
             self._assign(feed)
@@ -193,16 +224,18 @@ class LocalPool:
                 msg = w.conn.recv()
                 if msg[0] == "start" and len(msg) > 2:
                     w.hashed = (msg[2], msg[3])
+                elif msg[0] == "native":
+                    w.native = msg[1]
                 elif msg[0] == "start":
-                    w.current, w.since, w.hashed = msg[1], time.monotonic(), None
+                    w.current, w.since, w.hashed, w.native = msg[1], time.monotonic(), None, None
                 elif msg[0] == "done":
-                    _, results, seconds = msg
+                    _, results, seconds, grown = msg
                     assert w.job is not None
                     feed.observe(len(w.job.chunk.items), seconds)
                     w.handled += len(w.job.chunk.items)
                     w.job, w.current = None, None
                     yield from results
-                    if w.handled >= TASKS_PER_WORKER_PROCESS:
+                    if grown or w.handled >= TASKS_PER_WORKER_PROCESS:
                         self._replace(w, retire=True)
                     return
                 elif msg[0] == "gone":
@@ -227,12 +260,15 @@ class LocalPool:
         w.proc.kill()
 
     def _died(self, w: _Worker, feed: Feed) -> Iterator[dict[str, Any]]:
-        job, i, reason, hashed = w.job, w.current, w.killed, w.hashed
+        job, i, reason, hashed, native = w.job, w.current, w.killed, w.hashed, w.native
         w.proc.join()
         exitcode = w.proc.exitcode
-        self._replace(w, retire=False)
         assert job is not None
         items = job.chunk.items
+        crash = None
+        if native and not reason and i is not None and i < len(items):  # (read before its file goes with it)
+            crash = isolate.crash_error(items[i].path, native, exitcode, _stderr_file(self.scratch, w.proc.pid))
+        self._replace(w, retire=False)
         if i is not None and i < len(items):
             rest = items[:i] + items[i + 1:]
             if rest:
@@ -244,6 +280,10 @@ class LocalPool:
                                      f"{path_text(items[i].path)}: {what} the per-input limit of {limit} "
                                      f"(roofline batch --input-{'timeout' if reason == 'time-limit' else 'memory'})",
                                      hashed or ("", None))
+            elif crash is not None:  # inside a native read: that input's crash, as a forked reader's would be
+                yield record_failure(job.chunk, items[i], crash.kind, type(crash).__name__,
+                                     error_message(path_text(items[i].path), crash), hashed or ("", None),
+                                     _format(items[i]))
             elif job.blame:
                 yield record_failure(job.chunk, items[i], "worker-died", "WorkerDied",
                                      f"{path_text(items[i].path)}: the worker processing it died "
@@ -261,6 +301,11 @@ class LocalPool:
             _reap(w)
         w.conn.close()
         w.alive.close()
+        if self.scratch:
+            try:
+                os.unlink(_stderr_file(self.scratch, w.proc.pid))
+            except OSError:
+                pass
         self.workers[self.workers.index(w)] = self._spawn()
 
     def _stop(self) -> None:
@@ -274,6 +319,8 @@ class LocalPool:
             w.conn.close()
             w.alive.close()
         self.workers = []
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def _ask_to_stop(w: _Worker) -> None:
@@ -290,11 +337,22 @@ def _reap(w: _Worker) -> None:
         w.proc.join()
 
 
+def _format(item: Item) -> str:
+    """The input's format as the worker found it before its reader crashed (the same sniff)."""
+    from roofline.ingest.registry import sniff
+
+    try:
+        return sniff(Path(item.path))
+    except Exception:  # noqa: BLE001 - the crash is the error recorded; its format is a detail
+        return "unknown"
+
+
 def record_failure(chunk: Chunk, item: Item, kind: str, error_type: str, message: str,
-                   hashed: tuple[str, int | None] | None = None) -> dict[str, Any]:
+                   hashed: tuple[str, int | None] | None = None, fmt: str = "unknown") -> dict[str, Any]:
     """An input the driver fails (its worker died or passed a limit): an error row written by the driver,
     in the batch's generation, so the input is not lost. ``hashed``: its content hash and size as the worker
-    found them (``("", None)``: it died before; a re-run then reads it again); None: hashed here."""
+    found them (``("", None)``: it died before; a re-run then reads it again); None: hashed here. ``fmt``:
+    its format where the worker had found it."""
     from roofline.batch.parts import PartWriter
 
     root = Path(chunk.root)
@@ -308,9 +366,9 @@ def record_failure(chunk: Chunk, item: Item, kind: str, error_type: str, message
         except OSError:
             digest, size = "", None
     summary = {"path": shown, "file_id": fid, "run": item.run, "status": "failed", "kernels": 0,
-               "format": "unknown", "error": message}
+               "format": fmt, "error": message}
     writer = PartWriter(root, chunk.gen)
-    writer.add_error(fid, item.run, error_record(shown, digest, size, "unknown", RuntimeError(message), kind=kind,
+    writer.add_error(fid, item.run, error_record(shown, digest, size, fmt, RuntimeError(message), kind=kind,
                                                  message=message) | {"error_type": error_type}, summary)
     writer.flush()  # (a vanished dataset raises DatasetGoneError: the batch stops)
     return summary

@@ -178,7 +178,7 @@ def _process(item: Item, chunk: Chunk, writer: PartWriter,
     except Exception as exc:
         if os.environ.get("ROOFLINE_DEBUG") and not isinstance(exc, RooflineError):
             raise
-        summary |= {"status": "failed", "format": fmt, "kernels": 0, "error": _message(shown, exc)}
+        summary |= {"status": "failed", "format": fmt, "kernels": 0, "error": error_message(shown, exc)}
         writer.add_error(fid, item.run, error_record(shown, digest, size, fmt, exc), summary)
     return summary
 
@@ -196,7 +196,7 @@ class _Unreadable(RooflineError):
     pass
 
 
-def _message(path: str, exc: BaseException) -> str:
+def error_message(path: str, exc: BaseException) -> str:
     text = path_text(str(exc) or type(exc).__name__)  # Arrow-safe, whatever the exception quotes
     return text if isinstance(exc, RooflineError) and path in text else f"{path}: {text}"
 
@@ -215,4 +215,4 @@ def error_record(path: str, digest: str, size: int | None, fmt: str, exc: BaseEx
                  kind: str | None = None, message: str | None = None) -> dict[str, Any]:
     return {"source_file": path, "content_sha256": digest, "size_bytes": size, "format": fmt,
             "error_type": type(exc).__name__, "error_kind": kind or error_kind(exc),
-            "message": message or _message(path, exc)}
+            "message": message or error_message(path, exc)}

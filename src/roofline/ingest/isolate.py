@@ -13,6 +13,14 @@ imports (~1-2 s); and what ``ncu_report`` keeps per report it opened (~1.7 MB) g
 process with threads (a Dask worker) is safe here because the parent never calls into ``ncu_report``: no
 lock of it can be held at the fork, and the child touches nothing else but its pipe before ``os._exit``.
 Where ``os.fork`` does not exist (Windows) the read runs in-process.
+
+A local batch worker is itself such a child (:mod:`roofline.batch.pool`): a process of its own whose death
+the driver sees and turns into the same :class:`ReaderCrashedError`. It calls :func:`host` once, and its
+reads then run in-process (a fork per ncu report cost ~13 ms CPU and ~30 ms wall there: the copy-on-write
+faults of a 300 MB worker), announced to the driver before and after, with the native library's stderr
+kept in a file the driver reads when the worker dies (:func:`crash_error`). ``ncu_report`` keeps ~5 MB
+per report it opened for the life of the process, so once the worker has grown by its allowance its reads
+fork again, and the pool replaces it after its chunk (:func:`grown`).
 """
 
 from __future__ import annotations
@@ -21,10 +29,12 @@ import faulthandler
 import os
 import resource
 import signal
+import sys
 import tempfile
 import threading
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +68,78 @@ def prepare_once(key: str, fn: Callable[[], None]) -> None:
                 _PREPARED.add(key)
 
 
+@dataclass
+class _Host:
+    """This process is the isolation (a local batch worker): ``announce(reader)`` before a native read,
+    ``announce(None)`` after; ``err_fd``: the file its stderr goes to meanwhile; ``grow_mb``: how much its
+    resident memory may grow from its first read (``base_mb``) before reads fork again."""
+
+    announce: Callable[[str | None], None]
+    err_fd: int
+    grow_mb: float
+    base_mb: float | None = None
+
+    def full(self, reading: bool = False) -> bool:
+        if self.base_mb is None and not reading:
+            return False
+        now = _rss_mb()
+        if self.base_mb is None:
+            self.base_mb = now
+        return now is not None and self.base_mb is not None and now - self.base_mb > self.grow_mb
+
+
+_HOST: list[_Host] = []
+
+
+#: how much a hosting process may grow through its native reads before they fork again (MB)
+HOST_GROWTH_MB = 512.0
+
+
+def host(announce: Callable[[str | None], None], stderr_path: str, grow_mb: float = HOST_GROWTH_MB) -> None:
+    """Make this process the isolation of its native reads (once, in a local batch worker): :func:`call`
+    then runs them in-process, ``announce(reader)`` before each and ``announce(None)`` after, with fd 2
+    pointed at ``stderr_path`` meanwhile, until the process has grown by ``grow_mb`` (then they fork). The
+    caller must make this process's death one error naming the input (:func:`crash_error`). No core file
+    is left by such a death."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+    _HOST[:] = [_Host(announce, os.open(stderr_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600), grow_mb)]
+
+
+def grown() -> bool:
+    """Whether this hosting process has grown past its allowance (its native reads fork now): a pool
+    replaces such a worker."""
+    return bool(_HOST) and _HOST[0].full()
+
+
+def _rss_mb() -> float | None:
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def crash_error(path: str | Path, reader: str, exitcode: int | None, stderr_path: str) -> ReaderCrashedError:
+    """The error of a hosting process that died inside a native read of ``path``: the words a forked
+    child's death gives (``exitcode``: multiprocessing's, negative for a signal)."""
+    try:
+        with open(stderr_path, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - _STDERR_TAIL))
+            tail = fh.read()
+    except OSError:
+        tail = b""
+    code = exitcode or 0
+    status = (-code & 0x7F) if code < 0 else (code & 0xFF) << 8  # as waitpid's status
+    return ReaderCrashedError(path, _crash_text(reader, status, tail))
+
+
 def call(path: Path, fn: Callable[[], Any], reader: str = "the native reader") -> Any:
     """``fn()`` (the native part of reading ``path``) run in a forked child; its result, which must be
     plain data (dicts, lists, str, numbers, None). A :class:`RooflineError` the child raises is raised here
-    as the same type; the child dying is a :class:`ReaderCrashedError` naming ``path``."""
+    as the same type; the child dying is a :class:`ReaderCrashedError` naming ``path``. In a process that
+    hosts its reads (:func:`host`), ``fn()`` runs here and its errors come back as a child's would."""
+    if _HOST and not _HOST[0].full(reading=True):
+        return _hosted(_HOST[0], path, fn, reader)
     if not hasattr(os, "fork"):
         return fn()
     import msgspec
@@ -89,6 +167,43 @@ def call(path: Path, fn: Callable[[], Any], reader: str = "the native reader") -
     if kind == "ok":
         return payload
     raise _rebuild(path, payload)
+
+
+def _hosted(h: _Host, path: Path, fn: Callable[[], Any], reader: str) -> Any:
+    import msgspec
+
+    os.ftruncate(h.err_fd, 0)  # (the file is opened without O_APPEND: writes go from the start again)
+    os.lseek(h.err_fd, 0, os.SEEK_SET)
+    fault = faulthandler.is_enabled()
+    faulthandler.disable()  # a native abort's words are the library's, as in a child
+    saved = os.dup(2)
+    h.announce(reader)
+    try:
+        _flush_stderr()  # (what this process wrote before goes where it was going)
+        os.dup2(h.err_fd, 2)
+        try:
+            result = fn()
+        except RooflineError as exc:
+            raise _rebuild(path, _describe(exc)) from None
+        except Exception as exc:  # a bug, reported as a child's would be
+            raise _rebuild(path, {"type": "bug", "name": type(exc).__name__, "text": str(exc),
+                                  "trace": traceback.format_exc()}) from exc
+    finally:
+        _flush_stderr()
+        os.dup2(saved, 2)
+        os.close(saved)
+        h.announce(None)
+        if fault:
+            faulthandler.enable()
+    # the child's plain data, as it arrives from a child (tuples as lists): the frames built from it are the same
+    return msgspec.msgpack.decode(msgspec.msgpack.encode(result))
+
+
+def _flush_stderr() -> None:
+    try:
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):  # no stderr, or a closed one
+        pass
 
 
 def _child(fn: Callable[[], Any], out_fd: int, err_fd: int) -> None:
@@ -178,4 +293,4 @@ def _last_reason(stderr: bytes) -> str:
     return ""
 
 
-__all__ = ["ChildBugError", "call"]
+__all__ = ["ChildBugError", "call", "crash_error", "host"]
