@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from roofline.hardware.specs import L1_BYTES_PER_CYCLE_PER_SM, GpuSpec, spec_tensor_figure
-from roofline.schema import COLUMN_POOL, NOT_IN_SPEC_TABLE, UNAVAILABLE, source_column
+from roofline.schema import NOT_IN_SPEC_TABLE, UNAVAILABLE, source_column
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ def _replaced(column: pa.ChunkedArray, parts: list[tuple[np.ndarray, pd.Series]]
         here = mask[start:end]
         k = int(here.sum())
         out.append(pc.replace_with_mask(chunk.cast(pa.large_string()), pa.array(here),
-                                        replacements.slice(used, k), memory_pool=COLUMN_POOL) if k
+                                        replacements.slice(used, k)) if k
                    else chunk.cast(pa.large_string()))
         start, used = end, used + k
     return pa.chunked_array(out, pa.large_string())
