@@ -19,6 +19,7 @@ from conftest import OWN, SHARED
 from roofline.batch import compact as cmp
 from roofline.batch import dataset as dset
 from roofline.batch import open_dataset, run_batch
+from roofline.batch.packed import unpacked
 
 _INPUTS = (OWN / "tiny_metrics.csv", SHARED / "ncu" / "sm70_v100_cutlass-cublas-gemm_roofline-metrics.csv",
            SHARED / "traces" / "torch_a100_alexnet_train_small.pt.trace.json.gz")
@@ -70,7 +71,7 @@ def test_packed_tables_hold_texts_as_dictionaries_but_the_keys_and_decode_to_the
     texts = [f.name for f in packed.schema if pa.types.is_dictionary(f.type)]
     assert "kernel_name" in texts and "device_name" in texts
     assert not {"file_id", "run", "part"} & set(texts)
-    assert dset._unpacked(packed).equals(plain)
+    assert unpacked(packed).equals(plain)
 
 
 def test_rows_of_packed_tables_that_do_not_line_up_are_joined_as_plain_ones(dataset):
@@ -83,7 +84,7 @@ def test_rows_of_packed_tables_that_do_not_line_up_are_joined_as_plain_ones(data
     roof = roof.drop_columns([c for c in roof.column_names if c in kernels.column_names and c not in keys])
     shuffled = roof.take(pa.array(range(roof.num_rows - 1, -1, -1)))
     joined = dset._side_by_side(kernels, shuffled, keys)
-    aligned = dset._unpacked(dset._side_by_side(kernels, roof, keys)).select(joined.column_names)
+    aligned = unpacked(dset._side_by_side(kernels, roof, keys)).select(joined.column_names)
     order = [(k, "ascending") for k in keys]
     assert joined.num_rows == kernels.num_rows
     assert joined.sort_by(order).cast(aligned.schema).equals(aligned.sort_by(order))

@@ -52,8 +52,9 @@ from roofline.batch.files import (  # noqa: F401 - re-exported: the dataset's pu
     temporary,
     writer_gone,
 )
+from roofline.batch.packed import decoded, packed_format, unpacked
 from roofline.errors import path_text
-from roofline.schema import COLUMN_POOL, SCHEMA_VERSION, kernel_dtypes, set_provenance
+from roofline.schema import SCHEMA_VERSION, kernel_dtypes, set_provenance
 
 #: bump when a table's columns change meaning; readers refuse versions they do not know
 DATASET_VERSION = "2"
@@ -231,28 +232,12 @@ def part_files(root: Path, table: str, version: str = DATASET_VERSION) -> list[P
 
 def _scan(root: Path, table: str, version: str, packed: bool = False) -> ds.Dataset:
     """The table's parts as one Arrow dataset. ``packed``: its text columns other than the keys read as
-    dictionaries (:func:`_packed_schema`)."""
-    if not packed:
-        return ds.dataset(part_files(root, table, version), schema=table_schemas(version)[table], format="parquet")
-    schema = _packed_schema(version, table)
-    texts = [f.name for f in schema if pa.types.is_dictionary(f.type)]
-    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=texts))
-    return ds.dataset(part_files(root, table, version), schema=schema, format=fmt)
-
-
-#: columns that stay plain strings in a packed read: the live-row bookkeeping compares and joins them
-_PLAIN_TEXT = ("file_id", "run", "part")
-_TEXT = pa.dictionary(pa.int32(), pa.string())
-
-
-@functools.lru_cache(maxsize=8)
-def _packed_schema(version: str, table: str) -> pa.Schema:
-    """The table's schema with its text columns (but the keys) as dictionaries: Parquet keeps them
-    dictionary-encoded, and decoding a kernel row's ~40 texts was ~3 KB a row, most of a dataset read's memory
-    and time, for columns whose values repeat across rows (a device, a format, a roof's source)."""
+    dictionaries (:mod:`roofline.batch.packed`)."""
     schema = table_schemas(version)[table]
-    return pa.schema([pa.field(f.name, _TEXT, f.nullable) if f.type == pa.string() and f.name not in _PLAIN_TEXT
-                      else f for f in schema], metadata=schema.metadata)
+    if not packed:
+        return ds.dataset(part_files(root, table, version), schema=schema, format="parquet")
+    schema, fmt = packed_format(schema)
+    return ds.dataset(part_files(root, table, version), schema=schema, format=fmt)
 
 
 def _read(root: Path, table: str, version: str, columns: Sequence[str] | None = None,
@@ -262,15 +247,6 @@ def _read(root: Path, table: str, version: str, columns: Sequence[str] | None = 
                                                             filter=filter_)
     except (pa.ArrowInvalid, OSError) as exc:  # damaged inside (its magic bytes intact): Arrow names the file
         raise DatasetError(f"{path_text(root)}: a damaged {table} part: {exc}") from None
-
-
-def _unpacked(t: pa.Table) -> pa.Table:
-    """``t`` with its dictionary columns decoded to the schema's plain strings."""
-    if not any(pa.types.is_dictionary(f.type) for f in t.schema):
-        return t
-    return pa.table([c.cast(pa.string()) if pa.types.is_dictionary(c.type) else c for c in t.columns],
-                    schema=pa.schema([pa.field(f.name, pa.string(), f.nullable) if pa.types.is_dictionary(f.type)
-                                      else f for f in t.schema], metadata=t.schema.metadata))
 
 
 # ---- which rows are live ---------------------------------------------------------------------------------
@@ -418,12 +394,7 @@ def _pandas(table: pa.Table, dtypes: dict[str, str]) -> pd.DataFrame:
     nullable = {pa.string(): text, pa.large_string(): text, pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
     plain = [c for c in table.column_names if dtypes.get(c) in (None, "int64", "bool", "object")
              and table.schema.field(c).type in (pa.int64(), pa.bool_())]  # (the row key: numpy int64)
-    rest = table.drop_columns(plain)
-    if any(pa.types.is_dictionary(t) for t in rest.schema.types):
-        # into the C allocator's memory, as the readers' frames (schema.COLUMN_POOL): freed columns go back to
-        # the system where Arrow's own pool kept their pages for itself (a dataset's RSS stayed ~1.4x its frame)
-        rest = pa.table([pc.cast(c, pa.large_string(), memory_pool=COLUMN_POOL) if pa.types.is_dictionary(c.type)
-                         else c for c in rest.columns], names=rest.column_names)
+    rest = decoded(table.drop_columns(plain))
     frame = rest.to_pandas(types_mapper=nullable.get, split_blocks=True)
     del rest
     for c in plain:
@@ -452,7 +423,7 @@ def _is_sorted(t: pa.Table, keys: list[str]) -> bool:
 def _sorted(t: pa.Table, keys: list[str]) -> pa.Table:
     """``t`` in ascending order of ``keys``; those of a packed read are compared decoded (Arrow sorts no
     dictionary column), and its other columns are taken as dictionaries: a copy of indices, not of texts."""
-    by = _unpacked(t.select(keys))
+    by = unpacked(t.select(keys))
     if _is_sorted(by, keys):
         return t
     return t.take(pc.sort_indices(by, [(k, "ascending") for k in keys]))
@@ -526,7 +497,7 @@ def _and(*exprs: Any) -> Any:
 def live_table(root: Path, table: str, live: Live, runs: Sequence[str] | None = None,
                columns: Sequence[str] | None = None, filter_: Any = None, packed: bool = False) -> pa.Table:
     """The live rows of one table (the roofline table joined to its kernels), columns and filter pushed down.
-    ``packed`` (row tables): text columns but the keys as dictionaries (:func:`_packed_schema`)."""
+    ``packed`` (row tables): text columns but the keys as dictionaries (:mod:`roofline.batch.packed`)."""
     version = live.version
     by_run = ds.field("run").isin(list(runs)) if runs is not None else None
     if table in INPUT_TABLES:
@@ -561,7 +532,7 @@ def _side_by_side(kernels: pa.Table, roof: pa.Table, keys: list[str]) -> pa.Tabl
                 out = out.append_column(roof.schema.field(name), roof.column(name))
         return out
     # (Arrow's join carries no dictionary column: rows that need it are decoded)
-    return _unpacked(kernels).join(_unpacked(roof), keys=keys, join_type="inner")
+    return unpacked(kernels).join(unpacked(roof), keys=keys, join_type="inner")
 
 
 def row_table(root: Path, table: str, live: Live, columns: list[str] | None, where: Any,
