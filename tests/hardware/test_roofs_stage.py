@@ -204,7 +204,9 @@ def test_fills_spread_over_a_column_of_several_arrow_chunks_land_on_their_rows()
          pa.array(["d", "e", "f"], pa.large_string())])))
     first = np.array([True, False, False, False, True, False])
     second = np.array([False, False, True, False, False, True])
-    parts = [(first, pd.Series(["X", None], dtype="string")), (second, pd.Series(["Y", "Z"], dtype="string"))]
+    # each format's distinct fills and its rows' place among them: the first's two rows share one fill
+    parts = [(first, pd.Series(["X"], dtype="string"), np.array([0, 0])),
+             (second, pd.Series(["Y", None], dtype="string"), np.array([0, 1]))]
     got = specs._scatter(column, parts)
-    assert list(pd.Series(got).astype(object).where(pd.Series(got).notna(), None)) == ["X", None, "Y", "d", None, "Z"]
+    assert list(pd.Series(got).astype(object).where(pd.Series(got).notna(), None)) == ["X", None, "Y", "d", "X", None]
     assert [len(c) for c in got.__arrow_array__().chunks] == [3, 0, 3]
