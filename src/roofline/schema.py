@@ -283,7 +283,9 @@ def conform_kernels(frame: pd.DataFrame) -> pd.DataFrame:
     Extra columns (added by later stages) are kept after the canonical ones.
     """
     dtypes = kernel_dtypes()
-    out = frame.copy()
+    # a shallow copy: only whole columns are added below (astype makes new ones), which never reach the
+    # caller's frame; a deep one copied every numeric column of a dataset's frame (~50 MB per 1,000 inputs)
+    out = frame.copy(deep=False)
     for col, dtype in dtypes.items():
         if col not in out.columns:
             fill = float("nan") if dtype == "float64" else pd.NA

@@ -233,3 +233,22 @@ def test_every_fixture_device_gets_its_roofs_each_with_a_source_or_says_why(rel)
         if src in result:
             has = result[col].notna().to_numpy()
             assert result.loc[has, src].astype("string").str.len().gt(0).all(), (rel, col)
+
+
+def test_missing_roofs_name_each_input_and_device_once_with_the_first_reason_given():
+    """Rows of inputs and devices interleaved (a dataset's frame): one line per (input, device) lacking a roof,
+    in order of first appearance, its reason the first one said among the rows that lack it (a row without a
+    reason is passed over), and rows with their roof or no work at that precision say nothing."""
+    import pandas as pd
+
+    nan = float("nan")
+    frame = pd.DataFrame({
+        "source_file": pd.array(["a", "b", "a", "a", "b", "c"], dtype="string"),
+        "device_name": pd.array(["X", "Y", "X", "X", "Y", None], dtype="string"),
+        "flop_fp64": [1.0, 0.0, 1.0, 1.0, 2.0, 1.0],
+        "peak_flop_per_s_fp64": [nan, nan, nan, 5.0, nan, 7.0],
+        "peak_flop_per_s_fp64_source": pd.array([None, "unused", "why a", "counters", "why b", "spec"], dtype="string"),
+        "dram_bytes": [1.0] * 6,
+        "peak_dram_bytes_per_s": [1.0] * 6,
+    })
+    assert list(missing_roofs(frame)) == [("a", "X", "fp64", "why a"), ("b", "Y", "fp64", "why b")]

@@ -192,3 +192,21 @@ def test_innermost_many_equals_innermost_one_by_one() -> None:
     assert many[:11] == [None, 0, 0, 1, 2, 2, 1, 0, 3, 0, None]
     assert many[11:] == [4, None, 5, None]
 
+
+
+def test_fills_spread_over_a_column_of_several_arrow_chunks_land_on_their_rows():
+    """A dataset's text columns come in one Arrow chunk per row group: each format's fills are placed chunk by
+    chunk (no whole-column copy first), at their rows, nulls kept, in the chunks' layout."""
+    import pyarrow as pa
+
+    column = pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array(
+        [pa.array(["a", None, "c"], pa.large_string()), pa.array([], pa.large_string()),
+         pa.array(["d", "e", "f"], pa.large_string())])))
+    first = np.array([True, False, False, False, True, False])
+    second = np.array([False, False, True, False, False, True])
+    # each format's distinct fills and its rows' place among them: the first's two rows share one fill
+    parts = [(first, pd.Series(["X"], dtype="string"), np.array([0, 0])),
+             (second, pd.Series(["Y", None], dtype="string"), np.array([0, 1]))]
+    got = specs._scatter(column, parts)
+    assert list(pd.Series(got).astype(object).where(pd.Series(got).notna(), None)) == ["X", None, "Y", "d", "X", None]
+    assert [len(c) for c in got.__arrow_array__().chunks] == [3, 0, 3]

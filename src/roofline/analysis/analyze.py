@@ -109,7 +109,7 @@ def _peak_columns(frame: pd.DataFrame) -> tuple[str, ...]:
 
 
 def _cleared(kernels: pd.DataFrame) -> pd.DataFrame:
-    out = kernels.copy()
+    out = kernels.copy(deep=False)  # (whole columns are set below, never rows: the caller's stay)
     for col in _peak_columns(out):
         out[col] = np.nan
         out[source_column(col)] = pd.Series(pd.NA, index=out.index, dtype="string")
@@ -168,7 +168,7 @@ def at_boost_clock(kernels: pd.DataFrame) -> pd.DataFrame:
     """Compute and L1 roofs taken at the profiled SM clock, rescaled to the device's boost clock."""
     if "sm_clock_hz" not in kernels or "sm_boost_clock_hz" not in kernels or kernels.empty:
         return kernels
-    out = kernels.copy()
+    out = kernels.copy(deep=False)  # (whole columns are set below, never rows: the caller's stay)
     n = len(out)
     clk = pd.to_numeric(out["sm_clock_hz"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     boost = pd.to_numeric(out["sm_boost_clock_hz"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)

@@ -52,6 +52,7 @@ from roofline.batch.files import (  # noqa: F401 - re-exported: the dataset's pu
     temporary,
     writer_gone,
 )
+from roofline.batch.packed import decoded, packed_format, unpacked
 from roofline.errors import path_text
 from roofline.schema import SCHEMA_VERSION, kernel_dtypes, set_provenance
 
@@ -229,16 +230,21 @@ def part_files(root: Path, table: str, version: str = DATASET_VERSION) -> list[P
     return files
 
 
-def _scan(root: Path, table: str, version: str, columns: Sequence[str] | None = None,
-          filter_: Any = None) -> ds.Dataset:
+def _scan(root: Path, table: str, version: str, packed: bool = False) -> ds.Dataset:
+    """The table's parts as one Arrow dataset. ``packed``: its text columns other than the keys read as
+    dictionaries (:mod:`roofline.batch.packed`)."""
     schema = table_schemas(version)[table]
-    return ds.dataset(part_files(root, table, version), schema=schema, format="parquet")
+    if not packed:
+        return ds.dataset(part_files(root, table, version), schema=schema, format="parquet")
+    schema, fmt = packed_format(schema)
+    return ds.dataset(part_files(root, table, version), schema=schema, format=fmt)
 
 
 def _read(root: Path, table: str, version: str, columns: Sequence[str] | None = None,
-          filter_: Any = None) -> pa.Table:
+          filter_: Any = None, packed: bool = False) -> pa.Table:
     try:
-        return _scan(root, table, version).to_table(columns=list(columns) if columns else None, filter=filter_)
+        return _scan(root, table, version, packed).to_table(columns=list(columns) if columns else None,
+                                                            filter=filter_)
     except (pa.ArrowInvalid, OSError) as exc:  # damaged inside (its magic bytes intact): Arrow names the file
         raise DatasetError(f"{path_text(root)}: a damaged {table} part: {exc}") from None
 
@@ -381,12 +387,16 @@ def next_generation(root: Path) -> int:
 
 def _pandas(table: pa.Table, dtypes: dict[str, str]) -> pd.DataFrame:
     """The frame of a table read back: each column of ``dtypes`` in its dtype, built from Arrow once (no
-    numpy intermediate and ``astype`` after it: an Int64 column with nulls went through float64)."""
+    numpy intermediate and ``astype`` after it: an Int64 column with nulls went through float64). Dictionary
+    columns (a packed read) are decoded here, straight to the large strings pandas' Arrow strings hold."""
     # Arrow-backed strings: no Python object per cell, so millions of kernel rows fit in memory
-    nullable = {pa.string(): pd.StringDtype("pyarrow"), pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
+    text = pd.StringDtype("pyarrow")
+    nullable = {pa.string(): text, pa.large_string(): text, pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
     plain = [c for c in table.column_names if dtypes.get(c) in (None, "int64", "bool", "object")
              and table.schema.field(c).type in (pa.int64(), pa.bool_())]  # (the row key: numpy int64)
-    frame = table.drop_columns(plain).to_pandas(types_mapper=nullable.get, split_blocks=True)
+    rest = decoded(table.drop_columns(plain))
+    frame = rest.to_pandas(types_mapper=nullable.get, split_blocks=True)
+    del rest
     for c in plain:
         frame.insert(table.column_names.index(c), c, table.column(c).to_numpy())
     todo = {c: d for c, d in dtypes.items() if c in frame.columns and d not in ("string", "category", "object")
@@ -411,7 +421,12 @@ def _is_sorted(t: pa.Table, keys: list[str]) -> bool:
 
 
 def _sorted(t: pa.Table, keys: list[str]) -> pa.Table:
-    return t if _is_sorted(t, keys) else t.sort_by([(k, "ascending") for k in keys])
+    """``t`` in ascending order of ``keys``; those of a packed read are compared decoded (Arrow sorts no
+    dictionary column), and its other columns are taken as dictionaries: a copy of indices, not of texts."""
+    by = unpacked(t.select(keys))
+    if _is_sorted(by, keys):
+        return t
+    return t.take(pc.sort_indices(by, [(k, "ascending") for k in keys]))
 
 
 def open_dataset(path: str | Path, table: str = "roofline", engine: str = "pandas",
@@ -436,7 +451,11 @@ def open_dataset(path: str | Path, table: str = "roofline", engine: str = "panda
     if table not in TABLES:
         raise DatasetError(f"{path_text(root)}: no table {table!r}; tables are {', '.join(TABLES)}")
     live = live_state(root, runs, version)
-    out = live_table(root, table, live, runs, columns, filter)
+    # a frame of kernel rows reads its texts as dictionaries and decodes each column once, in _pandas: the
+    # Parquet decode, the sort and the live-row filter then move indices, not ~3 KB of text a row (a filter
+    # may call string functions Arrow has no dictionary kernel for: it reads plain strings)
+    packed = engine == "pandas" and table not in INPUT_TABLES and filter is None
+    out = live_table(root, table, live, runs, columns, filter, packed=packed)
     if table in INPUT_TABLES:
         out = out.sort_by([("source_file", "ascending")]) if "source_file" in out.column_names else out
     else:
@@ -450,6 +469,9 @@ def open_dataset(path: str | Path, table: str = "roofline", engine: str = "panda
         return _pandas(out, dtypes)
     front = [c for c in kernel_dtypes() if c in out.column_names]  # (ordered in Arrow: no pandas copy)
     frame = _pandas(out.select(front + [c for c in out.column_names if c not in front]), dtypes)
+    del out
+    if packed:  # the scan's buffers, freed: Arrow's pool keeps their pages unless told (~130 MB per 1,000 inputs)
+        pa.default_memory_pool().release_unused()
     return set_provenance(frame, provenance(root, live))
 
 
@@ -473,23 +495,25 @@ def _and(*exprs: Any) -> Any:
 
 
 def live_table(root: Path, table: str, live: Live, runs: Sequence[str] | None = None,
-               columns: Sequence[str] | None = None, filter_: Any = None) -> pa.Table:
-    """The live rows of one table (the roofline table joined to its kernels), columns and filter pushed down."""
+               columns: Sequence[str] | None = None, filter_: Any = None, packed: bool = False) -> pa.Table:
+    """The live rows of one table (the roofline table joined to its kernels), columns and filter pushed down.
+    ``packed`` (row tables): text columns but the keys as dictionaries (:mod:`roofline.batch.packed`)."""
     version = live.version
     by_run = ds.field("run").isin(list(runs)) if runs is not None else None
     if table in INPUT_TABLES:
         got = _read(root, table, version, _with_keys(columns, table, version), _and(by_run, filter_))
         return live.input_rows(got)
     if table == "kernels":
-        return row_table(root, "kernels", live, _with_keys(columns, "kernels", version), _and(by_run, filter_))
+        return row_table(root, "kernels", live, _with_keys(columns, "kernels", version), _and(by_run, filter_),
+                         packed)
     roof_cols = table_schemas(version)["roofline"].names
     # the kernels table's peak columns are not read: the roofline table's (the roofs used) replace them
     kcols = [c for c in (table_schemas(version)["kernels"].names if columns is None else columns)
              if c not in roof_cols]
     rcols = None if columns is None else [c for c in columns if c in roof_cols]
-    kernels = row_table(root, "kernels", live, _with_keys(kcols, "kernels", version), by_run)
+    kernels = row_table(root, "kernels", live, _with_keys(kcols, "kernels", version), by_run, packed)
     kernels = kernels.drop_columns([c for c in _PEAK_COLUMNS if c in kernels.column_names])
-    roof = row_table(root, "roofline", live, _with_keys(rcols, "roofline", version), by_run)
+    roof = row_table(root, "roofline", live, _with_keys(rcols, "roofline", version), by_run, packed)
     keys = ["file_id", "row"] + (["part"] if version != "1" else [])
     roof = roof.drop_columns([c for c in roof.column_names if c in kernels.column_names and c not in keys])
     joined = _side_by_side(kernels, roof, keys)
@@ -507,13 +531,15 @@ def _side_by_side(kernels: pa.Table, roof: pa.Table, keys: list[str]) -> pa.Tabl
             if name not in keys:
                 out = out.append_column(roof.schema.field(name), roof.column(name))
         return out
-    return kernels.join(roof, keys=keys, join_type="inner")
+    # (Arrow's join carries no dictionary column: rows that need it are decoded)
+    return unpacked(kernels).join(unpacked(roof), keys=keys, join_type="inner")
 
 
-def row_table(root: Path, table: str, live: Live, columns: list[str] | None, where: Any) -> pa.Table:
+def row_table(root: Path, table: str, live: Live, columns: list[str] | None, where: Any,
+              packed: bool = False) -> pa.Table:
     """The live rows of the kernels or roofline table (the part filter prunes whole files: a part's column
-    statistics hold its one name)."""
-    return live.rows(_read(root, table, live.version, columns, _and(live.scan_filter(), where)))
+    statistics hold its one name); ``packed``: see :func:`live_table`."""
+    return live.rows(_read(root, table, live.version, columns, _and(live.scan_filter(), where), packed))
 
 
 def provenance(root: Path, live: Live) -> list[dict[str, Any]]:

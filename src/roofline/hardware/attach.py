@@ -23,6 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from roofline.frames import distinct_rows
 from roofline.hardware.specs import L1_BYTES_PER_CYCLE_PER_SM, GpuSpec, spec_tensor_figure
 from roofline.schema import NOT_IN_SPEC_TABLE, UNAVAILABLE, source_column
 
@@ -101,23 +102,31 @@ def _table_roofs(kernels: pd.DataFrame) -> pd.DataFrame:
     if len(groups) == 1 and groups[0][1] is None:  # every row (the usual frame: one format)
         policy = POLICIES.get(groups[0][0])
         return kernels if policy is None else _fill_policy(kernels, policy)
-    # each format's rows of the columns the fill reads (FILL_INPUTS: a frame of just these is filled as the
-    # whole), and what it wrote spread back once per column for every format (a dataset mixes formats)
+    # each format's distinct rows of the columns the fill reads (FILL_INPUTS: a frame of just these is filled as
+    # the whole, row by row), and what it wrote spread back once per column for every format (a dataset mixes
+    # formats): the fills of a dataset's rows are a few distinct ones, never a row-wise copy of each roof source
     inputs = kernels[[c for c in FILL_INPUTS if c in kernels]]
-    writes: dict[str, list[tuple[np.ndarray, pd.Series]]] = {}
+    found = distinct_rows(inputs, list(inputs.columns))
+    writes: dict[str, list[_Part]] = {}
     for fmt, rows in groups:
         policy = POLICIES.get(fmt)
         if policy is None or rows is None:
             continue
-        filled = _fill_policy(inputs[rows].reset_index(drop=True), policy)
+        at = np.flatnonzero(rows)
+        if found is None:  # (an unhashable value: every row filled)
+            firsts, spread = at, np.arange(len(at), dtype=np.int64)
+        else:
+            _, first, spread = np.unique(found[0][at], return_index=True, return_inverse=True)
+            firsts = at[first]
+        filled = _fill_policy(inputs.iloc[firsts].reset_index(drop=True), policy)
         for col in FILLED_COLUMNS:
             if col in filled:
-                writes.setdefault(col, []).append((rows, filled[col]))
+                writes.setdefault(col, []).append((rows, filled[col], spread.reshape(-1)))
     if not writes:
         return kernels
     out = kernels.copy(deep=False)
-    for col, parts in writes.items():
-        out[col] = _scatter(kernels[col], parts)
+    for col in list(writes):  # each column's fills dropped once spread: they and the new columns never all coexist
+        out[col] = _scatter(kernels[col], writes.pop(col))
     return out
 
 
@@ -133,29 +142,52 @@ def _format_rows(formats: pd.Series) -> list[tuple[Any, np.ndarray | None]]:
     return [(fmt, codes == i) for i, fmt in enumerate(uniq)]
 
 
-def _scatter(column: pd.Series, parts: list[tuple[np.ndarray, pd.Series]]) -> Any:
+#: a format's fills: its rows (a mask), the values of its distinct rows, and each of its rows' distinct row
+_Part = tuple[np.ndarray, pd.Series, np.ndarray]
+
+
+def _scatter(column: pd.Series, parts: list[_Part]) -> Any:
     """``column`` with each part's values at its rows (a new array: the frame it came from is not written).
     Strings become a ``string`` column, as ``pd.array(..., dtype="string")`` makes it."""
     if column.dtype == "float64":
         v = column.to_numpy(dtype="float64", na_value=np.nan, copy=True)
-        for rows, values in parts:
-            v[rows] = values.to_numpy(dtype="float64", na_value=np.nan)
+        for rows, values, spread in parts:
+            v[rows] = values.to_numpy(dtype="float64", na_value=np.nan)[spread]
         return v
     if isinstance(column.array, pd.arrays.ArrowStringArray) and all(
-            isinstance(values.array, pd.arrays.ArrowStringArray) for _, values in parts):
-        # one Arrow take from the column and the parts' values: no Python string per cell
-        arrays = [column.array.__arrow_array__()] + [values.array.__arrow_array__() for _, values in parts]
-        index = np.arange(len(column), dtype=np.int64)
-        at = len(column)
-        for rows, values in parts:
-            index[rows] = np.arange(at, at + len(values), dtype=np.int64)
-            at += len(values)
-        whole = pa.concat_arrays([c.cast(pa.large_string()) for a in arrays for c in a.chunks])
-        return pd.arrays.ArrowStringArray(whole.take(pa.array(index)))
+            isinstance(values.array, pd.arrays.ArrowStringArray) for _, values, _ in parts):
+        return pd.arrays.ArrowStringArray(_replaced(column.array.__arrow_array__(), parts))
     s = column.to_numpy(dtype=object, na_value=None, copy=True)
-    for rows, values in parts:
-        s[rows] = values.to_numpy(dtype=object, na_value=None)
+    for rows, values, spread in parts:
+        s[rows] = values.to_numpy(dtype=object, na_value=None)[spread]
     return pd.array(s, dtype="string")
+
+
+def _replaced(column: pa.ChunkedArray, parts: list[_Part]) -> pa.ChunkedArray:
+    """An Arrow string column with each part's values at its rows, chunk by chunk: Arrow copies the column's
+    kept cells and the parts' values once, no Python string per cell; the column is never concatenated whole
+    first (a transient copy of it: ~0.5 GB of a 5,000-input dataset's roof sources)."""
+    n = len(column)
+    mask = np.zeros(n, dtype=bool)
+    source = np.zeros(n, dtype=np.int64)  # each replaced row's place among the parts' values
+    at = 0
+    for rows, values, spread in parts:
+        mask[rows] = True
+        source[rows] = at + spread
+        at += len(values)
+    pieces = [c.cast(pa.large_string()) for _, values, _ in parts for c in values.array.__arrow_array__().chunks]
+    given = pa.concat_arrays(pieces) if pieces else pa.array([], pa.large_string())
+    replacements = given.take(pa.array(source[mask]))
+    out, start, used = [], 0, 0
+    for chunk in column.chunks:
+        end = start + len(chunk)
+        here = mask[start:end]
+        k = int(here.sum())
+        out.append(pc.replace_with_mask(chunk.cast(pa.large_string()), pa.array(here),
+                                        replacements.slice(used, k)) if k
+                   else chunk.cast(pa.large_string()))
+        start, used = end, used + k
+    return pa.chunked_array(out, pa.large_string())
 
 
 def _fill_policy(frame: pd.DataFrame, policy: Policy) -> pd.DataFrame:
@@ -304,8 +336,6 @@ def _distinct_fill(frame: pd.DataFrame, at_profiled_clock: bool,
     The distinct rows' fill is cached by their values (on a few rows pandas' fixed cost per column call is
     ~4 ms of a read, the same for every profile of these devices), and only the columns it changed are spread.
     """
-    from roofline.frames import distinct_rows
-
     cols = {c: frame[c] for c in FILL_INPUTS if c in frame}  # (the fill reads only these, writes FILLED_COLUMNS)
     present = [c for c, v in cols.items() if not _all_missing(v)]
     found = distinct_rows(frame, [c for c in present if not _constant(cols[c])])
