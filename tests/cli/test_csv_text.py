@@ -151,3 +151,18 @@ def test_a_stream_that_takes_nothing_is_an_error_not_a_lost_tail():
 
     with pytest.raises(OSError, match="took no bytes"):
         write_all(_ShortWrites(0), b"rows")
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_rows_written_a_block_at_a_time_are_to_csvs_text(monkeypatch, encoding):
+    # (blocks of 7 rows: the block edges fall inside runs of repeating cells, and the last block is short)
+    monkeypatch.setattr("roofline.cli.csv_text._BLOCK_ROWS", 7)
+    for frame in (_frame(), _repeating(100)):
+        buffer = io.BytesIO()
+        stdout = io.TextIOWrapper(buffer, encoding=encoding, errors="replace", newline="")
+        monkeypatch.setattr(sys, "stdout", stdout)
+        echo_csv(frame)
+        stdout.flush()
+        assert buffer.getvalue() == frame.to_csv(index=False).encode(encoding, "replace")
+        header = frame.iloc[:0].to_csv(index=False)
+        assert header + csv_text(frame) == frame.to_csv(index=False)
