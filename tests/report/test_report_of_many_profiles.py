@@ -8,9 +8,10 @@ import pandas as pd
 
 from conftest import analysed, kernel_row
 from roofline.analysis.aggregate import aggregate, partial
-from roofline.analysis.headline import by_device, headline, headlines
+from roofline.analysis.headline import by_device, headline, headlines, row_facts
 from roofline.analysis.scope_rows import Rows
 from roofline.analysis.select import select
+from roofline.cli.common import table_lines
 from roofline.report import html
 from roofline.report.table import format_table
 
@@ -114,3 +115,30 @@ def test_write_report_does_the_further_work_once_and_pages_sorted_rows_alike(tmp
     assert calls == [1] and [p.name for p in plain] == [p.name for p in given]
     for a, b in zip(plain, given):
         assert a.read_bytes() == b.read_bytes()
+
+
+def test_row_facts_of_the_sorted_rows_are_the_frames_facts_taken_in_that_order():
+    frame = _profiles()
+    ordered = select(frame)
+    facts = row_facts(frame)
+    moved = facts.take(frame.index.get_indexer(ordered.index))
+    own = row_facts(ordered)
+    assert moved.categories.tolist() == own.categories.tolist()
+    for name in ("point", "kinds", "reason", "fix"):
+        assert getattr(moved, name).tolist() == getattr(own, name).tolist()
+    assert any(r is not None for r in own.reason) and not own.point.all()  # rows with and without a reason
+
+
+def test_headlines_table_and_page_read_the_same_from_facts_given_as_from_their_own():
+    frame = _profiles()
+    ordered = select(frame)
+    facts = row_facts(frame)
+    moved = facts.take(frame.index.get_indexer(ordered.index))
+    assert [h.to_dict() for h in headlines(frame, facts=facts)] == [h.to_dict() for h in headlines(frame)]
+    page = ordered.reset_index(drop=True)
+    assert {d: h.to_dict() for d, h in by_device(page, moved).items()} == \
+        {d: h.to_dict() for d, h in by_device(page).items()}
+    levels = ("dram", "l2", "l1")
+    assert table_lines(ordered, levels, None, limit=5, scope=frame, facts=moved, scope_facts=facts) == \
+        table_lines(ordered, levels, None, limit=5, scope=frame)
+    assert html.render(ordered, levels, compress=False, facts=moved) == html.render(ordered, levels, compress=False)
