@@ -142,3 +142,15 @@ def test_headlines_table_and_page_read_the_same_from_facts_given_as_from_their_o
     assert table_lines(ordered, levels, None, limit=5, scope=frame, facts=moved, scope_facts=facts) == \
         table_lines(ordered, levels, None, limit=5, scope=frame)
     assert html.render(ordered, levels, compress=False, facts=moved) == html.render(ordered, levels, compress=False)
+
+
+def test_step_points_leave_out_devices_with_one_step_and_are_empty_when_every_device_has_one():
+    from roofline.report.timeseries import step_points
+
+    rows = [kernel_row(kernel_id=i, device_name=dev, nvtx_range=nv, duration_s=1e-4 * (i + 1))
+            for i, (dev, nv) in enumerate([("A100", "ProfilerStep#1/fwd"), ("A100", "ProfilerStep#1/bwd"),
+                                           ("H100", "step 2"), ("H100", None)])]
+    assert step_points(analysed(rows), ("dram",)) == []  # a step each: no chart
+    rows.append(kernel_row(kernel_id=9, device_name="H100", nvtx_range="step 3", duration_s=1e-4))
+    got = step_points(analysed(rows), ("dram",))
+    assert [(p["device"], p["label"]) for p in got] == [("H100", "step 2"), ("H100", "step 3")]

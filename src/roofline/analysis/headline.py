@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from roofline.analysis.aggregate import STEP_RANGE
+from roofline.analysis.aggregate import step_ranges
 from roofline.analysis.categories import IDLE, categorize
 from roofline.analysis.coverage import BYTE_LEVELS, has_point, row_codes, row_reasons
 from roofline.analysis.scope_rows import Rows, grouped_sums, nansum
@@ -161,10 +161,7 @@ def steps(frame: pd.DataFrame) -> pd.Series:
     """The training step of every row (its NVTX path's ProfilerStep#N or "step N" range), NA outside any."""
     if "nvtx_range" not in frame:
         return pd.Series(pd.NA, index=frame.index, dtype="string")
-    codes, uniq = pd.factorize(frame["nvtx_range"].astype("string"))
-    found = pd.Series(uniq, dtype="string").str.extract(STEP_RANGE, flags=re.IGNORECASE)[0]
-    vals = np.append(found.to_numpy(dtype=object, na_value=None), None)[codes]
-    return pd.Series(vals, index=frame.index, dtype="string")
+    return step_ranges(frame["nvtx_range"])
 
 
 # ---- per scope -------------------------------------------------------------------------------------------
