@@ -154,3 +154,18 @@ def test_step_points_leave_out_devices_with_one_step_and_are_empty_when_every_de
     rows.append(kernel_row(kernel_id=9, device_name="H100", nvtx_range="step 3", duration_s=1e-4))
     got = step_points(analysed(rows), ("dram",))
     assert [(p["device"], p["label"]) for p in got] == [("H100", "step 2"), ("H100", "step 3")]
+
+
+def test_write_report_given_the_sorted_rows_and_facts_as_functions_writes_the_same_page(tmp_path):
+    from roofline.report import write_report
+
+    frame = _profiles()
+    ordered = select(frame)
+    moved = row_facts(frame).take(frame.index.get_indexer(ordered.index))
+    calls = []
+    write_report(frame, tmp_path / "given", workers=1, longest_first=ordered, facts=moved)
+    write_report(frame, tmp_path / "later", workers=1, longest_first=lambda: calls.append(1) or ordered,
+                 facts=lambda: moved)
+    assert calls == [1]
+    assert (tmp_path / "given" / "report.html").read_bytes() == (tmp_path / "later" / "report.html").read_bytes()
+    assert sorted(p.name for p in (tmp_path / "later").iterdir()) == sorted(p.name for p in (tmp_path / "given").iterdir())
