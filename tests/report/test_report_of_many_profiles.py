@@ -8,9 +8,10 @@ import pandas as pd
 
 from conftest import analysed, kernel_row
 from roofline.analysis.aggregate import aggregate, partial
-from roofline.analysis.headline import by_device, headline, headlines
+from roofline.analysis.headline import by_device, headline, headlines, row_facts
 from roofline.analysis.scope_rows import Rows
 from roofline.analysis.select import select
+from roofline.cli.common import table_lines
 from roofline.report import html
 from roofline.report.table import format_table
 
@@ -114,3 +115,57 @@ def test_write_report_does_the_further_work_once_and_pages_sorted_rows_alike(tmp
     assert calls == [1] and [p.name for p in plain] == [p.name for p in given]
     for a, b in zip(plain, given):
         assert a.read_bytes() == b.read_bytes()
+
+
+def test_row_facts_of_the_sorted_rows_are_the_frames_facts_taken_in_that_order():
+    frame = _profiles()
+    ordered = select(frame)
+    facts = row_facts(frame)
+    moved = facts.take(frame.index.get_indexer(ordered.index))
+    own = row_facts(ordered)
+    assert moved.categories.tolist() == own.categories.tolist()
+    for name in ("point", "kinds", "reason", "fix"):
+        assert getattr(moved, name).tolist() == getattr(own, name).tolist()
+    assert any(r is not None for r in own.reason) and not own.point.all()  # rows with and without a reason
+
+
+def test_headlines_table_and_page_read_the_same_from_facts_given_as_from_their_own():
+    frame = _profiles()
+    ordered = select(frame)
+    facts = row_facts(frame)
+    moved = facts.take(frame.index.get_indexer(ordered.index))
+    assert [h.to_dict() for h in headlines(frame, facts=facts)] == [h.to_dict() for h in headlines(frame)]
+    page = ordered.reset_index(drop=True)
+    assert {d: h.to_dict() for d, h in by_device(page, moved).items()} == \
+        {d: h.to_dict() for d, h in by_device(page).items()}
+    levels = ("dram", "l2", "l1")
+    assert table_lines(ordered, levels, None, limit=5, scope=frame, facts=moved, scope_facts=facts) == \
+        table_lines(ordered, levels, None, limit=5, scope=frame)
+    assert html.render(ordered, levels, compress=False, facts=moved) == html.render(ordered, levels, compress=False)
+
+
+def test_step_points_leave_out_devices_with_one_step_and_are_empty_when_every_device_has_one():
+    from roofline.report.timeseries import step_points
+
+    rows = [kernel_row(kernel_id=i, device_name=dev, nvtx_range=nv, duration_s=1e-4 * (i + 1))
+            for i, (dev, nv) in enumerate([("A100", "ProfilerStep#1/fwd"), ("A100", "ProfilerStep#1/bwd"),
+                                           ("H100", "step 2"), ("H100", None)])]
+    assert step_points(analysed(rows), ("dram",)) == []  # a step each: no chart
+    rows.append(kernel_row(kernel_id=9, device_name="H100", nvtx_range="step 3", duration_s=1e-4))
+    got = step_points(analysed(rows), ("dram",))
+    assert [(p["device"], p["label"]) for p in got] == [("H100", "step 2"), ("H100", "step 3")]
+
+
+def test_write_report_given_the_sorted_rows_and_facts_as_functions_writes_the_same_page(tmp_path):
+    from roofline.report import write_report
+
+    frame = _profiles()
+    ordered = select(frame)
+    moved = row_facts(frame).take(frame.index.get_indexer(ordered.index))
+    calls = []
+    write_report(frame, tmp_path / "given", workers=1, longest_first=ordered, facts=moved)
+    write_report(frame, tmp_path / "later", workers=1, longest_first=lambda: calls.append(1) or ordered,
+                 facts=lambda: moved)
+    assert calls == [1]
+    assert (tmp_path / "given" / "report.html").read_bytes() == (tmp_path / "later" / "report.html").read_bytes()
+    assert sorted(p.name for p in (tmp_path / "later").iterdir()) == sorted(p.name for p in (tmp_path / "given").iterdir())

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from roofline.analysis.aggregate import STEP_RANGE
+from roofline.analysis.aggregate import step_ranges
 from roofline.analysis.categories import IDLE, categorize
 from roofline.analysis.coverage import BYTE_LEVELS, has_point, row_codes, row_reasons
 from roofline.analysis.scope_rows import Rows, grouped_sums, nansum
@@ -161,10 +161,7 @@ def steps(frame: pd.DataFrame) -> pd.Series:
     """The training step of every row (its NVTX path's ProfilerStep#N or "step N" range), NA outside any."""
     if "nvtx_range" not in frame:
         return pd.Series(pd.NA, index=frame.index, dtype="string")
-    codes, uniq = pd.factorize(frame["nvtx_range"].astype("string"))
-    found = pd.Series(uniq, dtype="string").str.extract(STEP_RANGE, flags=re.IGNORECASE)[0]
-    vals = np.append(found.to_numpy(dtype=object, na_value=None), None)[codes]
-    return pd.Series(vals, index=frame.index, dtype="string")
+    return step_ranges(frame["nvtx_range"])
 
 
 # ---- per scope -------------------------------------------------------------------------------------------
@@ -397,39 +394,74 @@ def _runs(keys: list[pd.Series]) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]
             yield tuple(v[codes[part[0]]] for v in values), part
 
 
-def _row_facts(frame: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.DataFrame,
-                                              Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]]:
-    """Every row's point and kind, the reasons of the rows without a point (idle aside), and a function giving
-    the reasons and fixes of such rows among given row positions, in row order: taken once for every scope."""
+@dataclass(frozen=True)
+class RowFacts:
+    """What a headline reads of every row, taken once for a frame: its category, whether it has a point, its
+    kind, and the reason and fix of the rows without a point (idle aside; None elsewhere). Each is a function of
+    the row alone, so the facts of the same rows in another order are these taken in that order
+    (:meth:`take`): ``roofline report`` computes them once for its table and its page."""
+
+    categories: pd.Series
+    point: np.ndarray
+    kinds: np.ndarray
+    reason: np.ndarray
+    fix: np.ndarray
+
+    def take(self, positions: np.ndarray) -> RowFacts:
+        """The facts of the rows at ``positions`` (in that order), on a fresh range index."""
+        cats = self.categories.to_numpy(dtype=object)[positions]
+        return RowFacts(pd.Series(cats, dtype="string", name=self.categories.name), self.point[positions],
+                        self.kinds[positions], self.reason[positions], self.fix[positions])
+
+    def of(self, frame: pd.DataFrame) -> pd.Series:
+        """The categories on ``frame``'s index (``frame``: the rows these facts are of, in their order)."""
+        return pd.Series(self.categories.to_numpy(dtype=object), index=frame.index, dtype="string",
+                         name=self.categories.name)
+
+
+def row_facts(frame: pd.DataFrame) -> RowFacts:
+    """The :class:`RowFacts` of ``frame``'s rows."""
+    frame = narrow(frame)
+    cat = categorize(frame)
     point = has_point(frame)
-    k = kinds(frame, point=point)
-    missing = ~point.to_numpy() & (k != "idle").to_numpy()
+    k = kinds(frame, cat, point).to_numpy(dtype=object)
+    missing = ~point.to_numpy() & (k != "idle")
     why_all = row_reasons(frame, pd.Series(missing, index=frame.index))
-    pos = np.full(len(frame), -1)
-    pos[missing] = np.arange(int(missing.sum()))
-    reason_all, fix_all = why_all["reason"].to_numpy(), why_all["fix"].to_numpy()
-
-    def why(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        p = pos[rows]
-        return reason_all[p[p >= 0]], fix_all[p[p >= 0]]
-
-    return point, k, why_all, why
+    reason = np.full(len(frame), None, dtype=object)
+    fix = np.full(len(frame), None, dtype=object)
+    reason[missing], fix[missing] = why_all["reason"].to_numpy(), why_all["fix"].to_numpy()
+    return RowFacts(cat, point.to_numpy(), k, reason, fix)
 
 
-def headlines(frame: pd.DataFrame, by_step: bool = True) -> list[Headline]:
+def _row_facts(frame: pd.DataFrame, facts: RowFacts | None
+               ) -> tuple[np.ndarray, np.ndarray, Callable[[np.ndarray | slice], tuple[np.ndarray, np.ndarray]]]:
+    """Every row's point and kind, and a function giving the reasons and fixes of the rows without a point (idle
+    aside) among given row positions, in row order: taken once for every scope (``facts``: when already known)."""
+    facts = row_facts(frame) if facts is None else facts
+    pt, k = facts.point, facts.kinds
+    missing = ~pt & (k != "idle")
+
+    def why(rows: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+        m = missing[rows]
+        return facts.reason[rows][m], facts.fix[rows][m]
+
+    return pt, k, why
+
+
+def headlines(frame: pd.DataFrame, by_step: bool = True, facts: RowFacts | None = None) -> list[Headline]:
     """One headline per (profile, device), in order of GPU time, each followed by its steps' headlines
-    (``by_step``, where the profile marks steps); plus, first, the whole frame's when it holds several."""
+    (``by_step``, where the profile marks steps); plus, first, the whole frame's when it holds several.
+    ``facts``: the :func:`row_facts` of ``frame``, when already taken."""
     if frame.empty:
         return []
     frame = narrow(frame)
-    point, k, why_all, why = _row_facts(frame)
+    pt_arr, k_arr, why = _row_facts(frame, facts)
     src = frame["source_file"].astype("string") if "source_file" in frame else pd.Series("", index=frame.index)
     dev = frame["device_name"].astype("string") if "device_name" in frame else pd.Series("", index=frame.index)
     step = steps(frame) if by_step else pd.Series(pd.NA, index=frame.index, dtype="string")
     runs = list(_runs([src, dev]))
     # a scope is its rows' positions (in row order) into arrays of the whole frame: no frame is taken per scope
     whole = Rows(frame)
-    k_arr, pt_arr = k.to_numpy(dtype=object), point.to_numpy()
     # every scope first (a profile's, then its steps'), so that their grouped sums are taken at once
     specs: list[tuple[int, np.ndarray, str | None, str | None, str | None]] = []
     stepped = step.notna().to_numpy()
@@ -454,21 +486,20 @@ def headlines(frame: pd.DataFrame, by_step: bool = True) -> list[Headline]:
     scopes.sort(key=lambda x: -x[0].gpu_time_s)
     out = [x for h, parts in scopes for x in (h, *parts)]
     if len(scopes) > 1:
-        out.insert(0, _headline(whole, slice(None), None, None, None, k_arr, pt_arr, why_all))
+        out.insert(0, _headline(whole, slice(None), None, None, None, k_arr, pt_arr, why(slice(None))))
     return out
 
 
-def by_device(frame: pd.DataFrame) -> dict[str | None, Headline]:
+def by_device(frame: pd.DataFrame, facts: RowFacts | None = None) -> dict[str | None, Headline]:
     """One headline per device over every profile (the HTML report's device view), by device name (None: rows
-    that name no device)."""
+    that name no device). ``facts``: the :func:`row_facts` of ``frame``, when already taken."""
     if frame.empty:
         return {}
     frame = narrow(frame)
-    point, k, _, why = _row_facts(frame)
+    pt_arr, k_arr, why = _row_facts(frame, facts)
     dev = frame["device_name"].astype("string") if "device_name" in frame else pd.Series("", index=frame.index)
     runs = list(_runs([dev]))
     whole = Rows(frame)
-    k_arr, pt_arr = k.to_numpy(dtype=object), point.to_numpy()
     dur = whole.dur
     # every device's sums at once, and its rows' reasons from the whole frame's (as headlines() takes them)
     seconds = _seconds(dur, k_arr, [rows for _, rows in runs])
@@ -519,5 +550,5 @@ def headline_frame(items: list[Headline]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["KINDS", "Headline", "Peak", "Reason", "by_device", "compute_peak", "headline", "headline_frame",
-           "headlines", "kinds", "reasons", "steps"]
+__all__ = ["KINDS", "Headline", "Peak", "Reason", "RowFacts", "by_device", "compute_peak", "headline", "headline_frame",
+           "headlines", "kinds", "reasons", "row_facts", "steps"]

@@ -17,6 +17,7 @@ import click
 if TYPE_CHECKING:
     import pandas as pd
 
+    from roofline.analysis.headline import RowFacts
     from roofline.pipeline import Analysis, Message, Options
 
 EXIT_INPUT_ERRORS = 1
@@ -187,9 +188,11 @@ _TABLE_WIDE = ("source_file", "device_name", "format", "compute_capability", "sm
 
 def table_lines(result: pd.DataFrame, levels: tuple[str, ...], by: str | None, limit: int | None = None,
                 total: int | None = None, latency_threshold: float = 20.0, more: str = "--top N or --all",
-                scope: pd.DataFrame | None = None, fold: bool = True, full_names: bool = False) -> list[str]:
+                scope: pd.DataFrame | None = None, fold: bool = True, full_names: bool = False,
+                facts: RowFacts | None = None, scope_facts: RowFacts | None = None) -> list[str]:
     """:func:`print_result`'s table view as its lines (each echoed as one): ``roofline report`` builds them
-    while other processes draw its charts, and prints them once the charts are written."""
+    while other processes draw its charts, and prints them once the charts are written. ``facts`` and
+    ``scope_facts``: the :func:`~roofline.analysis.headline.row_facts` of ``result`` and ``scope``, when known."""
     import numpy as np
     import pandas as pd
 
@@ -202,13 +205,14 @@ def table_lines(result: pd.DataFrame, levels: tuple[str, ...], by: str | None, l
         from roofline.analysis.headline import headlines
         from roofline.report.summary import format_headlines
 
-        out.append(format_headlines(headlines(scope)) + "\n")
+        out.append(format_headlines(headlines(scope, facts=scope_facts)) + "\n")
     folded, listed = result.iloc[0:0], result  # listed: every row given, for the folded rows' share of time
     whole = None  # the rows the table stands for, where `result` holds only the first `limit` of them
     if not result.empty:
         from roofline.analysis.headline import narrow
 
-        keep = (categorize(narrow(result)) != IDLE).to_numpy()  # idle time is in the headline, not a row
+        cats = categorize(narrow(result)) if facts is None else facts.of(result)
+        keep = (cats != IDLE).to_numpy()  # idle time is in the headline, not a row
         if fold:
             point = has_point(result).to_numpy()
             # only what is read of them: the folded rows' reasons, and of the listed rows the first `limit`

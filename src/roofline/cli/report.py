@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -35,6 +36,7 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
            strict: bool = False, links: Path | None = None) -> None:
     """Write the roofline chart (PNG, SVG on request) and the interactive HTML report of profiles,
     and print the slowest kernels with their roofline figures."""
+    from roofline.analysis.headline import row_facts
     from roofline.analysis.select import select
     from roofline.pipeline import Options
     from roofline.report import undrawable_reasons, write_report
@@ -43,17 +45,30 @@ def report(paths: tuple[Path, ...], out_dir: Path, svg: bool, levels: tuple[str,
                                   latency_threshold_pct=latency_threshold, strict=strict,
                                   links=str(links) if links else None))
     result = run.frame
-    ordered = select(result)  # longest first: the table's rows, and the page's (one sorted copy for both)
+    prepared: dict[str, Any] = {}
+
+    def prepare() -> dict[str, Any]:  # once, after the charts' processes are started (this is not their work)
+        if not prepared:
+            # longest first: the table's rows, and the page's (one sorted copy for both)
+            prepared["ordered"] = ordered = select(result)
+            # every row's category, point, kind and reasons, taken once: the table's headlines read them in the
+            # frame's order, its rows and the page in the sorted order (each a function of its row alone)
+            prepared["facts"] = facts = row_facts(result) if result.index.is_unique else None
+            prepared["sorted_facts"] = \
+                facts.take(result.index.get_indexer(ordered.index)) if facts is not None else None
+        return prepared
+
     lines: list[str] = []
 
     def table() -> None:  # built while other processes draw the charts, printed once they are written
-        lines.extend(table_lines(ordered, run.levels, None, limit=top, latency_threshold=latency_threshold,
-                                 more="--top N", scope=result))
+        rows = prepare()
+        lines.extend(table_lines(rows["ordered"], run.levels, None, limit=top, latency_threshold=latency_threshold,
+                                 more="--top N", scope=result, facts=rows["sorted_facts"], scope_facts=rows["facts"]))
         lines.extend(undrawable_reasons(result))  # an empty chart says nothing: no chart, and why
 
     try:
         written = write_report(result, out_dir, run.levels, clock=clock, svg=svg, top=top, also=table,
-                               longest_first=ordered)
+                               longest_first=lambda: prepare()["ordered"], facts=lambda: prepare()["sorted_facts"])
     except OSError as exc:
         fail(f"cannot write the report to {out_dir}: {exc}")
     for line in lines:

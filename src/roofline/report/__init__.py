@@ -7,11 +7,15 @@ import re
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from roofline.hardware.peaks import LEVELS
+
+if TYPE_CHECKING:
+    from roofline.analysis.headline import RowFacts
 
 #: file names stop at 255 bytes: a longer device name is cut and told apart by a hash of the whole
 SLUG_MAX = 60
@@ -138,12 +142,17 @@ def write_charts(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
 
 def write_report(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
                  svg: bool = False, top: int = 10, workers: int | None = None,
-                 also: Callable[[], object] | None = None, longest_first: pd.DataFrame | None = None) -> list[Path]:
+                 also: Callable[[], object] | None = None,
+                 longest_first: pd.DataFrame | Callable[[], pd.DataFrame] | None = None,
+                 facts: RowFacts | Callable[[], RowFacts | None] | None = None) -> list[Path]:
     """The charts and ``report.html`` in ``out_dir``; returns the files written. The page is rendered while
     other processes draw the charts (``workers`` as in :func:`write_charts`); ``also``: further work of this
     process done then, after the page (the command line's table), its result dropped. ``longest_first``: the
     same rows sorted longest first (``analysis.select.select(result)``), where the caller has them: the page
-    reads them instead of a sorted copy of its own."""
+    reads them instead of a sorted copy of its own; ``facts``: the
+    :func:`~roofline.analysis.headline.row_facts` of the rows the page reads, where the caller has them. Each
+    may be given as a function that gives it, called once the charts' processes are started (work done before
+    they start delays the charts: the critical path)."""
     from roofline.report import html
     from roofline.report.forked import run_shared
 
@@ -152,9 +161,10 @@ def write_report(result: pd.DataFrame, out_dir: str | Path, levels: Sequence[str
     jobs, paths = _chart_jobs(result, out, levels, clock, svg)
 
     def rest() -> list[Path]:
+        page = longest_first() if callable(longest_first) else longest_first
         written = [*_comm_charts(result, out, clock, svg),
-                   html.write(result if longest_first is None else longest_first, out / "report.html", levels,
-                              clock=clock, top=top)]
+                   html.write(result if page is None else page, out / "report.html", levels,
+                              clock=clock, top=top, facts=facts() if callable(facts) else facts)]
         if also is not None:
             also()
         return written

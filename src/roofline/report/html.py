@@ -23,6 +23,7 @@ import json
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -40,6 +41,9 @@ from roofline.report.chart_data import LEVEL_LABELS, Roof, roof_view, roofs, sho
 from roofline.report.comm_chart import comm_data
 from roofline.report.timeseries import step_points
 from roofline.schema import PRECISIONS, get_provenance, source_column
+
+if TYPE_CHECKING:
+    from roofline.analysis.headline import RowFacts
 
 #: longest kernel name kept in the page (cutlass names run to 5 kB; the table shows the start)
 MAX_NAME = 400
@@ -96,9 +100,10 @@ def _strings(values: pd.Series, limit: int = MAX_NAME) -> list[str]:
     return [t if len(t) <= limit else t[: limit - 1] + "…" for t in s.tolist()]
 
 
-def _column_block(frame: pd.DataFrame, levels: Sequence[str], collect: list[dict[str, object]] | None = None) -> str:
+def _column_block(frame: pd.DataFrame, levels: Sequence[str], collect: list[dict[str, object]] | None = None,
+                  facts: RowFacts | None = None) -> str:
     """The kernels as columns: numbers compact, names as strings, categories as codes (``collect``: the
-    collect-next plan of ``frame``, where the caller has it)."""
+    collect-next plan of ``frame``, and ``facts`` its rows' facts, where the caller has them)."""
     parts = {
         "id": _numbers(frame.get("kernel_id", pd.Series(range(len(frame)))), 12),
         "time": _numbers(frame["duration_s"]),
@@ -117,7 +122,8 @@ def _column_block(frame: pd.DataFrame, levels: Sequence[str], collect: list[dict
     from roofline.analysis.categories import categorize
 
     cats = {}
-    category = categorize(frame)  # the op category table the terminal's --by category uses
+    # the op category table the terminal's --by category uses
+    category = categorize(frame) if facts is None else facts.of(frame)
     for key, col in (("bound", "bound"), ("binding", "binding_roof"), ("precision", "compute_precision"),
                      ("nvtx", "nvtx_range"), ("device", "device_name"), ("note", "analysis_note"),
                      ("pipe", "pipe"), ("findings", "findings"), ("step", "next_step"), ("collect", "collect_next"),
@@ -148,13 +154,13 @@ def _note_parts(notes: list[str]) -> tuple[list[list[int]], list[str]]:
     return refs, list(parts)
 
 
-def _headlines(frame: pd.DataFrame) -> dict[str, object]:
+def _headlines(frame: pd.DataFrame, facts: RowFacts | None = None) -> dict[str, object]:
     """The headline of each device (over every profile), by device name ('' for rows that name none), with
     the peaks' short sources for the page."""
     from roofline.analysis.headline import by_device
 
     out: dict[str, object] = {}
-    for device, h in by_device(frame).items():
+    for device, h in by_device(frame, facts).items():
         d = h.to_dict()
         for key in ("compute_peak", "dram_peak"):
             if d.get(key):
@@ -297,11 +303,13 @@ def longest_first(duration: pd.Series) -> bool:
 
 
 def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None,
-           clock: str = "profiled", top: int = 10, compress: bool | None = None) -> str:
-    """The report page as a string."""
+           clock: str = "profiled", top: int = 10, compress: bool | None = None, facts: RowFacts | None = None) -> str:
+    """The report page as a string (``facts``: the :func:`~roofline.analysis.headline.row_facts` of ``result``,
+    where the caller has them)."""
     levels = tuple(lv for lv in levels if f"intensity_{lv}_flop_per_byte" in result)
     frame = result.sort_values("duration_s", ascending=False, na_position="last", kind="stable") \
         if "duration_s" in result and not longest_first(result["duration_s"]) else result
+    facts = facts if frame is result else None  # (sorted here: the facts are of another row order)
     frame = frame.reset_index(drop=True)
     devices = sorted(set(frame["device_name"].dropna().astype(str))) if "device_name" in frame else []
     files = sorted({Path(str(p)).name for p in frame["source_file"].dropna().unique()}) if "source_file" in frame else []
@@ -327,12 +335,12 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         "peaks": _peak_table(frame, levels, roofs_of, view) if len(frame) else [],
         "groups": _groups(frame, levels) if len(frame) else [],
         "steps": step_points(frame, levels),  # the step chart (report/timeseries.py)
-        "headline": _headlines(frame) if len(frame) else {},  # per device: coverage, time by kind, MFU
+        "headline": _headlines(frame, facts) if len(frame) else {},  # per device: coverage, time by kind, MFU
         "communication": comm_data(frame) if len(frame) else {},  # collectives on the links (report/comm_chart.py)
     }
     data, dropped = finite_only(data)  # JSON has no inf/NaN: nulls, and their count as the flag
     data["meta"]["non_finite_values"] = dropped
-    kernels_json = _column_block(frame, levels, collect) if len(frame) else "{}"
+    kernels_json = _column_block(frame, levels, collect, facts) if len(frame) else "{}"
     payload = json.dumps(data, default=str, allow_nan=False)[:-1] + ',"kernels":' + kernels_json + "}"
     if compress is None:
         compress = len(payload) > COMPRESS_ABOVE
@@ -357,9 +365,10 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
 
 
 def write(result: pd.DataFrame, path: str | Path, levels: Sequence[str] = LEVELS, title: str | None = None,
-          clock: str = "profiled", top: int = 10, compress: bool | None = None) -> Path:
+          clock: str = "profiled", top: int = 10, compress: bool | None = None, facts: RowFacts | None = None) -> Path:
     path = Path(path)
-    path.write_text(render(result, levels, title=title, clock=clock, top=top, compress=compress), encoding="utf-8")
+    path.write_text(render(result, levels, title=title, clock=clock, top=top, compress=compress, facts=facts),
+                    encoding="utf-8")
     return path
 
 

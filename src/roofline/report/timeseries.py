@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from roofline.analysis.aggregate import NO_STEP, STEP_RANGE, UNKNOWN_DEVICE, aggregate
+from roofline.analysis.aggregate import NO_STEP, STEP_RANGE, UNKNOWN_DEVICE, aggregate, step_ranges
 
 #: a run with fewer steps has no time series worth a chart
 MIN_STEPS = 2
@@ -32,6 +32,14 @@ def step_points(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, ob
     """Per (device, step): label, index, start (s after the first step, or None), kernel time, achieved
     FLOP/s, bandwidth and intensity per level; devices with fewer than MIN_STEPS steps are left out."""
     if frame.empty or "nvtx_range" not in frame or not frame["nvtx_range"].notna().any():
+        return []
+    step = step_ranges(frame["nvtx_range"])
+    if not step.notna().any():  # no step range at all: no step to aggregate
+        return []
+    # nor where no device has MIN_STEPS steps (the aggregate's rows per device: its distinct steps)
+    dev = frame["device_name"].astype("string").fillna(UNKNOWN_DEVICE) if "device_name" in frame \
+        else pd.Series(UNKNOWN_DEVICE, index=frame.index, dtype="string")
+    if pd.DataFrame({"s": step, "d": dev}).dropna().drop_duplicates()["d"].value_counts().max() < MIN_STEPS:
         return []
     agg = aggregate(frame, by="step", levels=levels)
     agg = agg[agg["step"] != NO_STEP]
