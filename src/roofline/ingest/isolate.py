@@ -145,14 +145,8 @@ def call(path: Path, fn: Callable[[], Any], reader: str = "the native reader") -
         return fn()
     import msgspec
 
-    read_fd, write_fd = os.pipe()
     with tempfile.TemporaryFile() as err:
-        with _LOCK:
-            pid = os.fork()
-        if pid == 0:  # the child: never returns
-            os.close(read_fd)
-            _child(fn, write_fd, err.fileno())
-        os.close(write_fd)
+        pid, read_fd = _fork(lambda write_fd: _child(fn, write_fd, err.fileno()))
         try:
             data = _read_all(read_fd)
             _, status = os.waitpid(pid, 0)
@@ -178,13 +172,7 @@ def run(fn: Callable[[], int], timeout_s: float, cwd: str | None = None) -> tupl
     must cost its caller the answer, not the input."""
     with tempfile.TemporaryFile() as err:
         _flush_stderr()  # (this process's pending words are not the child's)
-        with _LOCK:  # no other fork of ours inherits the write end: EOF on read_fd is this child's exit
-            read_fd, write_fd = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the child: never returns
-                os.close(read_fd)
-                _run_child(fn, cwd, err.fileno())
-            os.close(write_fd)
+        pid, read_fd = _fork(lambda _: _run_child(fn, cwd, err.fileno()))  # EOF on read_fd: it exited
         try:
             poll = select.poll()
             poll.register(read_fd, select.POLLIN)
@@ -200,6 +188,19 @@ def run(fn: Callable[[], int], timeout_s: float, cwd: str | None = None) -> tupl
             os.close(read_fd)
         err.seek(max(0, os.fstat(err.fileno()).st_size - _STDERR_TAIL))
         return (status if done else None), err.read()
+
+
+def _fork(child: Callable[[int], None]) -> tuple[int, int]:
+    """(pid, read end of a pipe) of a forked ``child(write end)``, which never returns. The pipe is made and
+    its write end closed here under the lock: no other fork of ours inherits it, so EOF is this child's exit."""
+    with _LOCK:
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_fd)
+            child(write_fd)
+        os.close(write_fd)
+    return pid, read_fd
 
 
 def _run_child(fn: Callable[[], int], cwd: str | None, err_fd: int) -> None:
