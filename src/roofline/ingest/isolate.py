@@ -28,6 +28,7 @@ from __future__ import annotations
 import faulthandler
 import os
 import resource
+import select
 import signal
 import sys
 import tempfile
@@ -144,14 +145,8 @@ def call(path: Path, fn: Callable[[], Any], reader: str = "the native reader") -
         return fn()
     import msgspec
 
-    read_fd, write_fd = os.pipe()
     with tempfile.TemporaryFile() as err:
-        with _LOCK:
-            pid = os.fork()
-        if pid == 0:  # the child: never returns
-            os.close(read_fd)
-            _child(fn, write_fd, err.fileno())
-        os.close(write_fd)
+        pid, read_fd = _fork(lambda write_fd: _child(fn, write_fd, err.fileno()))
         try:
             data = _read_all(read_fd)
             _, status = os.waitpid(pid, 0)
@@ -167,6 +162,67 @@ def call(path: Path, fn: Callable[[], Any], reader: str = "the native reader") -
     if kind == "ok":
         return payload
     raise _rebuild(path, payload)
+
+
+def run(fn: Callable[[], int], timeout_s: float, cwd: str | None = None) -> tuple[int | None, bytes]:
+    """``fn()`` (a native tool run on a file it was given) in a forked child, in ``cwd``, with its stdout
+    dropped: (the child's ``waitpid`` status, the tail of its stderr), or (None, tail) when it ran past
+    ``timeout_s`` (it is killed). ``fn()``'s return is the child's exit code; an exception in it is
+    exit 1 with its traceback on stderr, as ``python -c`` gives. Forked always, hosting or not: a hang
+    must cost its caller the answer, not the input."""
+    with tempfile.TemporaryFile() as err:
+        _flush_stderr()  # (this process's pending words are not the child's)
+        pid, read_fd = _fork(lambda _: _run_child(fn, cwd, err.fileno()))  # EOF on read_fd: it exited
+        try:
+            poll = select.poll()
+            poll.register(read_fd, select.POLLIN)
+            done = bool(poll.poll(max(0, int(timeout_s * 1000))))
+            if done:
+                _, status = os.waitpid(pid, 0)
+            else:
+                _kill(pid)
+        except BaseException:  # interrupted (Ctrl-C): the child goes too
+            _kill(pid)
+            raise
+        finally:
+            os.close(read_fd)
+        err.seek(max(0, os.fstat(err.fileno()).st_size - _STDERR_TAIL))
+        return (status if done else None), err.read()
+
+
+def _fork(child: Callable[[int], None]) -> tuple[int, int]:
+    """(pid, read end of a pipe) of a forked ``child(write end)``, which never returns. The pipe is made and
+    its write end closed here under the lock: no other fork of ours inherits it, so EOF is this child's exit."""
+    with _LOCK:
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_fd)
+            child(write_fd)
+        os.close(write_fd)
+    return pid, read_fd
+
+
+def _run_child(fn: Callable[[], int], cwd: str | None, err_fd: int) -> None:
+    code = 70
+    try:
+        os.dup2(err_fd, 2)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)  # a tool's chatter must not land in this process's output (a CSV on stdout)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        faulthandler.disable()
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if cwd is not None:
+            os.chdir(cwd)
+        try:
+            code = int(fn())
+        except BaseException:  # noqa: BLE001 - reported as python -c reports it: the traceback, exit 1
+            os.write(2, traceback.format_exc().encode("utf-8", "replace"))
+            code = 1
+    except BaseException:  # noqa: BLE001 - nothing may escape into the parent's code paths
+        code = 70
+    finally:
+        os._exit(code)
 
 
 def _hosted(h: _Host, path: Path, fn: Callable[[], Any], reader: str) -> Any:
@@ -293,4 +349,4 @@ def _last_reason(stderr: bytes) -> str:
     return ""
 
 
-__all__ = ["ChildBugError", "call", "crash_error", "host"]
+__all__ = ["ChildBugError", "call", "crash_error", "host", "run"]

@@ -9,6 +9,10 @@ tools stop at 1000 ops and give rates, not counts).
 The converter is C++ fed with an untrusted file, writes a cache file beside its input and logs
 to stderr, so it runs in a child process on a copy in a temporary folder: a crash or a hang
 costs the FLOPs (the rows say so), never the reader, and the user's folder is left untouched.
+The child is forked from this process (:func:`roofline.ingest.isolate.run`) after xprof was
+imported here once, when the first xplane needed it (~25 ms, ~20 MB, no threads started): an
+interpreter start and that import per xplane cost ~100 ms CPU and 190-300 ms wall, the fork
+~15 ms. This process never calls into the converter, so no lock of it is held at a fork.
 
 Library GEMM custom-calls (cuBLAS/hipBLASLt ``__cublas$gemm``...) get 0 FLOPs and 0 bytes from
 that analysis; :func:`library_gemm` gives them 2·B·M·N·K and operand + result bytes from the HLO
@@ -17,6 +21,7 @@ text's shapes.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import os
@@ -27,6 +32,8 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from roofline.ingest import isolate
 
 #: seconds the converter may take on one xplane (the fixtures take 0.01-0.5 s)
 TIMEOUT_S = 600.0
@@ -86,19 +93,49 @@ def cost_table(path: Path) -> CostTable | None:
     with tempfile.TemporaryDirectory(prefix="roofline-xprof-") as tmp:
         copy = Path(tmp) / "host.xplane.pb"
         shutil.copyfile(path, copy)
+        code, stderr = _run_converter(copy, tmp)
+        if code is None:
+            table.error = f"the xprof converter ran past {TIMEOUT_S:.0f} s"
+            return table
+        caches = sorted(Path(tmp).glob("*op_stats*.pb"))
+        if code != 0 or not caches:
+            tail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+            table.error = f"the xprof converter failed (exit {code}: {tail[0][:200]})"
+            return table
+        _read_op_stats(caches[0].read_bytes(), table)
+    return table
+
+
+def _run_converter(copy: Path, tmp: str) -> tuple[int | None, bytes]:
+    """(exit code, negative for a signal, as ``subprocess`` gives it; None past :data:`TIMEOUT_S`) and the
+    stderr of the converter run on ``copy`` in a child, with ``tmp`` its working folder."""
+    if not hasattr(os, "fork"):  # (Windows) a fresh interpreter
         try:
             proc = subprocess.run([sys.executable, "-c", _CHILD, str(copy)], cwd=tmp, capture_output=True, check=False,
                                   timeout=TIMEOUT_S, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
         except subprocess.TimeoutExpired:
-            table.error = f"the xprof converter ran past {TIMEOUT_S:.0f} s"
-            return table
-        caches = sorted(Path(tmp).glob("*op_stats*.pb"))
-        if proc.returncode != 0 or not caches:
-            tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
-            table.error = f"the xprof converter failed (exit {proc.returncode}: {tail[0][:200]})"
-            return table
-        _read_op_stats(caches[0].read_bytes(), table)
-    return table
+            return None, b""
+        return proc.returncode, proc.stderr
+    isolate.prepare_once("xprof-converter", _import_converter)
+    status, stderr = isolate.run(lambda: _convert(copy), TIMEOUT_S, cwd=tmp)
+    if status is None:
+        return None, stderr
+    return (-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)), stderr
+
+
+def _import_converter() -> None:
+    # a failure is left to the child: it imports again, and its traceback is the rows' reason
+    with contextlib.suppress(Exception):
+        from xprof.convert import raw_to_tool_data  # noqa: F401 - imported once here, inherited by every fork
+
+
+def _convert(copy: Path) -> int:
+    """The child: what ``_CHILD`` does in a fresh interpreter."""
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # read by the converter's logging at its first message
+    from xprof.convert import raw_to_tool_data as r
+
+    data, _ = r.xspace_to_tool_data([str(copy)], "hlo_stats", {})
+    return 0 if data is not None else 3
 
 
 def _read_op_stats(data: bytes, table: CostTable) -> None:
