@@ -276,23 +276,24 @@ def peaks_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
     the clock per kernel, so a roof can vary)."""
     if frame.empty:
         return []
-    dev = _text(frame, "device_name")
+    dev, devices = pd.factorize(_text(frame, "device_name").to_numpy())  # (first seen first, as pd.unique)
     dur = pd.to_numeric(frame["duration_s"], errors="coerce").fillna(0.0).clip(lower=0.0).to_numpy() \
         if "duration_s" in frame else np.zeros(len(frame))
+    # each roof's values, and its sources as codes into their few distinct texts, converted once (not a whole
+    # column per device, nor a Python string per row)
+    roofs = [(key, col, pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan),
+              *_coded(frame, f"{col}_source")) for key, col in _ROOFS if col in frame]
     out = []
-    for d in pd.unique(dev.to_numpy()):
-        rows = (dev == d).to_numpy()
-        for key, col in _ROOFS:
-            if col not in frame:
-                continue
-            v = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[rows]
+    for i, d in enumerate(devices):
+        rows = dev == i
+        for key, col, values, codes, texts in roofs:
+            v = values[rows]
             ok = np.isfinite(v) & (v > 0)
-            src_col = f"{col}_source"
-            sources = frame[src_col].astype("string").fillna("").to_numpy(dtype=object)[rows] if src_col in frame \
-                else np.full(rows.sum(), "", dtype=object)
+            src_codes = codes[rows]
             if not ok.any():
-                why = next((s for s in sources if isinstance(s, str) and s.startswith("unavailable")), "")
-                if why:
+                unavailable = np.array([t.startswith("unavailable") for t in texts], dtype=bool)[src_codes]
+                if unavailable.any():
+                    why = texts[src_codes[np.argmax(unavailable)]]
                     out.append({"device": d or None, "roof": key, "column": col, "value": None, "unit": _unit(key),
                                 "source": why, "clock_basis": None, "min": None, "max": None, "rows": 0})
                 continue
@@ -301,11 +302,19 @@ def peaks_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
             order = np.argsort(v[ok], kind="stable")
             cum = np.cumsum(w[order])
             pick = order[np.searchsorted(cum, cum[-1] / 2)]
-            src = str(sources[ok][pick])
+            src = str(texts[src_codes[ok][pick]])
             out.append({"device": d or None, "roof": key, "column": col, "value": float(v[ok][pick]),
                         "unit": _unit(key), "source": src, "clock_basis": clock_basis(src),
                         "min": float(v[ok].min()), "max": float(v[ok].max()), "rows": int(ok.sum())})
     return out
+
+
+def _coded(frame: pd.DataFrame, col: str) -> tuple[np.ndarray, list[str]]:
+    """A text column (missing as "") as a code per row into its distinct texts; a column not there: all ""."""
+    if col not in frame:
+        return np.zeros(len(frame), dtype=np.intp), [""]
+    codes, texts = pd.factorize(frame[col].astype("string").fillna(""))
+    return codes, [str(t) for t in texts]
 
 
 def _unit(key: str) -> str:
