@@ -111,7 +111,10 @@ def _may_be_unsafe(data: bytes) -> bool:
     import numpy as np
 
     a = np.frombuffer(data, dtype=np.uint8)
-    at = np.flatnonzero((a == 0xC2) | (a == 0xE2) | (a == 0x1B))
+    lead = a == 0xE2
+    lead |= a == 0xC2
+    lead |= a == 0x1B
+    at = np.flatnonzero(lead)
     if not len(at):
         return False
     lead, last = a[at], len(a) - 1

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from roofline.report.records import jsonable
+from roofline.report.records import jsonable, record_chunks
 
 if TYPE_CHECKING:
     from roofline.pipeline import Analysis, Options
@@ -58,7 +58,10 @@ def normalised_name(name: object) -> str:
 
 
 def _hash(parts: Sequence[object]) -> str:
-    text = "\x1f".join("" if p is None or (isinstance(p, float) and math.isnan(p)) else str(p) for p in parts)
+    return _digest("\x1f".join("" if p is None or (isinstance(p, float) and math.isnan(p)) else str(p) for p in parts))
+
+
+def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
@@ -88,7 +91,10 @@ def row_keys(frame: pd.DataFrame, by: str | None = None) -> pd.Series:
 
     name = _text(frame, "kernel_name")
     short = _text(frame, "kernel_short_name")
-    name = name.where(name != "", short).map(normalised_name)
+    name = name.where(name != "", short)
+    codes, distinct = pd.factorize(name.to_numpy())  # a kernel name repeats over its launches: normalised once
+    name = pd.Series(np.array([normalised_name(n) for n in distinct], dtype=object)[codes], index=frame.index,
+                     dtype=object)
     ident = pd.DataFrame({"device": _text(frame, "device_name"), "device_id": _text(frame, "device_id"),
                           "rank": _text(frame, "rank"), "name": name,
                           "config": kernel_config(frame).astype("string").fillna("").astype(object)},
@@ -102,7 +108,9 @@ def row_keys(frame: pd.DataFrame, by: str | None = None) -> pd.Series:
                                                       na_position="last").index
     grouped = pd.concat([order["file"], ident], axis=1).reset_index(drop=True).iloc[ranked]
     occurrence = grouped.groupby(list(grouped.columns), sort=False).cumcount().sort_index()
-    keys = [_hash(vals) for vals in zip(*(ident[c].to_numpy() for c in ident.columns), occurrence.to_numpy())]
+    # every part is text already ("" where missing): joined and hashed as _hash does, without its per-part checks
+    keys = [_digest("\x1f".join(vals)) for vals in zip(*(ident[c].to_numpy() for c in ident.columns),
+                                                       occurrence.astype(str).to_numpy())]
     return pd.Series(keys, index=frame.index, dtype=object, name="row_key")
 
 
@@ -416,7 +424,7 @@ def _implied(spec: Any, key: str) -> str:
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Rows as the envelope writes them (NaN as null, infinities as "inf"/"-inf"): for bounded answers (MCP)."""
-    return [{k: jsonable(v) for k, v in rec.items()} for rec in frame.to_dict("records")]
+    return [rec for part in record_chunks(frame) for rec in part]
 
 
 __all__ = [
