@@ -24,6 +24,9 @@ from typing import Any, TextIO
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 #: in JSON bytes, what orjson leaves raw of those (it escapes C0): C1, U+2028/9, the bidi controls, as UTF-8
 _UNSAFE_JSON = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8-\xae]|\xe2\x81[\xa6-\xa9]|\x1b")
+#: the same but the ESC byte, one pattern per alternative (each with a literal start: a fast search)
+_UNSAFE_JSON_PARTS = tuple(re.compile(p) for p in (rb"\xc2[\x80-\x9f]", rb"\xe2\x80[\xa8-\xae]",
+                                                    rb"\xe2\x81[\xa6-\xa9]"))
 
 
 #: characters (text) or bytes per write: one write of 2 GiB or more comes back short (Linux moves at most 0x7ffff000
@@ -104,25 +107,10 @@ class SafeText(io.TextIOBase):
 
 
 def _may_be_unsafe(data: bytes) -> bool:
-    """Whether ``data`` holds a byte sequence :data:`_UNSAFE_JSON` escapes: a vectorised look for their lead bytes
-    and the bytes after them (the regular expression scans 450 MB of records at ~100 MB/s; this at ~1 GB/s)."""
-    if len(data) < 4096:
-        return _UNSAFE_JSON.search(data) is not None
-    import numpy as np
-
-    a = np.frombuffer(data, dtype=np.uint8)
-    lead = a == 0xE2
-    lead |= a == 0xC2
-    lead |= a == 0x1B
-    at = np.flatnonzero(lead)
-    if not len(at):
-        return False
-    lead, last = a[at], len(a) - 1
-    # the two bytes after each lead; past the end the last byte stands in, which no lead's follower matches
-    n1, n2 = a[np.minimum(at + 1, last)], a[np.minimum(at + 2, last)]
-    return bool(np.any((lead == 0x1B) | ((lead == 0xC2) & (n1 >= 0x80) & (n1 <= 0x9F))
-                       | ((lead == 0xE2) & (n1 == 0x80) & (n2 >= 0xA8) & (n2 <= 0xAE))
-                       | ((lead == 0xE2) & (n1 == 0x81) & (n2 >= 0xA6) & (n2 <= 0xA9))))
+    """Whether ``data`` holds a sequence :data:`_UNSAFE_JSON` escapes, looked for one alternative at a time: a
+    pattern that starts with a literal is searched for much faster than the alternation (the records of 500
+    inputs, 450 MB: ~0.3 s, not ~4 s), and most JSON holds none."""
+    return b"\x1b" in data or any(p.search(data) is not None for p in _UNSAFE_JSON_PARTS)
 
 
 class _SafeJsonBytes:
