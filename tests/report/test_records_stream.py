@@ -123,3 +123,25 @@ def test_large_json_writes_through_the_safe_stream_still_escape_c1_and_bidi_cont
     assert b"\\u0085\\u202e" in out and "—±".encode() in out and b"\xc2\x85" not in out
     safe.buffer.write(b"y" * 10_000)  # nothing to escape: written as it is
     assert raw.getvalue().endswith(b"y" * 10_000)
+
+
+@pytest.mark.parametrize("ndjson", [False, True])
+def test_records_escaped_piece_by_piece_equal_the_whole_text_escaped_by_the_safe_stream(ndjson, monkeypatch):
+    """Through the CLI's stdout the records' pieces are escaped before they are joined (the whole text is not
+    searched again): every path (column pieces, a categorical's, other objects', repeated names' dicts) must
+    give what escaping the whole per-cell text gives."""
+    from roofline.cli.safe import _UNSAFE_JSON, _json_escape
+
+    bad = ["ok", "c1\u0085", "\u202eflip", None, "esc\x1b[2J", "nel\u2028x", "—±µ×"]
+    frame = pd.DataFrame({"name\u0085": bad, "n": range(7), "cat": pd.Categorical(bad),
+                          "obj": pd.Series([["\u009b"], "a", None, 1.5, {"k": "\u2066"}, "b", "c"], dtype=object)})
+    repeated = pd.DataFrame([["\u0085", 1], ["x", 2]], columns=["k", "k"])
+    for f in (repeated, frame):
+        raw = io.BytesIO()
+        monkeypatch.setattr(sys, "stdout", SafeText(io.TextIOWrapper(raw, encoding="utf-8")))
+        stream_json(f, ndjson=ndjson, chunk=3, header=None if ndjson else {"h": "\u0085"})
+        sys.stdout.flush()
+        want = _UNSAFE_JSON.sub(_json_escape, _per_cell(f, ndjson, None if ndjson else {"h": "\u0085"}))
+        assert raw.getvalue() == want
+        assert b"\xc2\x85" not in raw.getvalue()
+    assert b"\\u0085" in want and b"\\u202e" in want and b"\\u009b" in want  # (the mixed frame's text was escaped)

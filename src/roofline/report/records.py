@@ -33,10 +33,13 @@ def stream_json(result: pd.DataFrame, ndjson: bool, chunk: int = CHUNK, header: 
     first, so a streaming reader meets the headline before any row."""
     import orjson
 
-    from roofline.cli.safe import write_all
+    from roofline.cli.safe import escape_json, write_all
 
     sys.stdout.flush()
     buffer = getattr(sys.stdout, "buffer", None)  # bytes straight out; a text-only stream gets text
+    # the CLI's stdout escapes C1 and bidi controls in what it is given: the records' pieces are escaped instead,
+    # before they are joined, so that their whole text is not searched again
+    escaped = getattr(buffer, "write_escaped", None)
 
     def write(b: bytes | memoryview) -> None:
         if buffer is not None:
@@ -52,17 +55,24 @@ def stream_json(result: pd.DataFrame, ndjson: bool, chunk: int = CHUNK, header: 
         opened += b"["
     if opened:
         write(opened)
-    for text in record_text(result, ndjson, chunk):
-        write(text)
+    for text in record_text(result, ndjson, chunk, escape_json if escaped is not None else None):
+        if escaped is not None:
+            escaped(text)
+        else:
+            write(text)
     if not ndjson:
         write(b"\n]}\n" if header is not None else b"\n]\n")
     (buffer or sys.stdout).flush()
 
 
-def record_text(frame: pd.DataFrame, ndjson: bool, chunk: int = CHUNK) -> Iterator[bytes | memoryview]:
+def record_text(frame: pd.DataFrame, ndjson: bool, chunk: int = CHUNK,
+                escape: Callable[[bytes], bytes] | None = None) -> Iterator[bytes | memoryview]:
     """The records' text, ``chunk`` rows at a time: one line per record, NDJSON's each ended by a newline, JSON's
-    each begun by one (and after the first by a comma), as ``orjson.dumps`` of each record's dict writes them."""
+    each begun by one (and after the first by a comma), as ``orjson.dumps`` of each record's dict writes them.
+    ``escape``: applied to every piece of JSON (a key, a value, a record), each whole UTF-8 characters."""
     import orjson
+
+    esc = escape or (lambda b: b)
 
     keys = frame.columns.tolist()
     if not keys or not frame.columns.is_unique or any(type(k) is not str for k in keys):
@@ -71,15 +81,15 @@ def record_text(frame: pd.DataFrame, ndjson: bool, chunk: int = CHUNK) -> Iterat
         for part in record_chunks(frame, chunk):
             text = bytearray()
             for rec in part:
-                text += orjson.dumps(rec) + b"\n" if ndjson else lead + orjson.dumps(rec)
+                text += esc(orjson.dumps(rec)) + b"\n" if ndjson else lead + esc(orjson.dumps(rec))
                 lead = b",\n"
             yield bytes(text)
         return
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    cells = [json_cells(frame.iloc[:, i]) for i in range(len(keys))]
-    names = [orjson.dumps(k) + b":" for k in keys]
+    cells = [json_cells(frame.iloc[:, i], escape) for i in range(len(keys))]
+    names = [esc(orjson.dumps(k)) + b":" for k in keys]
     # a record is piece 0, cell 0, piece 1, cell 1, ..., the closing piece: '{"a":' 1 ',"b":' 2 '}', joined row by
     # row by Arrow; a cell the same in every row of the chunk joins the pieces around it. Each JSON record is
     # begun by ",\n" (the first's comma is dropped below)
@@ -108,12 +118,15 @@ def record_text(frame: pd.DataFrame, ndjson: bool, chunk: int = CHUNK) -> Iterat
         yield text[1:] if not ndjson and start == 0 else text
 
 
-def json_cells(column: pd.Series) -> Callable[[int, int], Any]:
+def json_cells(column: pd.Series, escape: Callable[[bytes], bytes] | None = None) -> Callable[[int, int], Any]:
     """A function of (start, stop) giving that slice of ``column`` as each cell's JSON text, as orjson writes the
     :func:`column_values` value (an Arrow binary array, or one ``bytes`` where every cell is the same): the
-    slice's distinct values serialised once each, then taken by code. Floats are told apart by their bits, so
-    0.0 and -0.0 stay apart."""
+    slice's distinct values serialised once each (``escape``: then passed through it), then taken by code. Floats
+    are told apart by their bits, so 0.0 and -0.0 stay apart."""
     dtype = column.dtype
+
+    def _by_code(codes: np.ndarray, uniques: Any, plain: Callable[[Any], list[Any]]) -> Any:
+        return _taken(_serialised(plain(uniques), escape), codes)
     if isinstance(dtype, np.dtype) and dtype.kind in "fiub":
         values = column.to_numpy()
         if dtype.kind == "f":
@@ -131,25 +144,25 @@ def json_cells(column: pd.Series) -> Callable[[int, int], Any]:
     if isinstance(dtype, pd.StringDtype):
         return lambda a, b: _by_code(*pd.factorize(array[a:b]), lambda u: u.tolist())
     if isinstance(dtype, pd.CategoricalDtype) and all(type(c) is str for c in dtype.categories.tolist()):
-        lookup = _serialised(dtype.categories.tolist())
+        lookup = _serialised(dtype.categories.tolist(), escape)
         codes = np.asarray(array.codes)
         return lambda a, b: _taken(lookup, codes[a:b])
-    import orjson
     import pyarrow as pa
 
     values_of = column_values(column)
-    return lambda a, b: pa.array([orjson.dumps(v) for v in values_of(a, b)], pa.large_binary())
+    return lambda a, b: pa.array(_serialised(values_of(a, b), escape)[:-1], pa.large_binary())
 
 
-def _by_code(codes: np.ndarray, uniques: Any, plain: Callable[[Any], list[Any]]) -> Any:
-    return _taken(_serialised(plain(uniques)), codes)
-
-
-def _serialised(values: list[Any]) -> list[bytes]:
-    """Each value's JSON text, then ``null`` (for code -1)."""
+def _serialised(values: list[Any], escape: Callable[[bytes], bytes] | None) -> list[bytes]:
+    """Each value's JSON text, then ``null`` (for code -1); passed through ``escape`` where it changes any."""
     import orjson
 
-    return [*map(orjson.dumps, values), b"null"]
+    out = [*map(orjson.dumps, values), b"null"]
+    if escape is not None:
+        joined = b"".join(out)  # (one search; an escaped sequence never spans two values)
+        if escape(joined) != joined:
+            out = [escape(x) for x in out]
+    return out
 
 
 def _taken(lookup: list[bytes], codes: np.ndarray) -> Any:
