@@ -21,8 +21,9 @@ import pandas as pd
 from pandas.core.dtypes.cast import maybe_box_native  # what to_dict boxes values with
 
 #: rows per chunk: large enough that the per-column calls are amortised, small enough that a chunk's text (7 KB a
-#: row in the dataset of 500 inputs) and the column pieces it is joined from stay around a hundred megabytes
-CHUNK = 8192
+#: row in the dataset of 500 inputs) and the column pieces it is joined from stay under a hundred megabytes (500
+#: inputs: 8,192 rows took 0.1 s less CPU than 4,096 and 70 MB more memory, 2,048 0.15 s more and 40 MB less)
+CHUNK = 4096
 
 
 def stream_json(result: pd.DataFrame, ndjson: bool, chunk: int = CHUNK, header: dict | None = None) -> None:
