@@ -195,7 +195,7 @@ def _keyed(result: pd.DataFrame, frame: pd.DataFrame, by: str | None) -> pd.Data
         keys = row_keys(frame).reindex(result.index).to_numpy()
     else:
         keys = row_keys(result, by).to_numpy()
-    out = result.copy()
+    out = result.copy(deep=False)  # (copy-on-write: the new column does not reach ``result``; no rows copied)
     out.insert(0, "row_key", keys)
     return out
 

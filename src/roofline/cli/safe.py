@@ -24,6 +24,9 @@ from typing import Any, TextIO
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 #: in JSON bytes, what orjson leaves raw of those (it escapes C0): C1, U+2028/9, the bidi controls, as UTF-8
 _UNSAFE_JSON = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8-\xae]|\xe2\x81[\xa6-\xa9]|\x1b")
+#: the same, one pattern per alternative (each with a literal start: a fast search)
+_UNSAFE_JSON_PARTS = tuple(re.compile(p) for p in (rb"\xc2[\x80-\x9f]", rb"\xe2\x80[\xa8-\xae]",
+                                                    rb"\xe2\x81[\xa6-\xa9]", rb"\x1b"))
 
 
 #: characters (text) or bytes per write: one write of 2 GiB or more comes back short (Linux moves at most 0x7ffff000
@@ -103,14 +106,34 @@ class SafeText(io.TextIOBase):
         return getattr(self.inner, name)
 
 
+def _may_be_unsafe(data: bytes | memoryview) -> bool:
+    """Whether ``data`` holds a sequence :data:`_UNSAFE_JSON` escapes, looked for one alternative at a time: a
+    pattern that starts with a literal is searched for much faster than the alternation, and most JSON holds
+    none."""
+    return any(p.search(data) is not None for p in _UNSAFE_JSON_PARTS)
+
+
+def escape_json(data: bytes) -> bytes:
+    """JSON bytes with C1, bidi and ESC escaped the JSON way (``\\u0085``), as the CLI's stdout escapes every byte
+    written to it; ``data`` itself where there is nothing to escape."""
+    return _UNSAFE_JSON.sub(_json_escape, data) if _may_be_unsafe(data) else data
+
+
 class _SafeJsonBytes:
     """The bytes path of a :class:`SafeText`: JSON records (orjson escapes C0; C1 is escaped here)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
 
-    def write(self, b: bytes) -> int:
-        self.inner.write(_UNSAFE_JSON.sub(_json_escape, bytes(b)))
+    def write(self, b: bytes | memoryview) -> int:
+        write_all(self.inner, escape_json(bytes(b)))
+        return len(b)
+
+    def write_escaped(self, b: bytes | memoryview) -> int:
+        """Bytes joined from pieces that were each passed through :func:`escape_json` (records, written by
+        ``report/records.py``): written as they are. Escaping the pieces is escaping the whole, as long as each
+        piece is whole UTF-8 characters (an escaped sequence is one character)."""
+        write_all(self.inner, b)
         return len(b)
 
     def flush(self) -> None:
@@ -142,4 +165,4 @@ def safe_streams() -> Iterator[None]:
         sys.stdout, sys.stderr = saved
 
 
-__all__ = ["SafeText", "raw", "safe_streams", "terminal_safe"]
+__all__ = ["SafeText", "escape_json", "raw", "safe_streams", "terminal_safe"]

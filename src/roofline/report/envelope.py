@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from roofline.report.records import jsonable
+from roofline.report.records import jsonable, record_chunks
 
 if TYPE_CHECKING:
     from roofline.pipeline import Analysis, Options
@@ -58,7 +58,10 @@ def normalised_name(name: object) -> str:
 
 
 def _hash(parts: Sequence[object]) -> str:
-    text = "\x1f".join("" if p is None or (isinstance(p, float) and math.isnan(p)) else str(p) for p in parts)
+    return _digest("\x1f".join("" if p is None or (isinstance(p, float) and math.isnan(p)) else str(p) for p in parts))
+
+
+def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
@@ -88,7 +91,10 @@ def row_keys(frame: pd.DataFrame, by: str | None = None) -> pd.Series:
 
     name = _text(frame, "kernel_name")
     short = _text(frame, "kernel_short_name")
-    name = name.where(name != "", short).map(normalised_name)
+    name = name.where(name != "", short)
+    codes, distinct = pd.factorize(name.to_numpy())  # a kernel name repeats over its launches: normalised once
+    name = pd.Series(np.array([normalised_name(n) for n in distinct], dtype=object)[codes], index=frame.index,
+                     dtype=object)
     ident = pd.DataFrame({"device": _text(frame, "device_name"), "device_id": _text(frame, "device_id"),
                           "rank": _text(frame, "rank"), "name": name,
                           "config": kernel_config(frame).astype("string").fillna("").astype(object)},
@@ -102,7 +108,9 @@ def row_keys(frame: pd.DataFrame, by: str | None = None) -> pd.Series:
                                                       na_position="last").index
     grouped = pd.concat([order["file"], ident], axis=1).reset_index(drop=True).iloc[ranked]
     occurrence = grouped.groupby(list(grouped.columns), sort=False).cumcount().sort_index()
-    keys = [_hash(vals) for vals in zip(*(ident[c].to_numpy() for c in ident.columns), occurrence.to_numpy())]
+    # every part is text already ("" where missing): joined and hashed as _hash does, without its per-part checks
+    keys = [_digest("\x1f".join(vals)) for vals in zip(*(ident[c].to_numpy() for c in ident.columns),
+                                                       occurrence.astype(str).to_numpy())]
     return pd.Series(keys, index=frame.index, dtype=object, name="row_key")
 
 
@@ -276,23 +284,24 @@ def peaks_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
     the clock per kernel, so a roof can vary)."""
     if frame.empty:
         return []
-    dev = _text(frame, "device_name")
+    dev, devices = pd.factorize(_text(frame, "device_name").to_numpy())  # (first seen first, as pd.unique)
     dur = pd.to_numeric(frame["duration_s"], errors="coerce").fillna(0.0).clip(lower=0.0).to_numpy() \
         if "duration_s" in frame else np.zeros(len(frame))
+    # each roof's values, and its sources as codes into their few distinct texts, converted once (not a whole
+    # column per device, nor a Python string per row)
+    roofs = [(key, col, pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan),
+              *_coded(frame, f"{col}_source")) for key, col in _ROOFS if col in frame]
     out = []
-    for d in pd.unique(dev.to_numpy()):
-        rows = (dev == d).to_numpy()
-        for key, col in _ROOFS:
-            if col not in frame:
-                continue
-            v = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[rows]
+    for i, d in enumerate(devices):
+        rows = dev == i
+        for key, col, values, codes, texts in roofs:
+            v = values[rows]
             ok = np.isfinite(v) & (v > 0)
-            src_col = f"{col}_source"
-            sources = frame[src_col].astype("string").fillna("").to_numpy(dtype=object)[rows] if src_col in frame \
-                else np.full(rows.sum(), "", dtype=object)
+            src_codes = codes[rows]
             if not ok.any():
-                why = next((s for s in sources if isinstance(s, str) and s.startswith("unavailable")), "")
-                if why:
+                unavailable = np.array([t.startswith("unavailable") for t in texts], dtype=bool)[src_codes]
+                if unavailable.any():
+                    why = texts[src_codes[np.argmax(unavailable)]]
                     out.append({"device": d or None, "roof": key, "column": col, "value": None, "unit": _unit(key),
                                 "source": why, "clock_basis": None, "min": None, "max": None, "rows": 0})
                 continue
@@ -301,11 +310,19 @@ def peaks_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
             order = np.argsort(v[ok], kind="stable")
             cum = np.cumsum(w[order])
             pick = order[np.searchsorted(cum, cum[-1] / 2)]
-            src = str(sources[ok][pick])
+            src = str(texts[src_codes[ok][pick]])
             out.append({"device": d or None, "roof": key, "column": col, "value": float(v[ok][pick]),
                         "unit": _unit(key), "source": src, "clock_basis": clock_basis(src),
                         "min": float(v[ok].min()), "max": float(v[ok].max()), "rows": int(ok.sum())})
     return out
+
+
+def _coded(frame: pd.DataFrame, col: str) -> tuple[np.ndarray, list[str]]:
+    """A text column (missing as "") as a code per row into its distinct texts; a column not there: all ""."""
+    if col not in frame:
+        return np.zeros(len(frame), dtype=np.intp), [""]
+    codes, texts = pd.factorize(frame[col].astype("string").fillna(""))
+    return codes, [str(t) for t in texts]
 
 
 def _unit(key: str) -> str:
@@ -407,7 +424,7 @@ def _implied(spec: Any, key: str) -> str:
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Rows as the envelope writes them (NaN as null, infinities as "inf"/"-inf"): for bounded answers (MCP)."""
-    return [{k: jsonable(v) for k, v in rec.items()} for rec in frame.to_dict("records")]
+    return [rec for part in record_chunks(frame) for rec in part]
 
 
 __all__ = [
