@@ -183,12 +183,11 @@ def test_a_bare_array_of_python_frames_is_decoded_by_phase(tmp_path):
 
 
 @pytest.mark.parametrize("capture", ["traces/vllm_decode_full-graph/capture_traces/graph_capture_rank_0.pt.trace.json.gz",
-                                     "traces/capture_traces/torch_rocm7.2_mi300x_sglang-qwen3-8b_decode_hipgraph/"
-                                     "bs_32_rank0.json.gz"])
+                                     ("traces/capture_traces/torch_rocm7.2_mi300x_sglang-qwen3-8b_decode_hipgraph/"
+                                     "bs_32_rank0.json.gz")])
 def test_a_capture_trace_streamed_gives_the_graphs_and_ops_of_its_whole_decode(capture, monkeypatch):
     # (graphs.Captured reads a capture trace as read() does, by pieces: 91% of vLLM's events are Python frames)
     from conftest import shared
-
     from roofline.ingest.common import json_bytes
     from roofline.ingest.torch import graphs
 
