@@ -166,7 +166,9 @@ def test_sigkill_midway_then_rerun_gives_the_uninterrupted_dataset(inputs, tmp_p
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
     partial = open_dataset(killed, "runs")
-    assert 0 < len(partial) < len(subset)
+    # (midway: some inputs' records are written, ok or failed: the inputs run sorted, so the corrupt ones under
+    # bad/ go first, and under load the first third of the lines can all be theirs)
+    assert 0 < len(partial) + len(open_dataset(killed, "errors")) < len(subset)
     assert set(open_dataset(killed, "kernels")["source_file"]) <= set(partial["source_file"])
     rerun = _cli("batch", *subset, "-o", killed, "-j", "2")
     assert rerun.returncode == 1 and "skipped" in rerun.stdout  # 1: the corrupt inputs failed
