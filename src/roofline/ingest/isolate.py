@@ -125,8 +125,7 @@ def crash_error(path: str | Path, reader: str, exitcode: int | None, stderr_path
     child's death gives (``exitcode``: multiprocessing's, negative for a signal)."""
     try:
         with open(stderr_path, "rb") as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - _STDERR_TAIL))
-            tail = fh.read()
+            tail = _tail(fh)
     except OSError:
         tail = b""
     code = exitcode or 0
@@ -156,8 +155,7 @@ def call(path: Path, fn: Callable[[], Any], reader: str = "the native reader") -
         finally:
             os.close(read_fd)
         if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0) or not data:
-            err.seek(max(0, os.fstat(err.fileno()).st_size - _STDERR_TAIL))
-            raise ReaderCrashedError(path, _crash_text(reader, status, err.read()))
+            raise ReaderCrashedError(path, _crash_text(reader, status, _tail(err)))
     kind, payload = msgspec.msgpack.decode(data)
     if kind == "ok":
         return payload
@@ -186,8 +184,7 @@ def run(fn: Callable[[], int], timeout_s: float, cwd: str | None = None) -> tupl
             raise
         finally:
             os.close(read_fd)
-        err.seek(max(0, os.fstat(err.fileno()).st_size - _STDERR_TAIL))
-        return (status if done else None), err.read()
+        return (status if done else None), _tail(err)
 
 
 def _fork(child: Callable[[int], None]) -> tuple[int, int]:
@@ -206,12 +203,9 @@ def _fork(child: Callable[[int], None]) -> tuple[int, int]:
 def _run_child(fn: Callable[[], int], cwd: str | None, err_fd: int) -> None:
     code = 70
     try:
-        os.dup2(err_fd, 2)
+        _child_setup(err_fd)
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)  # a tool's chatter must not land in this process's output (a CSV on stdout)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        faulthandler.disable()
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if cwd is not None:
             os.chdir(cwd)
         try:
@@ -262,15 +256,26 @@ def _flush_stderr() -> None:
         pass
 
 
+def _tail(fh: Any) -> bytes:
+    """The last :data:`_STDERR_TAIL` bytes of a child's stderr file (abseil's "Check failed: ..." is at its end)."""
+    fh.seek(max(0, os.fstat(fh.fileno()).st_size - _STDERR_TAIL))
+    return fh.read()
+
+
+def _child_setup(err_fd: int) -> None:
+    """What every forked child does first."""
+    os.dup2(err_fd, 2)  # the native library's log lines go to the parent's message, not the terminal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the child at once (the parent reports it)
+    faulthandler.disable()  # a native abort is reported by the parent, not dumped on an inherited stream
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # and leaves no core file
+
+
 def _child(fn: Callable[[], Any], out_fd: int, err_fd: int) -> None:
     code = 0
     try:
         import msgspec
 
-        os.dup2(err_fd, 2)  # the native library's log lines go to the parent's message, not the terminal
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the child at once (the parent reports it)
-        faulthandler.disable()  # a native abort is reported by the parent, not dumped on an inherited stream
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # and leaves no core file
+        _child_setup(err_fd)
         try:
             reply: Any = ("ok", fn())
         except RooflineError as exc:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.ingest.torch.decode import CATEGORIES, KINDS, Checked, Event  # (the categories' kinds live beside the
-
-# decode that tags events by category)
+# (the categories' kinds live beside the decode that tags events by category)
+from roofline.ingest.torch.decode import CATEGORIES, KINDS, Checked, Event
 
 NUMBER = (int, float)
 #: KINDS with every other category Kineto writes, and None (an event of another phase than "X"), as 0: the scan

@@ -120,7 +120,7 @@ def _run_converter(copy: Path, tmp: str) -> tuple[int | None, bytes]:
     status, stderr = isolate.run(lambda: _convert(copy), TIMEOUT_S, cwd=tmp)
     if status is None:
         return None, stderr
-    return (-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)), stderr
+    return os.waitstatus_to_exitcode(status), stderr  # (negative for a signal, as subprocess gives)
 
 
 def _import_converter() -> None:
