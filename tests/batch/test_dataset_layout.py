@@ -101,6 +101,24 @@ def test_an_input_read_again_replaces_its_rows_through_a_newer_generation(tmp_pa
     assert dset.next_generation(root) == 2  # the compacted rows are 0, the second batch wrote 1
 
 
+def test_a_dataset_whose_inputs_all_failed_opens_empty_and_reports(tmp_path):
+    # (its live ok inputs are none: the scan filters' value sets were empty and untyped, and Arrow refused to
+    # bind them to a text column; a batch killed before its first ok input left the same state)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("not a profile\n")
+    for compacted in (False, True):
+        root = tmp_path / f"ds{compacted}"
+        run_batch([bad], root, workers=1, compact=compacted)
+        assert len(open_dataset(root, "errors")) == 1 and len(open_dataset(root, "runs")) == 0
+        for t in ("kernels", "roofline"):
+            assert len(open_dataset(root, t)) == 0
+            assert sum(b.num_rows for b in iter_live(root, t)) == 0
+        assert len(open_dataset(root, "kernels", runs=[])) == 0
+        res = _cli("report", root, "-o", tmp_path / f"rep{compacted}")
+        assert res.returncode == 0, res.stderr
+        assert "no kernels" in res.stdout
+
+
 def test_an_old_layout_reads_as_before_and_compaction_upgrades_it(tmp_path):
     root = tmp_path / "v1"
     shutil.copytree(V1, root)

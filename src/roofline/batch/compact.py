@@ -210,7 +210,7 @@ def _write_row_tables(root: Path, live: dset.Live, groups: list[list[str]]) -> i
         writers = {t: pq.ParquetWriter(fh, schemas[t]) for t, fh in handles.items()}
         try:
             for runs in groups:
-                got = {t: dset.row_table(root, t, live, None, ds.field("run").isin(runs)) for t in writers}
+                got = {t: dset.row_table(root, t, live, None, dset.isin("run", runs)) for t in writers}
                 for t, table in _in_read_order(got.get("kernels"), got.get("roofline")).items():
                     if table.num_rows:
                         writers[t].write_table(_as_compact(table, schemas[t]), row_group_size=ROW_GROUP)

@@ -288,8 +288,8 @@ class Live:
     def scan_filter(self) -> Any:
         """What the scan of a row table may skip: parts (layout 1: inputs) with no live ``runs`` row."""
         if self.version == "1":
-            return ds.field("file_id").isin(self.ok.column("file_id"))
-        return ds.field("part").isin(pc.unique(self.ok.column("part")))
+            return isin("file_id", self.ok.column("file_id"))
+        return isin("part", pc.unique(self.ok.column("part")))
 
     def rows(self, t: pa.Table) -> pa.Table:
         """The rows of a kernels/roofline batch that count (order kept), the scan filter already applied."""
@@ -327,7 +327,7 @@ def live_state(root: Path, runs: Sequence[str] | None = None, version: str | Non
     """The :class:`Live` rows of a dataset (of these run labels): read from the ``runs`` and ``errors`` tables'
     key columns, the newest row of each input winning."""
     version = version or layout_version(root)
-    only = ds.field("run").isin(list(runs)) if runs is not None else None
+    only = isin("run", list(runs)) if runs is not None else None
     cols = _STATE_COLUMNS if version != "1" else ["file_id", "run", "content_sha256"]
     ok = _read(root, "runs", version, cols, only)
     bad = _read(root, "errors", version, [*cols, "error_kind"], only)
@@ -486,6 +486,14 @@ def _with_keys(columns: Sequence[str] | None, table: str, version: str) -> list[
     return keys + [c for c in columns if c not in keys]
 
 
+def isin(column: str, values: Any) -> Any:
+    """``column`` in ``values`` as a scan filter, the set typed as text: an empty one (no chunks, ``[]``) reaches
+    Arrow typed null, which fails to bind ("string vs null"): a dataset of failed inputs only could not open."""
+    values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    return ds.field(column).isin(values.cast(pa.string()) if isinstance(values, pa.Array)
+                                 else pa.array(values, pa.string()))
+
+
 def _and(*exprs: Any) -> Any:
     given = [e for e in exprs if e is not None]
     out = given[0] if given else None
@@ -499,7 +507,7 @@ def live_table(root: Path, table: str, live: Live, runs: Sequence[str] | None = 
     """The live rows of one table (the roofline table joined to its kernels), columns and filter pushed down.
     ``packed`` (row tables): text columns but the keys as dictionaries (:mod:`roofline.batch.packed`)."""
     version = live.version
-    by_run = ds.field("run").isin(list(runs)) if runs is not None else None
+    by_run = isin("run", list(runs)) if runs is not None else None
     if table in INPUT_TABLES:
         got = _read(root, table, version, _with_keys(columns, table, version), _and(by_run, filter_))
         return live.input_rows(got)
@@ -547,7 +555,7 @@ def provenance(root: Path, live: Live) -> list[dict[str, Any]]:
     ok = live.ok
     runs_t = live.input_rows(_read(root, "runs", live.version,
                                    _with_keys(["source_file", "provenance_json"], "runs", live.version),
-                                   ds.field("file_id").isin(ok.column("file_id"))))
+                                   isin("file_id", ok.column("file_id"))))
     texts = runs_t.sort_by("source_file").column("provenance_json").to_pylist()
     return [rec for t in texts if t for rec in json.loads(t)]
 
@@ -567,7 +575,7 @@ def iter_live(path: str | Path, table: str = "kernels", columns: Sequence[str] |
     if table not in ("kernels", "roofline"):
         raise DatasetError(f"iter_live reads kernels or roofline, not {table!r}")
     live = live or live_state(root, runs)
-    by_run = ds.field("run").isin(list(runs)) if runs is not None else None
+    by_run = isin("run", list(runs)) if runs is not None else None
     scan = _scan(root, table, live.version)
     cols = _with_keys(None if columns is None else list(columns), table, live.version)
     keep = _and(live.scan_filter(), by_run, filter)
