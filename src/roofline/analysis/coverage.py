@@ -139,15 +139,22 @@ def classify(text: str) -> tuple[str, str]:
     return head or body, found
 
 
-def _first_unavailable(frame: pd.DataFrame, columns: list[str]) -> pd.Series:
-    """Per row, the first of ``columns`` whose text starts with 'unavailable' (NA where none does)."""
-    out = pd.Series(pd.NA, index=frame.index, dtype="string")
+def _first_unavailable(frame: pd.DataFrame, columns: list[str], at: np.ndarray) -> np.ndarray:
+    """At the row positions ``at``, the first of ``columns`` whose text starts with 'unavailable' (None where
+    none does). Each column's distinct texts are tested once and the rows point at them: taking the rows' texts
+    first copied every source column's strings (~0.18 s of a 63k-row dataset's report)."""
+    out = np.full(len(at), None, dtype=object)
+    open_ = np.ones(len(at), dtype=bool)
     for c in columns:
         if c not in frame:
             continue
-        s = frame[c].astype("string")
-        hit = out.isna() & s.str.startswith(UNAVAILABLE).fillna(False)
-        out = out.mask(hit, s)
+        codes, uniq = pd.factorize(frame[c])
+        texts = pd.Series(uniq).astype("string")  # (what the text of a non-string value reads as)
+        hits = np.append(texts.str.startswith(UNAVAILABLE).fillna(False).to_numpy(dtype=bool), False)
+        mine = codes[at]
+        hit = open_ & hits[mine]
+        out[hit] = texts.to_numpy(dtype=object)[mine[hit]]
+        open_ &= ~hit
     return out
 
 
@@ -156,17 +163,19 @@ def row_reasons(frame: pd.DataFrame, rows: pd.Series) -> pd.DataFrame:
 
     The text is a FLOP source's when the FLOPs are missing, else a byte source's; a row with both known
     (0 FLOP and 0 bytes) did no work. Classified once per distinct text."""
-    sub = frame[rows.to_numpy()]
-    flop = flop_total(sub)
-    flop_text = _first_unavailable(sub, [source_column(c) for c in FLOP_COLUMNS])
-    byte_text = _first_unavailable(sub, [source_column(f"{lv}_bytes") for lv in BYTE_LEVELS])
-    text = flop_text.where(flop.isna(), byte_text)
-    text = text.fillna(flop_text).fillna(byte_text).fillna("no work recorded: 0 FLOP and 0 bytes")
+    at = np.flatnonzero(rows.to_numpy())
+    flop_missing = flop_total(frame).isna().to_numpy()[at]
+    flop_text = _first_unavailable(frame, [source_column(c) for c in FLOP_COLUMNS], at)
+    byte_text = _first_unavailable(frame, [source_column(f"{lv}_bytes") for lv in BYTE_LEVELS], at)
+    text = np.where(flop_missing, flop_text, byte_text)
+    for fallback in (flop_text, byte_text, np.full(len(at), "no work recorded: 0 FLOP and 0 bytes", dtype=object)):
+        gap = pd.isna(text)
+        text[gap] = fallback[gap]
     codes, uniques = pd.factorize(text)
     pairs = [classify(str(u)) for u in uniques]
     reason = np.array([p[0] for p in pairs] or [""], dtype=object)[codes]
     fix = np.array([p[1] for p in pairs] or [""], dtype=object)[codes]
-    return pd.DataFrame({"text": text.to_numpy(), "reason": reason, "fix": fix}, index=sub.index)
+    return pd.DataFrame({"text": text, "reason": reason, "fix": fix}, index=frame.index[at])
 
 
 __all__ = ["BYTE_LEVELS", "RULES", "Rule", "classify", "flop_total", "has_point", "number", "row_codes",
