@@ -106,11 +106,12 @@ def group_keys(frame: pd.DataFrame, by: str) -> list[pd.Series | str]:
     return [*keys, kernel_config(frame)] if by == "kernel" else keys
 
 
-def step_ranges(nvtx: pd.Series) -> pd.Series:
+def step_ranges(nvtx: pd.Series, flags: int = re.IGNORECASE) -> pd.Series:
     """The training step (ProfilerStep#N, "step N" range) in each NVTX path, NA outside any: the pattern searched
-    once per distinct path (a dataset's 60,000 rows have a few hundred)."""
+    once per distinct path (a dataset's 60,000 rows have a few hundred). ``flags``: the pattern's (the
+    communication chart's steps match case-sensitively)."""
     codes, uniq = pd.factorize(nvtx.astype("string"))
-    found = pd.Series(uniq, dtype="string").str.extract(STEP_RANGE, flags=re.IGNORECASE)[0]
+    found = pd.Series(uniq, dtype="string").str.extract(STEP_RANGE, flags=flags)[0]
     vals = np.append(found.to_numpy(dtype=object, na_value=None), None)[codes]
     return pd.Series(vals, index=nvtx.index, dtype="string")
 
@@ -206,8 +207,11 @@ def _only(s: pd.Series) -> object:
 
 def _partial_notes(missing: pd.DataFrame, counts: pd.Series, untimed: pd.Series) -> list[str]:
     notes = []
-    for (_, row), n, u in zip(missing.iterrows(), counts, untimed):
+    columns = list(missing.columns)
+    # (each group's counts as iterrows gives them, from the one array it makes: no Series per group)
+    for row, n, u in zip(missing.values, counts, untimed):
         parts = [f"{int(u)} kernel(s) without a positive duration left out"] if u else []
-        parts += [f"{int(m)} of {n} timed kernels lack {c} (totals are lower bounds)" for c, m in row.items() if 0 < m < n]
+        parts += [f"{int(m)} of {n} timed kernels lack {c} (totals are lower bounds)" for c, m in zip(columns, row)
+                  if 0 < m < n]
         notes.append("; ".join(parts))
     return notes

@@ -387,7 +387,7 @@ def _runs(keys: list[pd.Series]) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]
     """(the keys' values, row positions in row order) per distinct combination, in order of first appearance
     (NA as '')."""
     codes, first = row_codes(keys)
-    values = [k.fillna("").to_numpy(dtype=object)[first] for k in keys]
+    values = [k.iloc[first].fillna("").to_numpy(dtype=object) for k in keys]  # (each group's first row only)
     order = np.argsort(codes, kind="stable")
     for part in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
         if len(part):

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from roofline.analysis.aggregate import STEP_RANGE
+from roofline.analysis.aggregate import step_ranges
 
 #: collectives drawn at most (the longest); the others are counted as not drawn
 MAX_POINTS = 20_000
@@ -41,10 +41,12 @@ def comm_data(frame: pd.DataFrame) -> dict[str, Any]:
     c = frame[frame["collective"].notna()]
     if len(c) > MAX_POINTS:  # the page's JSON stays bounded: the longest collectives, the rest counted
         c = c.sort_values("duration_s", ascending=False, kind="stable").head(MAX_POINTS)
-    step = c["nvtx_range"].astype("string").str.extract(STEP_RANGE, expand=False) \
-        if "nvtx_range" in c and STEP_RANGE else pd.Series(pd.NA, index=c.index)
+    step = step_ranges(c["nvtx_range"], flags=0) if "nvtx_range" in c else pd.Series(pd.NA, index=c.index)
     points = []
-    for (i, r), st in zip(c.iterrows(), step.to_numpy()):
+    names = list(c.columns)
+    # each row's values as iterrows gives them (its one object array), without a Series per row
+    for values, st in zip(c.values, step.to_numpy()):
+        r = dict(zip(names, values))
         size, bus, alg = _f(r.get("message_bytes")), _f(r.get("bus_bandwidth_bytes_per_s")), \
             _f(r.get("algorithm_bandwidth_bytes_per_s"))
         if size is None or (bus is None and alg is None):
@@ -81,7 +83,7 @@ def exposure(frame: pd.DataFrame) -> list[dict[str, Any]]:
         return []
     rank = frame["rank"].astype("Int64").astype("string").fillna("") if "rank" in frame else \
         pd.Series("", index=frame.index)
-    step = frame["nvtx_range"].astype("string").str.extract(STEP_RANGE, expand=False).fillna("(no step)") \
+    step = step_ranges(frame["nvtx_range"], flags=0).fillna("(no step)") \
         if "nvtx_range" in frame else pd.Series("(no step)", index=frame.index)
     g = pd.DataFrame({"rank": rank.to_numpy(), "step": step.to_numpy(),
                       "exposed": frame["comm_exposed_s"].to_numpy(dtype="float64", na_value=np.nan),

@@ -82,7 +82,8 @@ def _numbers(values: object, digits: int = 5) -> str:
     text = list(map(f"%.{digits}g".__mod__, uniq.tolist()))  # (twice np.char.mod's speed, the same text)
     for i in np.flatnonzero(~np.isfinite(uniq)).tolist():
         text[i] = "null"
-    return "[" + ",".join([text[i] for i in inverse.tolist()]) + "]"
+    # (numpy's take of the texts: a third of a list comprehension's time over 63k rows)
+    return "[" + ",".join(np.array(text, dtype=object)[inverse.reshape(-1)].tolist()) + "]"
 
 
 def _codes(values: pd.Series) -> tuple[str, list[str]]:
@@ -92,7 +93,15 @@ def _codes(values: pd.Series) -> tuple[str, list[str]]:
         codes, uniques = pd.factorize(values.array, use_na_sentinel=True)
     else:
         codes, uniques = pd.factorize(values.astype("string"), use_na_sentinel=True)
-    return "[" + ",".join(map(str, codes.tolist())) + "]", [str(u) for u in uniques]
+    return _ints(codes), [str(u) for u in uniques]
+
+
+def _ints(codes: np.ndarray) -> str:
+    """A JSON array of codes (-1 and up), each distinct one written once: an eighth of str() per row."""
+    if not len(codes):
+        return "[]"
+    text = np.array([str(i) for i in range(-1, int(codes.max()) + 1)], dtype=object)
+    return "[" + ",".join(text[codes + 1].tolist()) + "]"
 
 
 def _strings(values: pd.Series, limit: int = MAX_NAME) -> list[str]:
@@ -220,7 +229,10 @@ def _groups(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, object
     bys = ["program"] + (["nvtx"] if "nvtx_range" in frame and frame["nvtx_range"].notna().any() else [])
     for by in bys:
         agg = aggregate(frame, by=by, levels=levels)
-        for _, g in agg.iterrows():
+        # each group's values as iterrows gives them (the one object array it makes), without a Series per row
+        names = list(agg.columns)
+        for values in (agg.values if names else []):
+            g = dict(zip(names, values))
             label = Path(str(g[by])).name if by == "program" else str(g[by])
             item = {"by": by, "label": label, "device": "" if pd.isna(g["device_name"]) or g["device_name"] == "(unknown device)"
                     else str(g["device_name"]), "time": _f(g["duration_s"]), "achieved": _f(g["achieved_flop_per_s"]),
@@ -311,7 +323,7 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
         if "duration_s" in result and not longest_first(result["duration_s"]) else result
     facts = facts if frame is result else None  # (sorted here: the facts are of another row order)
     frame = frame.reset_index(drop=True)
-    devices = sorted(set(frame["device_name"].dropna().astype(str))) if "device_name" in frame else []
+    devices = sorted(set(map(str, frame["device_name"].dropna().unique()))) if "device_name" in frame else []
     files = sorted({Path(str(p)).name for p in frame["source_file"].dropna().unique()}) if "source_file" in frame else []
     from roofline.report.chart_data import device_order
 
