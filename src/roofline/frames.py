@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -63,3 +64,10 @@ def group_ids(parts: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarr
     # the reversed scatter leaves each group's first row (factorize numbers groups by first sight)
     first[ids[::-1]] = rows[::-1]
     return ids.astype(np.int64), first
+
+
+def row_dicts(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
+    """Each row as {column: value}, the values as ``iterrows`` gives them (taken from the one object array
+    ``.values`` makes) without building a Series per row: ~70 µs a row, a dataset's groups number thousands."""
+    names = list(frame.columns)
+    return (dict(zip(names, values)) for values in frame.values)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical
+from roofline.frames import row_dicts
 from roofline.hardware.peaks import LEVELS
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, UNAVAILABLE, source_column
 
@@ -207,11 +208,8 @@ def _only(s: pd.Series) -> object:
 
 def _partial_notes(missing: pd.DataFrame, counts: pd.Series, untimed: pd.Series) -> list[str]:
     notes = []
-    columns = list(missing.columns)
-    # (each group's counts as iterrows gives them, from the one array it makes: no Series per group)
-    for row, n, u in zip(missing.values, counts, untimed):
+    for row, n, u in zip(row_dicts(missing), counts, untimed):
         parts = [f"{int(u)} kernel(s) without a positive duration left out"] if u else []
-        parts += [f"{int(m)} of {n} timed kernels lack {c} (totals are lower bounds)" for c, m in zip(columns, row)
-                  if 0 < m < n]
+        parts += [f"{int(m)} of {n} timed kernels lack {c} (totals are lower bounds)" for c, m in row.items() if 0 < m < n]
         notes.append("; ".join(parts))
     return notes

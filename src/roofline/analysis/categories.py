@@ -154,7 +154,7 @@ def categorize(frame: pd.DataFrame) -> pd.Series:
     keys = [_text(frame, "kernel_short_name"), _text(frame, "kernel_name"), _text(frame, "mangled_name"),
             _text(frame, "hlo_category"), copy.astype(bool)]
     codes, first = row_codes(keys)
-    values = [k.to_numpy(dtype=object, na_value=None)[first] for k in keys]
+    values = [k.iloc[first].to_numpy(dtype=object, na_value=None) for k in keys]  # (each tuple's first row only)
     matched: dict[str, str | None] = {}  # a name's first category, once: a short name recurs in many tuples
 
     def match(text: str) -> str | None:

@@ -469,10 +469,7 @@ def headlines(frame: pd.DataFrame, by_step: bool = True, facts: RowFacts | None 
         specs.append((i, rows, f or None, d or None, None))
         if stepped[rows].any():  # (most profiles mark no steps: no per-profile slice of the steps for them)
             specs += [(i, rows[srows], f or None, d or None, s) for (s,), srows in _runs([step.iloc[rows]]) if s]
-    dur = whole.dur
-    seconds = _seconds(dur, k_arr, [ix for _, ix, *_ in specs])
-    gone = pt_arr | (k_arr == "idle")  # (rows with a point, and idle rows, have no reason)
-    found = _reasons([(_why(whole, ix, ~gone[ix], dur[ix], why(ix)), float(dur[ix].sum())) for _, ix, *_ in specs])
+    seconds, found = _scope_sums(whole, pt_arr, k_arr, why, [ix for _, ix, *_ in specs])
     heads: list[Headline] = [_headline(whole, ix, f, d, s, k_arr[ix], pt_arr[ix], None, sec, r)
                              for (_, ix, f, d, s), sec, r in zip(specs, seconds, found)]
     scopes: list[tuple[Headline, list[Headline]]] = []
@@ -490,6 +487,17 @@ def headlines(frame: pd.DataFrame, by_step: bool = True, facts: RowFacts | None 
     return out
 
 
+def _scope_sums(whole: Rows, pt: np.ndarray, k: np.ndarray,
+                why: Callable[[np.ndarray | slice], tuple[np.ndarray, np.ndarray]],
+                scopes: list[np.ndarray]) -> tuple[list[dict[str, float]], list[tuple[Reason, ...]]]:
+    """Every scope's seconds per kind and reasons at once (``scopes``: row positions into ``whole``), the rows'
+    reasons taken from the whole frame's."""
+    dur = whole.dur
+    gone = pt | (k == "idle")  # (rows with a point, and idle rows, have no reason)
+    found = _reasons([(_why(whole, ix, ~gone[ix], dur[ix], why(ix)), float(dur[ix].sum())) for ix in scopes])
+    return _seconds(dur, k, scopes), found
+
+
 def by_device(frame: pd.DataFrame, facts: RowFacts | None = None) -> dict[str | None, Headline]:
     """One headline per device over every profile (the HTML report's device view), by device name (None: rows
     that name no device). ``facts``: the :func:`row_facts` of ``frame``, when already taken."""
@@ -500,11 +508,7 @@ def by_device(frame: pd.DataFrame, facts: RowFacts | None = None) -> dict[str | 
     dev = frame["device_name"].astype("string") if "device_name" in frame else pd.Series("", index=frame.index)
     runs = list(_runs([dev]))
     whole = Rows(frame)
-    dur = whole.dur
-    # every device's sums at once, and its rows' reasons from the whole frame's (as headlines() takes them)
-    seconds = _seconds(dur, k_arr, [rows for _, rows in runs])
-    gone = pt_arr | (k_arr == "idle")
-    found = _reasons([(_why(whole, ix, ~gone[ix], dur[ix], why(ix)), float(dur[ix].sum())) for _, ix in runs])
+    seconds, found = _scope_sums(whole, pt_arr, k_arr, why, [rows for _, rows in runs])
     return {d or None: _headline(whole, ix, None, d or None, None, k_arr[ix], pt_arr[ix], None, sec, r)
             for ((d,), ix), sec, r in zip(runs, seconds, found)}
 

@@ -24,6 +24,7 @@ class Rows:
         self._cache: dict[str, np.ndarray] = {}
         self._series: dict[str, pd.Series] = {}
         self._notna: dict[str, np.ndarray] = {}
+        self._codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def num(self, col: str) -> np.ndarray:
         """:func:`~roofline.analysis.coverage.number` of a column."""
@@ -75,12 +76,10 @@ class Rows:
 
     def codes(self, col: str) -> tuple[np.ndarray, np.ndarray]:
         """``col`` as text, factorized once: (a code per row, -1 where missing; the distinct values)."""
-        key = "@" + col
-        if key not in self._cache:
+        if col not in self._codes:
             codes, uniq = pd.factorize(self.frame[col].astype("string"), use_na_sentinel=True)
-            self._cache[key] = codes
-            self._cache[key + "#"] = np.asarray(uniq, dtype=object)
-        return self._cache[key], self._cache[key + "#"]
+            self._codes[col] = codes, np.asarray(uniq, dtype=object)
+        return self._codes[col]
 
 
 def nansum(values: np.ndarray, min_count: int = 0) -> float:

@@ -211,13 +211,14 @@ def table_lines(result: pd.DataFrame, levels: tuple[str, ...], by: str | None, l
     if not result.empty:
         from roofline.analysis.headline import narrow
 
-        cats = categorize(narrow(result)) if facts is None else facts.of(result)
+        slim = narrow(result)  # (the columns a headline reads)
+        cats = categorize(slim) if facts is None else facts.of(result)
         keep = (cats != IDLE).to_numpy()  # idle time is in the headline, not a row
         if fold:
             point = has_point(result).to_numpy()
             # only what is read of them: the folded rows' reasons, and of the listed rows the first `limit`
             # whole and a few columns of the rest (each a copy of the whole frame, for a dataset, otherwise)
-            folded = (narrow(result) if by is None else result)[keep & ~point]
+            folded = (slim if by is None else result)[keep & ~point]
             shown = np.flatnonzero(keep & point)
             total = len(shown)
             if limit:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.analysis.aggregate import step_ranges
+from roofline.frames import row_dicts
 
 #: collectives drawn at most (the longest); the others are counted as not drawn
 MAX_POINTS = 20_000
@@ -43,10 +44,7 @@ def comm_data(frame: pd.DataFrame) -> dict[str, Any]:
         c = c.sort_values("duration_s", ascending=False, kind="stable").head(MAX_POINTS)
     step = step_ranges(c["nvtx_range"], flags=0) if "nvtx_range" in c else pd.Series(pd.NA, index=c.index)
     points = []
-    names = list(c.columns)
-    # each row's values as iterrows gives them (its one object array), without a Series per row
-    for values, st in zip(c.values, step.to_numpy()):
-        r = dict(zip(names, values))
+    for r, st in zip(row_dicts(c), step.to_numpy()):
         size, bus, alg = _f(r.get("message_bytes")), _f(r.get("bus_bandwidth_bytes_per_s")), \
             _f(r.get("algorithm_bandwidth_bytes_per_s"))
         if size is None or (bus is None and alg is None):

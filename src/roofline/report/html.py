@@ -36,6 +36,7 @@ from roofline.analysis.collect import collect_next_column
 from roofline.analysis.collect import plan as collect_plan
 from roofline.analysis.collect import summary as collect_summary
 from roofline.analysis.pipes import findings, findings_summary, pipe_bound, pipe_summary
+from roofline.frames import row_dicts
 from roofline.hardware.peaks import LEVELS
 from roofline.report.chart_data import LEVEL_LABELS, Roof, roof_view, roofs, short_source
 from roofline.report.comm_chart import comm_data
@@ -229,10 +230,7 @@ def _groups(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, object
     bys = ["program"] + (["nvtx"] if "nvtx_range" in frame and frame["nvtx_range"].notna().any() else [])
     for by in bys:
         agg = aggregate(frame, by=by, levels=levels)
-        # each group's values as iterrows gives them (the one object array it makes), without a Series per row
-        names = list(agg.columns)
-        for values in (agg.values if names else []):
-            g = dict(zip(names, values))
+        for g in row_dicts(agg):
             label = Path(str(g[by])).name if by == "program" else str(g[by])
             item = {"by": by, "label": label, "device": "" if pd.isna(g["device_name"]) or g["device_name"] == "(unknown device)"
                     else str(g["device_name"]), "time": _f(g["duration_s"]), "achieved": _f(g["achieved_flop_per_s"]),
