@@ -234,9 +234,9 @@ def _scan(root: Path, table: str, version: str, packed: bool = False) -> ds.Data
     """The table's parts as one Arrow dataset. ``packed``: its text columns other than the keys read as
     dictionaries (:mod:`roofline.batch.packed`)."""
     schema = table_schemas(version)[table]
-    if not packed:
-        return ds.dataset(part_files(root, table, version), schema=schema, format="parquet")
-    schema, fmt = packed_format(schema)
+    fmt: str | ds.ParquetFileFormat = "parquet"
+    if packed:
+        schema, fmt = packed_format(schema)
     return ds.dataset(part_files(root, table, version), schema=schema, format=fmt)
 
 

@@ -105,12 +105,12 @@ def _table_roofs(kernels: pd.DataFrame) -> pd.DataFrame:
     # each format's distinct rows of the columns the fill reads (FILL_INPUTS: a frame of just these is filled as
     # the whole, row by row), and what it wrote spread back once per column for every format (a dataset mixes
     # formats): the fills of a dataset's rows are a few distinct ones, never a row-wise copy of each roof source
-    inputs = kernels[[c for c in FILL_INPUTS if c in kernels]]
-    found = distinct_rows(inputs, list(inputs.columns))
+    cols = [c for c in FILL_INPUTS if c in kernels]
+    found = distinct_rows(kernels, cols)
     writes: dict[str, list[_Part]] = {}
     for fmt, rows in groups:
         policy = POLICIES.get(fmt)
-        if policy is None or rows is None:
+        if policy is None:
             continue
         at = np.flatnonzero(rows)
         if found is None:  # (an unhashable value: every row filled)
@@ -118,7 +118,8 @@ def _table_roofs(kernels: pd.DataFrame) -> pd.DataFrame:
         else:
             _, first, spread = np.unique(found[0][at], return_index=True, return_inverse=True)
             firsts = at[first]
-        filled = _fill_policy(inputs.iloc[firsts].reset_index(drop=True), policy)
+        given = pd.DataFrame({c: kernels[c].array.take(firsts) for c in cols})
+        filled = _fill_policy(given, policy)
         for col in FILLED_COLUMNS:
             if col in filled:
                 writes.setdefault(col, []).append((rows, filled[col], spread.reshape(-1)))
