@@ -168,6 +168,19 @@ def test_scans_push_columns_and_filters_down(tmp_path):
         open_dataset(root, "kernels", columns=["no_such_column"])
 
 
+def test_a_read_of_the_kernels_table_does_not_build_the_roofline_tables_schema(tmp_path):
+    """The roofline table's columns are learnt by analysing an empty frame: a report reads the kernels table and
+    waits for none of that before its charts fork."""
+    root = tmp_path / "ds"
+    run_batch(_inputs(tmp_path / "in"), root, workers=1)
+    for cached in (dset.table_schema, dset.table_schemas, dset._roofline_analysis_dtypes):
+        cached.cache_clear()
+    assert len(open_dataset(root, "kernels")) == 6
+    assert dset._roofline_analysis_dtypes.cache_info().currsize == 0
+    assert open_dataset(root, "roofline")["bound"].notna().all()
+    assert dset.table_schemas() == {t: dset.table_schema(t) for t in dset.TABLES}
+
+
 # ---- durability (issue 40 item 7) -------------------------------------------------------------------------
 
 def test_a_zero_byte_part_is_a_typed_error_naming_it_and_a_rerun_reads_its_inputs_again(tmp_path):

@@ -19,7 +19,7 @@ from conftest import OWN, shared
 from roofline.batch import compact as cmp
 from roofline.batch import dataset as dset
 from roofline.batch import open_dataset, run_batch
-from roofline.batch.packed import unpacked
+from roofline.batch.packed import decoded, unpacked
 
 #: the shared ones through ``shared()``: skipped without ../shared, failed under CI
 _SHARED_INPUTS = ("ncu/sm70_v100_cutlass-cublas-gemm_roofline-metrics.csv",
@@ -75,6 +75,18 @@ def test_packed_tables_hold_texts_as_dictionaries_but_the_keys_and_decode_to_the
     assert "kernel_name" in texts and "device_name" in texts
     assert not {"file_id", "run", "part"} & set(texts)
     assert unpacked(packed).equals(plain)
+
+
+def test_a_packed_table_decoded_is_the_plain_table_with_its_texts_as_large_strings(dataset):
+    """What a frame is built from: each dictionary column's texts as the large strings pandas holds, every other
+    column as read."""
+    live = dset.live_state(dataset)
+    packed = dset.live_table(dataset, "roofline", live, packed=True)
+    plain = dset.live_table(dataset, "roofline", live)
+    out = decoded(packed)
+    texts = {f.name for f in packed.schema if pa.types.is_dictionary(f.type)}
+    assert [f.type for f in out.schema] == [pa.large_string() if f.name in texts else f.type for f in plain.schema]
+    assert out.cast(plain.schema).equals(plain)
 
 
 def test_rows_of_packed_tables_that_do_not_line_up_are_joined_as_plain_ones(dataset):

@@ -31,18 +31,21 @@ def packed_format(schema: pa.Schema) -> tuple[pa.Schema, ds.ParquetFileFormat]:
 
 def unpacked(t: pa.Table) -> pa.Table:
     """``t`` with its dictionary columns decoded to plain strings, as the table's schema has them."""
-    if not any(pa.types.is_dictionary(f.type) for f in t.schema):
-        return t
-    return pa.table([c.cast(pa.string()) if pa.types.is_dictionary(c.type) else c for c in t.columns],
-                    schema=pa.schema([pa.field(f.name, pa.string(), f.nullable) if pa.types.is_dictionary(f.type)
-                                      else f for f in t.schema], metadata=t.schema.metadata))
+    return _decoded_as(t, pa.string(), pa.default_memory_pool())
 
 
 def decoded(t: pa.Table) -> pa.Table:
     """``t`` with its dictionary columns as large strings (no cast left for pandas), in the C allocator's memory
     as the readers' frames (:data:`roofline.schema.COLUMN_POOL`): freed columns go back to the system, where
     Arrow's own pool kept their pages for itself."""
+    return _decoded_as(t, pa.large_string(), COLUMN_POOL)
+
+
+def _decoded_as(t: pa.Table, text: pa.DataType, pool: pa.MemoryPool) -> pa.Table:
+    """``t`` with its dictionary columns cast to ``text`` in ``pool``'s memory; the fields' names and nullability
+    and the schema's metadata are kept."""
     if not any(pa.types.is_dictionary(f.type) for f in t.schema):
         return t
-    return pa.table([pc.cast(c, pa.large_string(), memory_pool=COLUMN_POOL) if pa.types.is_dictionary(c.type)
-                     else c for c in t.columns], names=t.column_names)
+    return pa.table([pc.cast(c, text, memory_pool=pool) if pa.types.is_dictionary(c.type) else c for c in t.columns],
+                    schema=pa.schema([pa.field(f.name, text, f.nullable) if pa.types.is_dictionary(f.type) else f
+                                      for f in t.schema], metadata=t.schema.metadata))
