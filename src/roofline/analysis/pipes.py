@@ -224,13 +224,15 @@ def findings(frame: pd.DataFrame) -> pd.DataFrame:
     rows: list[tuple[Any, ...]] = []
     col = frame.get("ncu_rules_json")
     if col is not None:
-        texts = col.to_numpy(dtype=object)
-        dur = _floats(frame, "duration_s")
-        ids = frame.get("kernel_id", pd.Series(pd.NA, index=frame.index)).to_numpy(dtype=object)
-        names = frame.get("kernel_name", pd.Series(pd.NA, index=frame.index)).to_numpy(dtype=object)
-        shorts = frame.get("kernel_short_name", pd.Series(pd.NA, index=frame.index)).to_numpy(dtype=object)
-        files = frame.get("source_file", pd.Series(pd.NA, index=frame.index)).to_numpy(dtype=object)
-        for r in np.flatnonzero(col.notna().to_numpy()):
+        at = np.flatnonzero(col.notna().to_numpy())  # (the rows with results: a dataset's are few)
+
+        def values(name: str) -> np.ndarray:
+            return frame[name].iloc[at].to_numpy(dtype=object) if name in frame else np.full(len(at), pd.NA)
+
+        texts, ids, names, shorts, files = (values(c) for c in ("ncu_rules_json", "kernel_id", "kernel_name",
+                                                                 "kernel_short_name", "source_file"))
+        dur = _floats(frame, "duration_s")[at]
+        for r in range(len(at)):
             for res in rule_results(str(texts[r])):
                 sp = res.get("speedup_pct")
                 sp = float(sp) if isinstance(sp, (int, float)) and not isinstance(sp, bool) else np.nan
