@@ -41,7 +41,7 @@ from roofline.report.chart_data import (
     unplotted_count,
 )
 from roofline.report.figure import BOUND_COLOURS
-from roofline.report.ticks import minor_marks
+from roofline.report.ticks import drawn_majors, minor_marks
 
 LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^", "lds": "D"}
 LEVEL_STYLES = {"dram": "-", "l2": "--", "l1": ":", "lds": "-."}
@@ -388,6 +388,7 @@ def write(frame: pd.DataFrame, path: str | Path, levels: Sequence[str] = LEVELS,
         if fmt == "png":  # the same pixels, cheaper (an SVG keeps an element per tick, as editors expect)
             for axis in (fig.axes[0].xaxis, fig.axes[0].yaxis):
                 minor_marks(axis)
+                drawn_majors(axis)
         fig.savefig(path, format=fmt)
     finally:
         plt.close(fig)
