@@ -79,7 +79,7 @@ def _chart_jobs(result: pd.DataFrame, out: Path, levels: Sequence[str], clock: s
     from roofline.report.chart_data import MAX_ROOF_SETS, plottable, roof_sets, roof_view
 
     view = png.chart_view(result, levels)  # what the jobs read (column selections: no copy of the rows)
-    roof_columns = roof_view(view, levels)  # what the plan reads
+    roof_columns = roof_view(result, levels)  # what the plan reads
     paths: list[Path] = []
     sized: list[tuple[int, Callable[[], object]]] = []
     stems: set[str] = set()
@@ -111,8 +111,8 @@ def _chart_jobs(result: pd.DataFrame, out: Path, levels: Sequence[str], clock: s
 
 def _write_set(view: pd.DataFrame, at: np.ndarray, levels: Sequence[str], clock: str, note: str | None,
                roof_list: Sequence[Roof], path: Path) -> Path:
-    """One chart: the rows at positions ``at`` of ``view`` (:func:`png.chart_view`): a device's, or one roof set
-    of them, whose roofs are ``roof_list``."""
+    """One chart: the rows at positions ``at`` of ``view`` (:func:`png.chart_view`: no roof's columns, as the
+    roofs are given): a device's, or one roof set of them, whose roofs are ``roof_list``."""
     from roofline.report import png
 
     return png.write(view.take(at), path, levels, clock=clock, note=note, roof_list=roof_list)

@@ -37,7 +37,6 @@ from roofline.report.chart_data import (
     points,
     ridges,
     roof_sets,
-    roof_view,
     unplotted_count,
 )
 from roofline.report.figure import BOUND_COLOURS
@@ -99,12 +98,11 @@ def _joint_label(members: list[Roof]) -> str:
 
 
 def chart_view(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> pd.DataFrame:
-    """The columns :func:`draw` reads (given its roofs) and :func:`roof_sets` reads: a chart's rows taken from this
-    copy a few dozen columns, not all ~140 (the chart is the same)."""
-    wanted = set(roof_view(frame, levels).columns) | {
-        "kernel_id", "kernel_name", "kernel_short_name", "device_name", "source_file", "duration_s",
-        "achieved_flop_per_s", "bound", "pipe_ceiling_flop_per_s", "binding_pipe", "binding_pipe_pct",
-        "peak_flop_per_s"} | {f"intensity_{lv}_flop_per_byte" for lv in levels}
+    """The columns :func:`draw` reads when it is given its roofs (``roof_list``; without them it reads the roofs'
+    columns too, :func:`roof_view`): a chart's rows taken from this copy ~15 columns, not all ~140."""
+    wanted = {"kernel_id", "kernel_name", "kernel_short_name", "device_name", "source_file", "duration_s",
+              "achieved_flop_per_s", "bound", "pipe_ceiling_flop_per_s", "binding_pipe", "binding_pipe_pct",
+              "peak_flop_per_s"} | {f"intensity_{lv}_flop_per_byte" for lv in levels}
     return frame[[c for c in frame.columns if c in wanted]]
 
 
@@ -119,7 +117,8 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
     kernels are numbered beside their point, the numbers placed apart, and named in a key beside the legend.
 
     ``roof_list``: the roofs of ``frame``'s kernels where the caller has them (``frame`` is then one roof set:
-    ``roof_sets(frame)[0].roofs``, as :func:`roofline.report.write_charts` plans them): not computed again.
+    ``roof_sets(frame)[0].roofs``, as :func:`roofline.report.write_charts` plans them): not computed again, and
+    ``frame`` needs only the columns of :func:`chart_view`.
     """
     if roof_list is None:
         sets = roof_sets(frame, levels)
