@@ -189,7 +189,7 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
     drawn_bounds = [b for b in BOUND_COLOURS if b in drawn]
     handles = [Line2D([], [], color=BOUND_COLOURS[b], marker="o", ls="none", markeredgecolor="black",
                       markeredgewidth=0.4, label=b) for b in drawn_bounds]
-    drawn_levels = set(pts["level"])
+    drawn_levels = set(pts["level"].unique())  # (an Arrow-backed column read row by row cost more)
     handles += [Line2D([], [], color="0.3", marker=LEVEL_MARKERS[lv], ls="none", label=f"at {LEVEL_LABELS[lv]}")
                 for lv in levels if lv in drawn_levels]
     extra = [Line2D([], [], ls="none", label=f"{skipped} kernel(s) without FLOPs or bytes: not drawn")] if skipped else []
@@ -266,8 +266,13 @@ DRAWABLE_EXP = 250
 def drawable(pts: pd.DataFrame, roof_list: list[Roof]) -> tuple[pd.DataFrame, list[Roof], int]:
     """(points, roofs) that can be drawn on log axes, and how many were left out."""
     lo, hi = 10.0 ** -DRAWABLE_EXP, 10.0 ** DRAWABLE_EXP
-    cols = pts[["intensity_flop_per_byte", "achieved_flop_per_s"]].apply(pd.to_numeric, errors="coerce")
-    ok = ((cols >= lo) & (cols <= hi)).all(axis=1).to_numpy()
+    cols = pts[["intensity_flop_per_byte", "achieved_flop_per_s"]]
+    if all(dt == np.float64 for dt in cols.dtypes):  # as numbers already (as points() gives them): NaN compares False
+        v = cols.to_numpy()
+        ok = ((v >= lo) & (v <= hi)).all(axis=1)
+    else:
+        cols = cols.apply(pd.to_numeric, errors="coerce")
+        ok = ((cols >= lo) & (cols <= hi)).all(axis=1).to_numpy()
     kept = [r for r in roof_list if lo <= r.value <= hi]
     return pts[ok], kept, int((~ok).sum()) + len(roof_list) - len(kept)
 
