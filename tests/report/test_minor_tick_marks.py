@@ -1,5 +1,6 @@
 """A log axis's minor ticks drawn as one line of markers (report/ticks.py) give the very PNG bytes that
-matplotlib's own minor ticks give, and an axis whose minor ticks carry labels keeps matplotlib's ticks."""
+matplotlib's own minor ticks give, and an axis whose minor ticks carry labels keeps matplotlib's ticks; major ticks
+made only where the axis draws them (``drawn_majors``) give the same bytes with fewer ticks made."""
 
 from __future__ import annotations
 
@@ -13,21 +14,24 @@ from conftest import analysed, kernel_row
 from kineto_synthetic import kineto
 from roofline.pipeline import run
 from roofline.report import comm_chart, png
-from roofline.report.ticks import minor_marks
+from roofline.report.ticks import drawn_majors, minor_marks
 
 
-def _png(fig, marks: bool) -> bytes:
-    if marks:
-        for axis in (fig.axes[0].xaxis, fig.axes[0].yaxis):
+def _png(fig, marks: bool, drawn_only: bool = False) -> bytes:
+    for axis in (fig.axes[0].xaxis, fig.axes[0].yaxis):
+        if marks:
             minor_marks(axis)
+        if drawn_only:
+            drawn_majors(axis)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return buf.getvalue()
 
 
-def _roofline_figure():
-    rows = [kernel_row(kernel_id=i, kernel_short_name=f"k{i}", kernel_name=f"k{i}", flop_fp32=10 ** (8 + i),
-                       dram_bytes=10 ** (6 + i % 3), duration_s=1e-3 * (i + 1)) for i in range(6)]
+def _roofline_figure(empty: bool = False):
+    rows = [kernel_row(kernel_id=i, kernel_short_name=f"k{i}", kernel_name=f"k{i}",
+                       flop_fp32=0.0 if empty else 10 ** (8 + i), dram_bytes=10 ** (6 + i % 3), duration_s=1e-3 * (i + 1))
+            for i in range(6)]
     return png.draw(analysed(rows))
 
 
@@ -73,3 +77,19 @@ def test_an_axis_whose_minor_ticks_are_labelled_keeps_matplotlibs_ticks():
     assert isinstance(marked.axes[0].yaxis.get_minor_locator(), NullLocator)  # two decades: marks
     assert any(t.get_text() for t in marked.axes[0].xaxis.get_minorticklabels())
     assert got == _png(plain, marks=False)
+
+
+def test_major_ticks_made_only_where_drawn_give_the_same_png_with_fewer_ticks():
+    for empty in (False, True):  # a chart with points (SI labels), and the empty chart (matplotlib's labels)
+        plain, drawn = _roofline_figure(empty), _roofline_figure(empty)
+        try:
+            assert _png(drawn, marks=True, drawn_only=True) == _png(plain, marks=True)
+            for before, after in zip((plain.axes[0].xaxis, plain.axes[0].yaxis), (drawn.axes[0].xaxis, drawn.axes[0].yaxis)):
+                lo, hi = sorted(before.get_view_interval())
+                locs = before.get_majorticklocs()
+                assert len(locs) > len(after.get_majorticklocs())  # the plain locator gave ticks outside the view
+                assert list(after.get_majorticklocs()) == [x for x in locs if lo <= x <= hi]
+                assert len(after.majorTicks) < len(before.majorTicks)
+        finally:
+            plt.close(plain)
+            plt.close(drawn)

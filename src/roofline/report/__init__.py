@@ -16,6 +16,7 @@ from roofline.hardware.peaks import LEVELS
 
 if TYPE_CHECKING:
     from roofline.analysis.headline import RowFacts
+    from roofline.report.chart_data import Roof
 
 #: file names stop at 255 bytes: a longer device name is cut and told apart by a hash of the whole
 SLUG_MAX = 60
@@ -73,11 +74,12 @@ def _chart_jobs(result: pd.DataFrame, out: Path, levels: Sequence[str], clock: s
                 svg: bool) -> tuple[list[Callable[[], object]], list[Path]]:
     """The device charts :func:`write_charts` draws: a job per file (largest first) and the files in their
     order (the jobs take their rows and draw: the independent part, shared among processes). The plan reads
-    only the columns of the roofs; no device's rows are held until its job runs."""
+    only the columns of the charts; no device's rows are held until its job runs (only their positions)."""
     from roofline.report import png
     from roofline.report.chart_data import MAX_ROOF_SETS, plottable, roof_sets, roof_view
 
-    view = roof_view(result, levels)
+    view = png.chart_view(result, levels)  # what the jobs read (column selections: no copy of the rows)
+    roof_columns = roof_view(result, levels)  # what the plan reads
     paths: list[Path] = []
     sized: list[tuple[int, Callable[[], object]]] = []
     stems: set[str] = set()
@@ -86,7 +88,8 @@ def _chart_jobs(result: pd.DataFrame, out: Path, levels: Sequence[str], clock: s
         if stem in stems:  # two devices whose names differ only in case or punctuation
             stem = f"{stem}-{i}"
         stems.add(stem)
-        frame = view[rows]
+        at = np.flatnonzero(rows)
+        frame = roof_columns.take(at)
         sets = roof_sets(frame, levels)
         rest = sum(st.kernels for st in sets[MAX_ROOF_SETS:])
         more = (f"; {rest} kernel(s) under {len(sets) - MAX_ROOF_SETS} further roof set(s) have no chart: see the table"
@@ -96,21 +99,23 @@ def _chart_jobs(result: pd.DataFrame, out: Path, levels: Sequence[str], clock: s
         charted = [st for st in sets[:MAX_ROOF_SETS] if drawable[st.mask].any()]
         for st in charted:
             name = stem if st.index == 0 else f"{stem}-set{st.index + 1}"
+            # the set's roofs go with its rows: the job draws them without computing the device's sets again
+            job = partial(_write_set, view, at if len(sets) == 1 else at[st.mask], levels, clock,
+                          png.set_note(st, len(frame), more), st.roofs)
             for suffix in (".png", ".svg") if svg else (".png",):
                 paths.append(out / f"{name}{suffix}")
-                sized.append((st.kernels, partial(_write_set, result, rows, st.mask if len(sets) > 1 else None,
-                                                  paths[-1], levels, clock, png.set_note(st, len(frame), more))))
+                sized.append((st.kernels, partial(job, paths[-1])))
     order = sorted(range(len(sized)), key=lambda k: -sized[k][0])  # stable: the largest charts are taken first
     return [sized[k][1] for k in order], paths
 
 
-def _write_set(result: pd.DataFrame, rows: np.ndarray, mask: np.ndarray | None, path: Path, levels: Sequence[str],
-               clock: str, note: str | None) -> Path:
-    """One chart: the device's rows (``rows``: a mask over ``result``), or one roof set of them (``mask``)."""
+def _write_set(view: pd.DataFrame, at: np.ndarray, levels: Sequence[str], clock: str, note: str | None,
+               roof_list: Sequence[Roof], path: Path) -> Path:
+    """One chart: the rows at positions ``at`` of ``view`` (:func:`png.chart_view`: no roof's columns, as the
+    roofs are given): a device's, or one roof set of them, whose roofs are ``roof_list``."""
     from roofline.report import png
 
-    frame = result[rows] if mask is None else result.iloc[np.flatnonzero(rows)[mask]]  # (one take of its rows)
-    return png.write(frame, path, levels, clock=clock, note=note)
+    return png.write(view.take(at), path, levels, clock=clock, note=note, roof_list=roof_list)
 
 
 def _comm_charts(result: pd.DataFrame, out: Path, clock: str, svg: bool) -> list[Path]:

@@ -40,7 +40,7 @@ from roofline.report.chart_data import (
     unplotted_count,
 )
 from roofline.report.figure import BOUND_COLOURS
-from roofline.report.ticks import minor_marks
+from roofline.report.ticks import drawn_majors, minor_marks
 
 LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^", "lds": "D"}
 LEVEL_STYLES = {"dram": "-", "l2": "--", "l1": ":", "lds": "-."}
@@ -49,7 +49,8 @@ PRECISION_COLOURS = {"fp64": "#6a3d9a", "fp32": "#1f78b4", "fp16": "#33a02c", "t
 
 
 def title_for(frame: pd.DataFrame, clock: str = "profiled") -> str:
-    devices = sorted(set(frame["device_name"].dropna().astype(str))) if "device_name" in frame else []
+    # each distinct value converted once (an Arrow-backed column converted row by row cost ~5 ms per chart)
+    devices = sorted({str(d) for d in frame["device_name"].dropna().unique()}) if "device_name" in frame else []
     files = sorted({Path(str(f)).name for f in frame["source_file"].dropna().unique()}) if "source_file" in frame else []
     profile = files[0] if len(files) == 1 else f"{len(files)} profiles"
     return f"{', '.join(devices) or 'unknown device'} · clock: {clock} · {profile}"
@@ -96,8 +97,17 @@ def _joint_label(members: list[Roof]) -> str:
     return names + head[len(head.split(" ")[0]):] + " (the same roof)"
 
 
+def chart_view(frame: pd.DataFrame, levels: Sequence[str] = LEVELS) -> pd.DataFrame:
+    """The columns :func:`draw` reads when it is given its roofs (``roof_list``; without them it reads the roofs'
+    columns too, :func:`roof_view`): a chart's rows taken from this copy ~15 columns, not all ~140."""
+    wanted = {"kernel_id", "kernel_name", "kernel_short_name", "device_name", "source_file", "duration_s",
+              "achieved_flop_per_s", "bound", "pipe_ceiling_flop_per_s", "binding_pipe", "binding_pipe_pct",
+              "peak_flop_per_s"} | {f"intensity_{lv}_flop_per_byte" for lv in levels}
+    return frame[[c for c in frame.columns if c in wanted]]
+
+
 def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None = None, label_top: int = 10,
-         clock: str = "profiled", note: str | None = None) -> Figure:
+         clock: str = "profiled", note: str | None = None, roof_list: Sequence[Roof] | None = None) -> Figure:
     """The roofline figure of one device's roofline frame.
 
     Only roofs the drawn kernels' % of roof used are drawn: where the kernels fall into several roof
@@ -105,12 +115,18 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
     (:func:`roofline.report.write_charts` writes one chart per set). Points are coloured by bound (the HTML
     report's colours) with a shape per memory level, both keyed in the legend; the ``label_top`` longest
     kernels are numbered beside their point, the numbers placed apart, and named in a key beside the legend.
+
+    ``roof_list``: the roofs of ``frame``'s kernels where the caller has them (``frame`` is then one roof set:
+    ``roof_sets(frame)[0].roofs``, as :func:`roofline.report.write_charts` plans them): not computed again, and
+    ``frame`` needs only the columns of :func:`chart_view`.
     """
-    sets = roof_sets(frame, levels)
-    if len(sets) > 1:
-        note = note or set_note(sets[0], len(frame), "; they are not drawn here")
-        frame = frame[sets[0].mask]
-    roof_list = sets[0].roofs
+    if roof_list is None:
+        sets = roof_sets(frame, levels)
+        if len(sets) > 1:
+            note = note or set_note(sets[0], len(frame), "; they are not drawn here")
+            frame = frame[sets[0].mask]
+        roof_list = sets[0].roofs
+    roof_list = list(roof_list)
     fig = plt.figure(figsize=(12, 6.5), dpi=110)
     left, bottom, width, height = AXES_RECT
     if note:
@@ -156,9 +172,8 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
         ax.plot([x], [y], "o", ms=4, mfc="white", mec="0.2", gid=f"ridge:{lv}:{p}", zorder=4)
 
     # one scatter per level (a million markers stay one artist each), coloured by the kernel's bound
-    order = pts.groupby("row")["duration_s"].first().sort_values(ascending=False)
-    bound = frame["bound"].astype("string").fillna("unavailable").to_numpy() if "bound" in frame \
-        else np.full(len(frame), "unavailable", dtype=object)
+    order = _longest_first(pts)
+    bound = _bounds(frame)
     for lv in levels:
         part = pts[pts["level"] == lv]
         if part.empty:
@@ -174,7 +189,7 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
     drawn_bounds = [b for b in BOUND_COLOURS if b in drawn]
     handles = [Line2D([], [], color=BOUND_COLOURS[b], marker="o", ls="none", markeredgecolor="black",
                       markeredgewidth=0.4, label=b) for b in drawn_bounds]
-    drawn_levels = set(pts["level"])
+    drawn_levels = set(pts["level"].unique())  # (an Arrow-backed column read row by row cost more)
     handles += [Line2D([], [], color="0.3", marker=LEVEL_MARKERS[lv], ls="none", label=f"at {LEVEL_LABELS[lv]}")
                 for lv in levels if lv in drawn_levels]
     extra = [Line2D([], [], ls="none", label=f"{skipped} kernel(s) without FLOPs or bytes: not drawn")] if skipped else []
@@ -191,6 +206,28 @@ def draw(frame: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | None 
     _pipe_roofs(ax, frame, top_pts, top_rows)
     _label_top(ax, frame, top_pts, top_rows, legend)
     return fig
+
+
+def _bounds(frame: pd.DataFrame) -> np.ndarray:
+    """Each kernel's bound as text, "unavailable" where it has none (objects). A categorical column's categories
+    are converted, not its rows (the rows' conversion of an Arrow-backed text copy cost ~2 ms per chart)."""
+    if "bound" not in frame:
+        return np.full(len(frame), "unavailable", dtype=object)
+    col = frame["bound"]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        texts = pd.Series(col.cat.categories).astype("string").tolist() + ["unavailable"]
+        return np.array(texts, dtype=object)[col.cat.codes.to_numpy()]  # (a missing value's code -1: the last)
+    return col.astype("string").fillna("unavailable").to_numpy()
+
+
+def _longest_first(pts: pd.DataFrame) -> pd.Series:
+    """Each kernel's time by its row, longest first (``pts.groupby("row")["duration_s"].first()`` sorted as pandas
+    sorts it, ties included): a kernel's points share its time, so its first point's is the one."""
+    rows, first = np.unique(pts["row"].to_numpy(), return_index=True)  # (rows ascending, as a groupby's keys)
+    dur = pts["duration_s"].iloc[first]
+    if dur.isna().any():  # the first time that is not missing, as groupby's first() takes it
+        return pts.groupby("row")["duration_s"].first().sort_values(ascending=False)
+    return pd.Series(dur.to_numpy(), index=pd.Index(rows, name="row"), name="duration_s").sort_values(ascending=False)
 
 
 def _joins(pts: pd.DataFrame) -> list[np.ndarray]:
@@ -229,8 +266,13 @@ DRAWABLE_EXP = 250
 def drawable(pts: pd.DataFrame, roof_list: list[Roof]) -> tuple[pd.DataFrame, list[Roof], int]:
     """(points, roofs) that can be drawn on log axes, and how many were left out."""
     lo, hi = 10.0 ** -DRAWABLE_EXP, 10.0 ** DRAWABLE_EXP
-    cols = pts[["intensity_flop_per_byte", "achieved_flop_per_s"]].apply(pd.to_numeric, errors="coerce")
-    ok = ((cols >= lo) & (cols <= hi)).all(axis=1).to_numpy()
+    cols = pts[["intensity_flop_per_byte", "achieved_flop_per_s"]]
+    if all(dt == np.float64 for dt in cols.dtypes):  # as numbers already (as points() gives them): NaN compares False
+        v = cols.to_numpy()
+        ok = ((v >= lo) & (v <= hi)).all(axis=1)
+    else:
+        cols = cols.apply(pd.to_numeric, errors="coerce")
+        ok = ((cols >= lo) & (cols <= hi)).all(axis=1).to_numpy()
     kept = [r for r in roof_list if lo <= r.value <= hi]
     return pts[ok], kept, int((~ok).sum()) + len(roof_list) - len(kept)
 
@@ -243,10 +285,11 @@ def _pipe_roofs(ax, frame: pd.DataFrame, pts: pd.DataFrame, rows: list[int]) -> 
     if "pipe_ceiling_flop_per_s" not in frame:
         return
     bound = pipe_bound(frame)
+    ceilings = frame["pipe_ceiling_flop_per_s"].to_numpy()  # (read once: a column read per kernel cost more)
     y0, y1 = ax.get_ylim()
     labelled: list[tuple[str, float]] = []  # (pipe, ceiling): launches of one kernel share a roof and one label
     for row in rows:
-        ceiling = float(frame["pipe_ceiling_flop_per_s"].iloc[row])
+        ceiling = float(ceilings[row])
         if not bound[row] or not y0 < ceiling < y1:
             continue
         xs = pts.loc[pts["row"] == row, "intensity_flop_per_byte"]
@@ -340,15 +383,16 @@ def _display_names(frame: pd.DataFrame, rows: Sequence[int]) -> dict[int, str]:
 
 
 def write(frame: pd.DataFrame, path: str | Path, levels: Sequence[str] = LEVELS, clock: str = "profiled",
-          title: str | None = None, note: str | None = None) -> Path:
-    """Write the chart to ``path`` (format from its suffix: .png or .svg)."""
+          title: str | None = None, note: str | None = None, roof_list: Sequence[Roof] | None = None) -> Path:
+    """Write the chart to ``path`` (format from its suffix: .png or .svg); ``roof_list`` as in :func:`draw`."""
     path = Path(path)
-    fig = draw(frame, levels, title=title, clock=clock, note=note)
+    fig = draw(frame, levels, title=title, clock=clock, note=note, roof_list=roof_list)
     fmt = path.suffix.lstrip(".").lower() or "png"
     try:
         if fmt == "png":  # the same pixels, cheaper (an SVG keeps an element per tick, as editors expect)
             for axis in (fig.axes[0].xaxis, fig.axes[0].yaxis):
                 minor_marks(axis)
+                drawn_majors(axis)
         fig.savefig(path, format=fmt)
     finally:
         plt.close(fig)
