@@ -92,6 +92,36 @@ def main() -> None:
         _main()
 
 
+def run() -> None:
+    """The ``roofline`` script and ``python -m roofline``: :func:`main`, then the process ends without the
+    interpreter's teardown. Once the output is written, freeing every object one by one (a dataset report's
+    ~1 GB of frames, pandas', pyarrow's and matplotlib's modules) took ~0.25 s of a 5 s report. The streams are
+    flushed and the exit handlers run as at a normal exit; where a thread is still running, or a stream cannot
+    be flushed (a closed pipe), the normal exit does what it always did."""
+    import atexit
+    import threading
+
+    try:
+        main()
+        code: object = None
+    except SystemExit as exc:
+        code = exc.code
+    if threading.active_count() > 1:
+        sys.exit(code)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        sys.exit(code)
+    if code is None or isinstance(code, int):
+        rc = code or 0
+    else:  # (what sys.exit does with any other object: prints it, status 1)
+        print(code, file=sys.stderr, flush=True)
+        rc = 1
+    atexit._run_exitfuncs()  # (the multiprocessing, logging and weakref.finalize handlers, as at a normal exit)
+    os._exit(rc & 0xFF)
+
+
 def _main() -> None:
     try:
         rc = cli.main(standalone_mode=False)

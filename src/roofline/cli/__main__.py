@@ -1,5 +1,5 @@
 """``python -m roofline.cli``: the command line (as ``python -m roofline``)."""
 
-from roofline.cli import main
+from roofline.cli import run
 
-main()
+run()
