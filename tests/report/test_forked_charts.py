@@ -97,3 +97,20 @@ def test_no_process_to_fork_runs_everything_here(monkeypatch):
     seen: list[int] = []
     assert run_shared([lambda i=i: seen.append(i) for i in range(5)], lambda: "page", workers=4) == "page"
     assert sorted(seen) == list(range(5))
+
+
+def test_the_collections_freeze_during_the_charts_is_undone_and_a_callers_own_is_kept():
+    import gc
+
+    def frozen_while_running() -> int:
+        return gc.get_freeze_count()
+
+    assert gc.get_freeze_count() == 0
+    seen = run_shared([lambda: None, lambda: None], frozen_while_running, workers=2)
+    assert seen > 0 and gc.get_freeze_count() == 0  # frozen while the children ran, thawed after
+    gc.freeze()
+    try:
+        run_shared([lambda: None, lambda: None], lambda: None, workers=2)
+        assert gc.get_freeze_count() > 0  # (a caller's own freeze, as a batch worker's, is not thawed)
+    finally:
+        gc.unfreeze()

@@ -14,6 +14,7 @@ semaphores do not exist, with one CPU, or for a single job, everything runs here
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -49,6 +50,12 @@ def run_shared(jobs: Sequence[Callable[[], object]], meanwhile: Callable[[], T],
     taken, done = shared
     sys.stdout.flush()  # a child's copy of an unflushed buffer would be written twice
     sys.stderr.flush()
+    # the objects made so far are left out of both processes' collections: a collection writes to every object
+    # it scans, and each page written is copied for the child (~10k page faults fewer in a dataset's report);
+    # a caller's own freeze is left as it was
+    ours = gc.get_freeze_count() == 0
+    if ours:
+        gc.freeze()
     pids: list[int] = []
     try:
         for _ in range(children):
@@ -68,6 +75,8 @@ def run_shared(jobs: Sequence[Callable[[], object]], meanwhile: Callable[[], T],
     finally:
         for pid in pids:
             _wait(pid)
+        if ours:
+            gc.unfreeze()
     for i, job in enumerate(jobs):  # what a child did not finish, here (raising its error as a serial run would)
         if not done[i]:
             job()
