@@ -152,8 +152,12 @@ def format_headlines(items: list[Headline]) -> str:
     scopes = [h for h in whole if h is not main]
     if scopes:
         lines += ["", f"per profile and device ({len(scopes)}):"] + _scope_table(scopes, "profile and device")
+    by_scope: dict[tuple[str | None, str | None], list[Headline]] = {}  # (each scope's steps, in their order)
+    for s in items:
+        if s.step is not None:
+            by_scope.setdefault((s.profile, s.device), []).append(s)
     for h in whole if len(whole) == 1 else scopes:
-        steps = [s for s in items if s.step is not None and s.profile == h.profile and s.device == h.device]
+        steps = by_scope.get((h.profile, h.device), [])
         if len(steps) == 1 and steps[0].rows == h.rows:
             continue  # one step that is the whole profile: the headline above says it all
         if steps:
