@@ -157,10 +157,9 @@ def write(frame: pd.DataFrame, path: str | Path, title: str | None = None) -> Pa
     if fig is None:
         return None
     path = Path(path)
-    if path.suffix.lower() == ".png":  # the same pixels, cheaper (report/ticks.py)
-        from roofline.report.ticks import minor_marks
+    if path.suffix.lower() == ".png":
+        from roofline.report.ticks import for_png
 
-        for axis in (fig.axes[0].xaxis, fig.axes[0].yaxis):
-            minor_marks(axis)
+        for_png(fig.axes[0])
     fig.savefig(path)
     return path

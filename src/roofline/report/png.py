@@ -40,7 +40,7 @@ from roofline.report.chart_data import (
     unplotted_count,
 )
 from roofline.report.figure import BOUND_COLOURS
-from roofline.report.ticks import drawn_majors, minor_marks
+from roofline.report.ticks import for_png
 
 LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^", "lds": "D"}
 LEVEL_STYLES = {"dram": "-", "l2": "--", "l1": ":", "lds": "-."}
@@ -389,10 +389,8 @@ def write(frame: pd.DataFrame, path: str | Path, levels: Sequence[str] = LEVELS,
     fig = draw(frame, levels, title=title, clock=clock, note=note, roof_list=roof_list)
     fmt = path.suffix.lstrip(".").lower() or "png"
     try:
-        if fmt == "png":  # the same pixels, cheaper (an SVG keeps an element per tick, as editors expect)
-            for axis in (fig.axes[0].xaxis, fig.axes[0].yaxis):
-                minor_marks(axis)
-                drawn_majors(axis)
+        if fmt == "png":
+            for_png(fig.axes[0])
         fig.savefig(path, format=fmt)
     finally:
         plt.close(fig)
