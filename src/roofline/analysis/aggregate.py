@@ -47,47 +47,73 @@ def aggregate(
 def partial(frame: pd.DataFrame, by: str = "program", levels: Sequence[str] = LEVELS) -> pd.DataFrame:
     """The sums and counts a group's row is made of, one row per (group, device): partials of several frames
     (record batches of a dataset larger than memory) :func:`combine` into those of their union."""
+    return _grouped(_work(frame, levels, rank=by == "rank"), frame, by, levels)
+
+
+def aggregate_each(frame: pd.DataFrame, bys: Sequence[str], levels: Sequence[str] = LEVELS,
+                   latency_threshold_pct: float = LATENCY_THRESHOLD_PCT) -> dict[str, pd.DataFrame]:
+    """:func:`aggregate` of ``frame`` by each of ``bys``, the per-kernel quantities the sums read computed once
+    (the report page groups the same rows by program and by NVTX range: half of each grouping's time)."""
+    for by in bys:
+        if by not in GROUPINGS:
+            raise ValueError(f"by must be one of {', '.join(GROUPINGS)}; got {by!r}")
+    if frame.empty:
+        return {by: aggregate(frame, by, levels, latency_threshold_pct) for by in bys}
+    work = _work(frame, levels, rank="rank" in bys)
+    return {by: finish(_grouped(work, frame, by, levels), by, levels, latency_threshold_pct) for by in bys}
+
+
+def _work(frame: pd.DataFrame, levels: Sequence[str], rank: bool = False) -> pd.DataFrame:
+    """Per kernel, what the groups' sums read: the quantities of timed kernels, each roof's weights, and the counts
+    (of missing quantities, untimed kernels, work without a roof)."""
     sums = _sums(levels)
-    # only the columns the sums read: a copy of the whole frame (~140 columns) cost most of the time and memory
-    read = [*sums, *(f"peak_flop_per_s_{p}" for p in PRECISIONS), *(f"peak_{lv}_bytes_per_s" for lv in levels),
-            "tensor_path", *(["rank_source"] if by == "rank" else [])]
-    work = frame[[c for c in dict.fromkeys(read) if c in frame.columns]]
-    keys = ["_group", "_device", "_config"][:len(found := group_keys(frame, by))]
-    for k, values in zip(keys, found):
-        work[k] = values
-    dur = pd.to_numeric(work["duration_s"], errors="coerce")
+    dur = pd.to_numeric(frame["duration_s"], errors="coerce")
     timed = (dur > 0).fillna(False).to_numpy()
     # kernels without a positive time cannot contribute to a rate: leave all their quantities out
-    work["_untimed"] = ~timed
-    work["_dur"] = dur.where(timed)
+    floats: dict[str, pd.Series] = {"_dur": dur.where(timed)}
+    counts: dict[str, object] = {"_untimed": ~timed}
     for c in sums:
-        work[c] = pd.to_numeric(work[c], errors="coerce").where(timed)
+        floats[c] = pd.to_numeric(frame[c], errors="coerce").where(timed)
+        counts[f"_missing_{c}"] = floats[c].isna()
     for p, fc in zip(PRECISIONS, FLOP_COLUMNS):
-        f = work[fc]
-        pk = pd.to_numeric(work[f"peak_flop_per_s_{p}"], errors="coerce")
+        f = floats[fc]
+        pk = pd.to_numeric(frame[f"peak_flop_per_s_{p}"], errors="coerce")
         pk = pk.where(np.isfinite(pk) & (pk > 0))
         # time at peak per kernel (what the harmonic mean needs); a kernel with work but no roof
         # makes the group's roof unknown, as it would for one kernel
-        work[f"_t_{p}"] = np.where(f > 0, f / pk, 0.0)
-        work[f"_nopeak_{p}"] = ((f > 0) & pk.isna()).astype(int)
-        work[f"_pkw_{p}"] = pk * work["_dur"]
-        work[f"_pkd_{p}"] = work["_dur"].where(pk.notna())
+        floats[f"_t_{p}"] = pd.Series(np.where(f > 0, f / pk, 0.0), index=frame.index)
+        counts[f"_nopeak_{p}"] = ((f > 0) & pk.isna()).astype(int)
+        floats[f"_pkw_{p}"] = pk * floats["_dur"]
+        floats[f"_pkd_{p}"] = floats["_dur"].where(pk.notna())
     for lv in levels:
-        bw = pd.to_numeric(work[f"peak_{lv}_bytes_per_s"], errors="coerce")
+        bw = pd.to_numeric(frame[f"peak_{lv}_bytes_per_s"], errors="coerce")
         bw = bw.where(np.isfinite(bw) & (bw > 0))
-        work[f"_bww_{lv}"] = bw * work["_dur"]
-        work[f"_bwd_{lv}"] = work["_dur"].where(bw.notna())  # time of the kernels that have this roof
+        floats[f"_bww_{lv}"] = bw * floats["_dur"]
+        floats[f"_bwd_{lv}"] = floats["_dur"].where(bw.notna())  # time of the kernels that have this roof
+    texts = [frame[c] for c in ("tensor_path", *(["rank_source"] if rank else [])) if c in frame]
+    # the float columns stay one per block, as columns set one by one were: pandas' grouped sum of a block of
+    # several columns can differ from one column's in the last bit; the counts are exact in any layout
+    return pd.concat([pd.DataFrame(counts, index=frame.index), *(s.rename(k) for k, s in floats.items()), *texts],
+                     axis=1)
 
+
+def _grouped(work: pd.DataFrame, frame: pd.DataFrame, by: str, levels: Sequence[str]) -> pd.DataFrame:
+    """The partial of ``frame`` by ``by`` from its :func:`_work`, whose key columns it sets (a later ``by`` sets
+    its own: the columns the sums read stay as they are)."""
+    sums = _sums(levels)
+    keys = ["_group", "_device", "_config"][:len(found := group_keys(frame, by))]
+    for k, values in zip(keys, found):
+        work[k] = values
     g = work.groupby(keys, sort=False, dropna=False)
     weighted = [*(f"_{w}_{p}" for p in PRECISIONS for w in ("t", "pkw", "pkd")),
                 *(f"_{w}_{lv}" for lv in levels for w in ("bww", "bwd"))]
     out = g[[*sums, *weighted]].sum(min_count=1)
-    missing = work[sums].isna().groupby([work[k] for k in keys], sort=False, dropna=False).sum()
-    out[[f"_missing_{c}" for c in sums]] = missing.to_numpy()
-    out["_untimed"] = g["_untimed"].sum()
+    counts = g[[*(f"_missing_{c}" for c in sums), "_untimed", *(f"_nopeak_{p}" for p in PRECISIONS)]].sum()
+    out[[f"_missing_{c}" for c in sums]] = counts[[f"_missing_{c}" for c in sums]].to_numpy()
+    out["_untimed"] = counts["_untimed"]
     out["kernel_count"] = g.size()
     for p in PRECISIONS:
-        out[f"_nopeak_{p}"] = g[f"_nopeak_{p}"].sum()
+        out[f"_nopeak_{p}"] = counts[f"_nopeak_{p}"]
     ids = g.ngroup().to_numpy()
     out["_tensor_paths"] = _distinct(ids, len(out), work["tensor_path"]) if "tensor_path" in work \
         else [frozenset()] * len(out)

@@ -31,7 +31,7 @@ from jinja2 import Environment, select_autoescape
 from markupsafe import Markup
 
 from roofline._version import __version__
-from roofline.analysis.aggregate import aggregate
+from roofline.analysis.aggregate import aggregate_each
 from roofline.analysis.collect import collect_next_column
 from roofline.analysis.collect import plan as collect_plan
 from roofline.analysis.collect import summary as collect_summary
@@ -105,15 +105,18 @@ def _ints(codes: np.ndarray) -> str:
     return "[" + ",".join(text[codes + 1].tolist()) + "]"
 
 
-def _strings(values: pd.Series, limit: int = MAX_NAME) -> list[str]:
-    s = values.astype("string").fillna("")
-    return [t if len(t) <= limit else t[: limit - 1] + "…" for t in s.tolist()]
+def _strings(values: pd.Series, limit: int = MAX_NAME) -> str:
+    """A JSON array of the texts (missing as ""), each cut to ``limit`` characters: each distinct text cut and
+    encoded once (a dataset's 60,000 kernels have a few hundred names)."""
+    codes, uniq = pd.factorize(values.astype("string").fillna(""))
+    text = np.array([json.dumps(t if len(t) <= limit else t[: limit - 1] + "…") for t in uniq], dtype=object)
+    return "[" + ", ".join(text[codes].tolist()) + "]"  # (json.dumps' separator: the bytes stay the same)
 
 
 def _column_block(frame: pd.DataFrame, levels: Sequence[str], collect: list[dict[str, object]] | None = None,
-                  facts: RowFacts | None = None) -> str:
-    """The kernels as columns: numbers compact, names as strings, categories as codes (``collect``: the
-    collect-next plan of ``frame``, and ``facts`` its rows' facts, where the caller has them)."""
+                  facts: RowFacts | None = None) -> list[str]:
+    """The kernels as columns, a JSON object in pieces: numbers compact, names as strings, categories as codes
+    (``collect``: the collect-next plan of ``frame``, and ``facts`` its rows' facts, where the caller has them)."""
     parts = {
         "id": _numbers(frame.get("kernel_id", pd.Series(range(len(frame)))), 12),
         "time": _numbers(frame["duration_s"]),
@@ -143,15 +146,15 @@ def _column_block(frame: pd.DataFrame, levels: Sequence[str], collect: list[dict
         codes, uniques = _codes(values)
         parts[f"{key}_code"] = codes
         cats[key] = uniques
-    names = {
-        "short": _strings(frame.get("kernel_short_name", pd.Series(pd.NA, index=frame.index)).astype("string")
-                          .fillna(frame.get("kernel_name", pd.Series("", index=frame.index)).astype("string")), 120),
-        "name": _strings(frame.get("kernel_name", pd.Series("", index=frame.index))),
-    }
+    short = _strings(frame.get("kernel_short_name", pd.Series(pd.NA, index=frame.index)).astype("string")
+                     .fillna(frame.get("kernel_name", pd.Series("", index=frame.index)).astype("string")), 120)
+    name = _strings(frame.get("kernel_name", pd.Series("", index=frame.index)))
     refs, note_parts = _note_parts(cats["note"])
-    body = ",".join(f'"{k}":{v}' for k, v in parts.items())
-    return ("{" + body + "," + json.dumps(names)[1:-1] + ',"categories":' + json.dumps(cats)
-            + ',"note_refs":' + json.dumps(refs) + ',"note_parts":' + json.dumps(note_parts) + "}")
+    # the pieces, joined by the caller with the rest of the data: each '+' of the ~15 MB a dataset's report
+    # carries here copied all of it (and faulted in the pages of each new string)
+    return ["{", *(x for k, v in parts.items() for x in (f'"{k}":', v, ",")), '"short": ', short, ', "name": ', name,
+            ',"categories":', json.dumps(cats), ',"note_refs":', json.dumps(refs), ',"note_parts":', json.dumps(note_parts),
+            "}"]
 
 
 def _note_parts(notes: list[str]) -> tuple[list[list[int]], list[str]]:
@@ -228,8 +231,7 @@ def _roof_lines(frame: pd.DataFrame, levels: Sequence[str], roofs_of: _DeviceRoo
 def _groups(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, object]]:
     out = []
     bys = ["program"] + (["nvtx"] if "nvtx_range" in frame and frame["nvtx_range"].notna().any() else [])
-    for by in bys:
-        agg = aggregate(frame, by=by, levels=levels)
+    for by, agg in aggregate_each(frame, bys, levels=levels).items():
         for g in row_dicts(agg):
             label = Path(str(g[by])).name if by == "program" else str(g[by])
             item = {"by": by, "label": label, "device": "" if pd.isna(g["device_name"]) or g["device_name"] == "(unknown device)"
@@ -350,8 +352,8 @@ def render(result: pd.DataFrame, levels: Sequence[str] = LEVELS, title: str | No
     }
     data, dropped = finite_only(data)  # JSON has no inf/NaN: nulls, and their count as the flag
     data["meta"]["non_finite_values"] = dropped
-    kernels_json = _column_block(frame, levels, collect, facts) if len(frame) else "{}"
-    payload = json.dumps(data, default=str, allow_nan=False)[:-1] + ',"kernels":' + kernels_json + "}"
+    kernels = _column_block(frame, levels, collect, facts) if len(frame) else ["{}"]
+    payload = "".join([json.dumps(data, default=str, allow_nan=False)[:-1], ',"kernels":', *kernels, "}"])
     if compress is None:
         compress = len(payload) > COMPRESS_ABOVE
     if compress:
