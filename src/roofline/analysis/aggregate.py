@@ -139,8 +139,9 @@ def step_ranges(nvtx: pd.Series, flags: int = re.IGNORECASE) -> pd.Series:
     communication chart's steps match case-sensitively)."""
     codes, uniq = pd.factorize(nvtx.astype("string"))
     found = pd.Series(uniq, dtype="string").str.extract(STEP_RANGE, flags=flags)[0]
-    vals = np.append(found.to_numpy(dtype=object, na_value=None), None)[codes]
-    return pd.Series(vals, index=nvtx.index, dtype="string")
+    # the distinct paths' steps taken for every row (missing at -1): not a 60,000-row array of objects made a string
+    # column anew
+    return pd.Series(found.array.take(codes, allow_fill=True), index=nvtx.index, dtype="string")
 
 
 def combine(partials: Sequence[pd.DataFrame]) -> pd.DataFrame:

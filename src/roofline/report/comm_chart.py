@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.analysis.aggregate import step_ranges
-from roofline.frames import row_dicts
+from roofline.frames import group_ids, row_dicts
 
 #: collectives drawn at most (the longest); the others are counted as not drawn
 MAX_POINTS = 20_000
@@ -24,6 +24,10 @@ RANK_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 COLLECTIVE_COLOURS = {"all_reduce": "#1f77b4", "all_gather": "#2ca02c", "reduce_scatter": "#d62728",
                       "all_to_all": "#9467bd", "broadcast": "#8c564b", "reduce": "#e377c2", "send_recv": "#7f7f7f",
                       "gather": "#bcbd22", "scatter": "#17becf"}
+#: the columns :func:`comm_data` reads of the collectives' rows
+_READ = ("collective", "duration_s", "nvtx_range", "message_bytes", "message_bytes_source", "bus_bandwidth_bytes_per_s",
+         "algorithm_bandwidth_bytes_per_s", "pct_of_link_roof", "group_size", "rank", "device_name", "process_group",
+         "link_placement", "link_roof_bytes_per_s", "link_roof_bytes_per_s_source")
 
 
 def _f(v: Any) -> float | None:
@@ -39,7 +43,8 @@ def comm_data(frame: pd.DataFrame) -> dict[str, Any]:
     and the count of collectives not drawn with the reasons."""
     if not has_collectives(frame):
         return {}
-    c = frame[frame["collective"].notna()]
+    # (only the columns read here: a dataset's frame has ~140, each copied for the rows and made objects per row)
+    c = frame.loc[frame["collective"].notna(), [k for k in _READ if k in frame]]
     if len(c) > MAX_POINTS:  # the page's JSON stays bounded: the longest collectives, the rest counted
         c = c.sort_values("duration_s", ascending=False, kind="stable").head(MAX_POINTS)
     step = step_ranges(c["nvtx_range"], flags=0) if "nvtx_range" in c else pd.Series(pd.NA, index=c.index)
@@ -79,19 +84,37 @@ def exposure(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Per (rank, step): the collectives' exposed and overlapped seconds and the step's GPU time (Σ rows)."""
     if "comm_exposed_s" not in frame or not frame["comm_exposed_s"].notna().any():
         return []
-    rank = frame["rank"].astype("Int64").astype("string").fillna("") if "rank" in frame else \
-        pd.Series("", index=frame.index)
-    step = step_ranges(frame["nvtx_range"], flags=0).fillna("(no step)") \
-        if "nvtx_range" in frame else pd.Series("(no step)", index=frame.index)
-    g = pd.DataFrame({"rank": rank.to_numpy(), "step": step.to_numpy(),
-                      "exposed": frame["comm_exposed_s"].to_numpy(dtype="float64", na_value=np.nan),
-                      "overlapped": frame["comm_overlapped_s"].to_numpy(dtype="float64", na_value=np.nan),
-                      "time": pd.to_numeric(frame["duration_s"], errors="coerce").to_numpy()})
+    n = len(frame)
+    # each row's (rank, step) from its distinct (rank, NVTX path): the labels made for those few, not for every row
+    parts, labels = [], []
+    if "rank" in frame:
+        rank = frame["rank"].astype("Int64")
+        parts.append(pd.factorize(rank)[0] + 1)
+    if "nvtx_range" in frame:
+        nvtx = frame["nvtx_range"].astype("string")
+        parts.append(pd.factorize(nvtx)[0] + 1)
+    combo, first = group_ids(parts, n)
+    labels.append(rank.take(first).astype("string").fillna("") if "rank" in frame
+                  else pd.Series("", index=range(len(first))))
+    labels.append(step_ranges(nvtx.take(first), flags=0).fillna("(no step)") if "nvtx_range" in frame
+                  else pd.Series("(no step)", index=range(len(first))))
+    # two paths of one step are one group; groups numbered by their first row, as a groupby without sorting does
+    pair, first_combo = group_ids([pd.factorize(lab)[0] for lab in labels], len(first))
+    group = pair[combo]
+    exposed = frame["comm_exposed_s"].to_numpy(dtype="float64", na_value=np.nan)
+    columns = (exposed, frame["comm_overlapped_s"].to_numpy(dtype="float64", na_value=np.nan),
+               pd.to_numeric(frame["duration_s"], errors="coerce").to_numpy())
+    shown = np.zeros(len(first_combo), dtype=bool)
+    shown[group[~np.isnan(exposed)]] = True
+    rows = np.argsort(group, kind="stable")  # each group's rows in frame order
+    ends = np.cumsum(np.bincount(group, minlength=len(first_combo)))
     out = []
-    for (rk, st), part in g.groupby(["rank", "step"], sort=False):
-        if part["exposed"].notna().any():
-            out.append({"rank": rk or None, "step": st, "exposed_s": float(part["exposed"].sum()),
-                        "overlapped_s": float(part["overlapped"].sum()), "gpu_time_s": float(part["time"].sum())})
+    for k in np.flatnonzero(shown).tolist():
+        mine = rows[(ends[k - 1] if k else 0):ends[k]]
+        # pandas' own sum of each group's values in frame order (what a groupby's parts summed)
+        e, o, t = (float(pd.Series(col[mine]).sum()) for col in columns)
+        rk, st = labels[0].iloc[first_combo[k]], labels[1].iloc[first_combo[k]]
+        out.append({"rank": rk or None, "step": st, "exposed_s": e, "overlapped_s": o, "gpu_time_s": t})
     return out
 
 

@@ -231,8 +231,10 @@ def _roof_lines(frame: pd.DataFrame, levels: Sequence[str], roofs_of: _DeviceRoo
 def _groups(frame: pd.DataFrame, levels: Sequence[str]) -> list[dict[str, object]]:
     out = []
     bys = ["program"] + (["nvtx"] if "nvtx_range" in frame and frame["nvtx_range"].notna().any() else [])
+    read = ["device_name", "duration_s", "achieved_flop_per_s", "pct_of_roof", "bound", "kernel_count",
+            *(f"intensity_{lv}_flop_per_byte" for lv in levels)]
     for by, agg in aggregate_each(frame, bys, levels=levels).items():
-        for g in row_dicts(agg):
+        for g in row_dicts(agg[[by, *read]]):  # (the columns read: every one made objects per row cost more)
             label = Path(str(g[by])).name if by == "program" else str(g[by])
             item = {"by": by, "label": label, "device": "" if pd.isna(g["device_name"]) or g["device_name"] == "(unknown device)"
                     else str(g["device_name"]), "time": _f(g["duration_s"]), "achieved": _f(g["achieved_flop_per_s"]),
