@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 
 from roofline.analysis.hierarchy import LATENCY_THRESHOLD_PCT, hierarchical
-from roofline.frames import row_dicts
 from roofline.hardware.peaks import LEVELS
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, UNAVAILABLE, source_column
 
@@ -235,8 +234,11 @@ def _only(s: pd.Series) -> object:
 
 def _partial_notes(missing: pd.DataFrame, counts: pd.Series, untimed: pd.Series) -> list[str]:
     notes = []
-    for row, n, u in zip(row_dicts(missing), counts, untimed):
+    names = list(missing.columns)
+    # (rows as lists: a dict per row cost most of the time; the numbers print as numpy's did)
+    for row, n, u in zip(missing.to_numpy().tolist(), counts.tolist(), untimed.tolist()):
         parts = [f"{int(u)} kernel(s) without a positive duration left out"] if u else []
-        parts += [f"{int(m)} of {n} timed kernels lack {c} (totals are lower bounds)" for c, m in row.items() if 0 < m < n]
+        parts += [f"{int(m)} of {n} timed kernels lack {c} (totals are lower bounds)" for c, m in zip(names, row)
+                  if 0 < m < n]
         notes.append("; ".join(parts))
     return notes
