@@ -182,14 +182,13 @@ def _weighted_median(v: np.ndarray, weights: np.ndarray) -> tuple[float, int] | 
 
 
 def _peak(rows: Rows, ix: slice | np.ndarray, col: str, key: str, mask: np.ndarray) -> Peak | None:
-    if col not in rows.frame or not mask.any():
+    if col not in rows.columns or not mask.any():
         return None
-    found = _weighted_median(rows.num(col)[ix][mask], np.nan_to_num(rows.num("duration_s")[ix][mask], nan=0.0,
-                                                                     posinf=np.inf, neginf=-np.inf))
+    found = _weighted_median(rows.num(col)[ix][mask], rows.weights[ix][mask])
     if found is None:
         return None
     src = rows.at(source_column(col), int(rows.positions(ix)[mask][found[1]])) \
-        if source_column(col) in rows.frame else ""
+        if source_column(col) in rows.columns else ""
     return Peak(key, found[0], "" if pd.isna(src) else str(src))
 
 
@@ -199,14 +198,14 @@ def compute_peak(frame: pd.DataFrame) -> Peak | None:
 
 
 def _compute_peak(rows: Rows, ix: slice | np.ndarray) -> Peak | None:
-    frame = rows.frame
-    flops = {p: nansum(rows.num(c)[ix]) for p, c in zip(PRECISIONS, FLOP_COLUMNS) if c in frame}
+    has = rows.columns
+    flops = {p: nansum(rows.num(c)[ix]) for p, c in zip(PRECISIONS, FLOP_COLUMNS) if c in has}
     if not flops or max(flops.values()) <= 0:
         return None
     p = max(flops, key=lambda k: flops[k])
     mask = rows.num(f"flop_{p}")[ix] > 0
     key = p
-    if p == "tensor" and "tensor_path" in frame:
+    if p == "tensor" and "tensor_path" in has:
         codes, uniq = rows.codes("tensor_path")
         scope = codes[ix]
         used = np.unique(scope[mask & (scope >= 0)])
@@ -221,7 +220,7 @@ def _compute_peak(rows: Rows, ix: slice | np.ndarray) -> Peak | None:
 
 def _gaps(rows: Rows, ix: slice | np.ndarray) -> tuple[float | None, float | None]:
     """(span, idle gaps) of a timeline's rows in seconds; (None, None) without start times."""
-    if "start_ns" not in rows.frame:
+    if "start_ns" not in rows.columns:
         return None, None
     start = rows.num("start_ns")[ix]
     dur = rows.num("duration_s")[ix] * 1e9
@@ -235,14 +234,16 @@ def _gaps(rows: Rows, ix: slice | np.ndarray) -> tuple[float | None, float | Non
     return float((e.max() - s.min()) / 1e9), float(gaps / 1e9)
 
 
-def reasons(frame: pd.DataFrame, gpu_time_s: float) -> tuple[Reason, ...]:
+def reasons(frame: pd.DataFrame, gpu_time_s: float,
+            why: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Reason, ...]:
     """One :class:`Reason` per cause over the rows of ``frame`` (rows without a roofline point), longest
-    first, each share of ``gpu_time_s`` (the GPU time of the scope they were taken from)."""
+    first, each share of ``gpu_time_s`` (the GPU time of the scope they were taken from). ``why``: the rows'
+    reasons and fixes (:class:`RowFacts`), when already known."""
     frame = narrow(frame)
     if frame.empty:
         return ()
     rows = Rows(frame)
-    return _reasons([(_why(rows, slice(None), np.ones(len(frame), dtype=bool), rows.dur), gpu_time_s)])[0]
+    return _reasons([(_why(rows, slice(None), np.ones(len(frame), dtype=bool), rows.dur, why), gpu_time_s)])[0]
 
 
 def _why(rows: Rows, ix: slice | np.ndarray, missing: np.ndarray, dur: np.ndarray,
@@ -294,12 +295,13 @@ def _reasons(scopes: list[tuple[tuple[np.ndarray, ...], float]]) -> list[tuple[R
 
 
 def _longest(names: np.ndarray, sums: np.ndarray, n: int = 3) -> Iterator[tuple[Any, Any]]:
-    """The ``n`` largest sums with their names, largest first, as pandas' descending sort orders them: where
-    no two sums are equal any sort agrees (one argsort, not a Series per reason); else pandas' own."""
-    if len(np.unique(sums)) == len(sums):
-        at = np.argsort(-sums)[:n]
-        return zip(names[at], sums[at])
-    return pd.Series(sums, index=names).sort_values(ascending=False).head(n).items()
+    """The ``n`` largest sums with their names, largest first, as pandas' descending sort orders them (equal
+    sums too): without NaN, the steps of its ``nargsort`` (the reversed values' quicksort argsort, reversed),
+    not a Series sorted per reason; with NaN, pandas' own."""
+    if np.isnan(sums).any():
+        return pd.Series(sums, index=names).sort_values(ascending=False).head(n).items()
+    at = np.arange(len(sums))[::-1][sums[::-1].argsort(kind="quicksort")][::-1][:n]
+    return zip(names[at], sums[at])
 
 
 def _seconds(dur: np.ndarray, kind: np.ndarray, segments: list[np.ndarray]) -> list[dict[str, float]]:
@@ -329,7 +331,6 @@ def _headline(rows: Rows, ix: slice | np.ndarray, profile: str | None, device: s
               seconds: dict[str, float] | None = None, reasons: tuple[Reason, ...] | None = None) -> Headline:
     """The headline of the rows ``ix`` of ``rows``: ``k`` and ``pt`` their kinds and points (the scope's own);
     ``seconds`` (per kind) and ``reasons`` when already taken for several scopes at once."""
-    frame = rows.frame
     dur = rows.dur[ix]
     total = float(dur.sum())
     seconds = _seconds(dur, k, [np.arange(len(dur))])[0] if seconds is None else seconds
@@ -339,10 +340,8 @@ def _headline(rows: Rows, ix: slice | np.ndarray, profile: str | None, device: s
         reasons = _reasons([(_why(rows, ix, missing, dur, why), total)])[0] if missing.any() else ()
     flops = nansum(rows.flop[ix], min_count=1)  # NaN when no row has FLOPs: unavailable, not 0
     moved = nansum(rows.num("dram_bytes")[ix], min_count=1)
-    one_device = device is not None or ("device_name" in frame
-                                        and rows.column("device_name", ix).nunique(dropna=False) == 1)
-    one_file = profile is not None or "source_file" not in frame \
-        or rows.column("source_file", ix).nunique(dropna=False) <= 1
+    one_device = device is not None or ("device_name" in rows.columns and rows.distinct("device_name", ix) == 1)
+    one_file = profile is not None or "source_file" not in rows.columns or rows.distinct("source_file", ix) <= 1
     span, gap = _gaps(rows, ix) if one_file else (None, None)  # one profile's clock: spans of two files do not add up
     notes = []
     if total > 0 and covered < total - seconds["idle"] and flops > 0:
@@ -364,20 +363,19 @@ def _comm_time(rows: Rows, ix: slice | np.ndarray) -> dict[str, Any]:
     """Σ exposed and Σ overlapped collective time of the rows that record them (None where none does), and the
     collectives' standing against their link roofs."""
     out: dict[str, Any] = {}
-    frame = rows.frame
-    if "comm_exposed_s" in frame:
+    has = rows.columns
+    if "comm_exposed_s" in has:
         exposed, overlapped = rows.num("comm_exposed_s")[ix], rows.num("comm_overlapped_s")[ix]
         if (~np.isnan(exposed)).any():
             out.update(comm_exposed_s=nansum(exposed), comm_overlapped_s=nansum(overlapped))
-    if "collective" in frame and (coll := rows.notna("collective")[ix]).any():
+    if "collective" in has and (coll := rows.notna("collective")[ix]).any():
         bus = rows.num("bus_bandwidth_bytes_per_s")[ix][coll]
         out.update(comm_rows=int(coll.sum()), comm_with_busbw=int((~np.isnan(bus)).sum()))
         found = _weighted_median(rows.num("pct_of_link_roof")[ix][coll],
-                                 np.nan_to_num(rows.num("duration_s")[ix][coll], nan=0.0, posinf=np.inf,
-                                               neginf=-np.inf))
+                                 rows.weights[ix][coll])
         if found is not None:
             col = "link_roof_bytes_per_s_source"
-            src = rows.at(col, int(rows.positions(ix)[coll][found[1]])) if col in frame else None
+            src = rows.at(col, int(rows.positions(ix)[coll][found[1]])) if col in has else None
             out.update(comm_median_pct_of_link_roof=found[0],
                        comm_median_link=str(src).removeprefix("spec: ").split(" (")[0] if isinstance(src, str) else None)
     return out
@@ -392,6 +390,15 @@ def _runs(keys: list[pd.Series]) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]
     for part in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
         if len(part):
             yield tuple(v[codes[part[0]]] for v in values), part
+
+
+def _in_order(codes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """(code, its positions in row order) per distinct code, in order of first appearance."""
+    order = np.argsort(codes, kind="stable")
+    parts = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+    for part in sorted(parts, key=lambda x: x[0]):
+        if len(part):
+            yield int(codes[part[0]]), part
 
 
 @dataclass(frozen=True)
@@ -464,11 +471,15 @@ def headlines(frame: pd.DataFrame, by_step: bool = True, facts: RowFacts | None 
     whole = Rows(frame)
     # every scope first (a profile's, then its steps'), so that their grouped sums are taken at once
     specs: list[tuple[int, np.ndarray, str | None, str | None, str | None]] = []
-    stepped = step.notna().to_numpy()
+    # the steps factorized once: a profile's steps are its rows' codes (a Series sliced per profile cost ~1 ms)
+    scodes, suniq = pd.factorize(step, use_na_sentinel=True)
+    snames = np.asarray(suniq, dtype=object)
     for i, ((f, d), rows) in enumerate(runs):
         specs.append((i, rows, f or None, d or None, None))
-        if stepped[rows].any():  # (most profiles mark no steps: no per-profile slice of the steps for them)
-            specs += [(i, rows[srows], f or None, d or None, s) for (s,), srows in _runs([step.iloc[rows]]) if s]
+        mine = scodes[rows]
+        if (mine >= 0).any():  # (most profiles mark no steps)
+            specs += [(i, rows[srows], f or None, d or None, snames[c]) for c, srows in _in_order(mine)
+                      if c >= 0 and snames[c]]
     seconds, found = _scope_sums(whole, pt_arr, k_arr, why, [ix for _, ix, *_ in specs])
     heads: list[Headline] = [_headline(whole, ix, f, d, s, k_arr[ix], pt_arr[ix], None, sec, r)
                              for (_, ix, f, d, s), sec, r in zip(specs, seconds, found)]

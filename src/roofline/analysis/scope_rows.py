@@ -21,10 +21,12 @@ class Rows:
 
     def __init__(self, frame: pd.DataFrame) -> None:
         self.frame = frame
+        self.columns = frozenset(frame.columns)  # (a set: ``col in frame`` costs ~6 µs, asked ~10 times a scope)
         self._cache: dict[str, np.ndarray] = {}
         self._series: dict[str, pd.Series] = {}
         self._notna: dict[str, np.ndarray] = {}
         self._codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._raw: dict[str, np.ndarray] = {}
 
     def num(self, col: str) -> np.ndarray:
         """:func:`~roofline.analysis.coverage.number` of a column."""
@@ -33,9 +35,14 @@ class Rows:
         return self._cache[col]
 
     @cached_property
+    def weights(self) -> np.ndarray:
+        """The durations, missing as 0 (the weights of a time-weighted median)."""
+        return np.nan_to_num(self.num("duration_s"), nan=0.0, posinf=np.inf, neginf=-np.inf)
+
+    @cached_property
     def dur(self) -> np.ndarray:
         """The durations, missing as 0, negative as 0 (``fillna(0).clip(lower=0)``)."""
-        d = np.nan_to_num(self.num("duration_s"), nan=0.0, posinf=np.inf, neginf=-np.inf)
+        d = self.weights
         return np.where(d >= 0, d, 0.0)
 
     @cached_property
@@ -75,6 +82,16 @@ class Rows:
         ix = np.asarray(ix)
         return np.flatnonzero(ix) if ix.dtype == bool else ix.astype(np.int64, copy=False)
 
+    def distinct(self, col: str, ix: slice | np.ndarray) -> int:
+        """How many distinct values ``col`` holds in the scope, missing counted as one (``nunique(dropna=False)``)
+        from the column factorized once (a Series taken per scope cost ~0.5 ms). Text columns only: they have
+        one missing value (an object column's None and NaN count as two)."""
+        if not isinstance(self.series(col).dtype, pd.StringDtype):
+            return int(self.column(col, ix).nunique(dropna=False))
+        if col not in self._raw:
+            self._raw[col] = pd.factorize(self.series(col), use_na_sentinel=True)[0]
+        return len(np.unique(self._raw[col][ix]))
+
     def codes(self, col: str) -> tuple[np.ndarray, np.ndarray]:
         """``col`` as text, factorized once: (a code per row, -1 where missing; the distinct values)."""
         if col not in self._codes:
@@ -86,9 +103,12 @@ class Rows:
 def nansum(values: np.ndarray, min_count: int = 0) -> float:
     """``Series.sum(min_count=…)``: NaN skipped (summed as 0, in place), NaN with fewer than ``min_count`` values."""
     missing = np.isnan(values)
-    if len(values) - int(missing.sum()) < min_count:
+    if not missing.any():
+        return math.nan if len(values) < min_count else float(values.sum())
+    known = len(values) - int(missing.sum())
+    if known < min_count:
         return math.nan
-    return float(np.where(missing, 0.0, values).sum() if missing.any() else values.sum())
+    return float(np.where(missing, 0.0, values).sum()) if known else 0.0  # (a sum of zeros: 0.0)
 
 
 def grouped_sums(values: np.ndarray, segments: list[np.ndarray], rank: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import PurePath
 
+import numpy as np
 import pandas as pd
 
 from roofline.analysis.headline import KINDS, Headline, Reason
@@ -167,9 +168,11 @@ def format_headlines(items: list[Headline]) -> str:
     return "\n".join(lines)
 
 
-def format_folded(folded: pd.DataFrame, gpu_time_s: float, by: str | None = None, headline: bool = True) -> str:
+def format_folded(folded: pd.DataFrame, gpu_time_s: float, by: str | None = None, headline: bool = True,
+                  why: tuple[np.ndarray, np.ndarray] | None = None) -> str:
     """The rows left out of the table because they have no roofline point: one line per reason (kernel and op
-    rows), or one line for the groups of a ``--by`` view (their kernels' reasons are in the headline)."""
+    rows), or one line for the groups of a ``--by`` view (their kernels' reasons are in the headline). ``why``:
+    the folded rows' reasons and fixes, when already known (``RowFacts``)."""
     from roofline.analysis.headline import reasons
 
     if folded.empty:
@@ -182,7 +185,7 @@ def format_folded(folded: pd.DataFrame, gpu_time_s: float, by: str | None = None
                 f"{', …' if len(folded) > 3 else ''}): not in the table (--all lists them); why: "
                 + ("the headline above" if headline else "`roofline analyze` without --by gives each reason"))
     lines = ["rows without a roofline point (not in the table; --all lists them):"]
-    lines += ["  " + reason_line(r, ops=False) for r in reasons(folded, gpu_time_s)]
+    lines += ["  " + reason_line(r, ops=False) for r in reasons(folded, gpu_time_s, why)]
     return "\n".join(lines)
 
 
