@@ -234,11 +234,15 @@ def _gaps(rows: Rows, ix: slice | np.ndarray) -> tuple[float | None, float | Non
     return float((e.max() - s.min()) / 1e9), float(gaps / 1e9)
 
 
+#: what :func:`reasons` reads of the rows when given their reasons: the names it lists, and the durations
+REASON_COLUMNS = ("kernel_short_name", "kernel_name", "duration_s")
+
+
 def reasons(frame: pd.DataFrame, gpu_time_s: float,
             why: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Reason, ...]:
     """One :class:`Reason` per cause over the rows of ``frame`` (rows without a roofline point), longest
     first, each share of ``gpu_time_s`` (the GPU time of the scope they were taken from). ``why``: the rows'
-    reasons and fixes (:class:`RowFacts`), when already known."""
+    reasons and fixes (:class:`RowFacts`), when already known (then only :data:`REASON_COLUMNS` are read)."""
     frame = narrow(frame)
     if frame.empty:
         return ()
@@ -480,7 +484,9 @@ def headlines(frame: pd.DataFrame, by_step: bool = True, facts: RowFacts | None 
         if (mine >= 0).any():  # (most profiles mark no steps)
             specs += [(i, rows[srows], f or None, d or None, snames[c]) for c, srows in _in_order(mine)
                       if c >= 0 and snames[c]]
-    seconds, found = _scope_sums(whole, pt_arr, k_arr, why, [ix for _, ix, *_ in specs])
+    # the whole frame's sums too, when it has a headline of its own (several scopes): in the same grouped sums
+    every = [np.arange(len(frame))] if len(runs) > 1 else []
+    seconds, found = _scope_sums(whole, pt_arr, k_arr, why, [ix for _, ix, *_ in specs] + every)
     heads: list[Headline] = [_headline(whole, ix, f, d, s, k_arr[ix], pt_arr[ix], None, sec, r)
                              for (_, ix, f, d, s), sec, r in zip(specs, seconds, found)]
     scopes: list[tuple[Headline, list[Headline]]] = []
@@ -494,7 +500,7 @@ def headlines(frame: pd.DataFrame, by_step: bool = True, facts: RowFacts | None 
     scopes.sort(key=lambda x: -x[0].gpu_time_s)
     out = [x for h, parts in scopes for x in (h, *parts)]
     if len(scopes) > 1:
-        out.insert(0, _headline(whole, slice(None), None, None, None, k_arr, pt_arr, why(slice(None))))
+        out.insert(0, _headline(whole, slice(None), None, None, None, k_arr, pt_arr, None, seconds[-1], found[-1]))
     return out
 
 
@@ -565,5 +571,5 @@ def headline_frame(items: list[Headline]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["KINDS", "Headline", "Peak", "Reason", "RowFacts", "by_device", "compute_peak", "headline", "headline_frame",
-           "headlines", "kinds", "reasons", "row_facts", "steps"]
+__all__ = ["KINDS", "REASON_COLUMNS", "Headline", "Peak", "Reason", "RowFacts", "by_device", "compute_peak", "headline",
+           "headline_frame", "headlines", "kinds", "reasons", "row_facts", "steps"]
