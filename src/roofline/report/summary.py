@@ -123,6 +123,22 @@ def format_headline(h: Headline, max_reasons: int = 6) -> list[str]:
     return lines
 
 
+#: what pandas' text of a table writes for these characters of a cell
+_ESCAPES = str.maketrans({"\t": "\\t", "\r": "\\r", "\n": "\\n"})
+
+
+def text_table(columns: dict[str, list[str]]) -> list[str]:
+    """The lines of ``DataFrame(columns).to_string(index=False)`` for columns of text (at least one row; headers
+    without spaces around them): each column right-aligned to its widest cell or header, one space between columns, tabs and line breaks escaped;
+    without building a frame (~2 ms a table: 18 tables in a dataset's headline)."""
+    cells = []
+    for head, values in columns.items():
+        shown = [v.translate(_ESCAPES) for v in values]
+        w = max(len(head), *(len(v) for v in shown))
+        cells.append([head.rjust(w), *(v.rjust(w) for v in shown)])
+    return "\n".join(" ".join(row) for row in zip(*cells)).splitlines()  # (a cell may hold other line breaks)
+
+
 def _scope_table(items: list[Headline], label: str) -> list[str]:
     rows = []
     for h in items[:MAX_SCOPES]:
@@ -132,11 +148,11 @@ def _scope_table(items: list[Headline], label: str) -> list[str]:
                      if h.gpu_time_s > 0 else "n/a",
                      "MFU": pct(h.mfu), "MBU": pct(h.mbu),
                      "first reason without a point": h.reasons[0].reason if h.reasons else ""})
-    frame = pd.DataFrame(rows)
+    columns = {c: [r[c] for r in rows] for c in rows[0]}
     for c in (label, "most time", "first reason without a point"):
-        w = int(frame[c].str.len().max()) if len(frame) else 0
-        frame[c] = frame[c].str.ljust(w)
-    lines = frame.to_string(index=False).splitlines()
+        w = max(len(v) for v in columns[c])
+        columns[c] = [v.ljust(w) for v in columns[c]]
+    lines = text_table(columns)
     if len(items) > MAX_SCOPES:
         lines.append(f"(and {len(items) - MAX_SCOPES} more; --by summary lists them all)")
     return lines
