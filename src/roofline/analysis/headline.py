@@ -33,7 +33,7 @@ import pandas as pd
 from roofline.analysis.aggregate import step_ranges
 from roofline.analysis.categories import IDLE, categorize
 from roofline.analysis.coverage import BYTE_LEVELS, has_point, row_codes, row_reasons
-from roofline.analysis.scope_rows import Rows, grouped_sums, nansum
+from roofline.analysis.scope_rows import FLOP, Rows, grouped_sums
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, source_column
 
 #: the kinds of GPU time, in the order they are shown; they partition every row
@@ -199,7 +199,7 @@ def compute_peak(frame: pd.DataFrame) -> Peak | None:
 
 def _compute_peak(rows: Rows, ix: slice | np.ndarray) -> Peak | None:
     has = rows.columns
-    flops = {p: nansum(rows.num(c)[ix]) for p, c in zip(PRECISIONS, FLOP_COLUMNS) if c in has}
+    flops = {p: rows.nansum(c, ix) for p, c in zip(PRECISIONS, FLOP_COLUMNS) if c in has}
     if not flops or max(flops.values()) <= 0:
         return None
     p = max(flops, key=lambda k: flops[k])
@@ -342,8 +342,8 @@ def _headline(rows: Rows, ix: slice | np.ndarray, profile: str | None, device: s
     if reasons is None:
         missing = ~pt & (k != "idle")
         reasons = _reasons([(_why(rows, ix, missing, dur, why), total)])[0] if missing.any() else ()
-    flops = nansum(rows.flop[ix], min_count=1)  # NaN when no row has FLOPs: unavailable, not 0
-    moved = nansum(rows.num("dram_bytes")[ix], min_count=1)
+    flops = rows.nansum(FLOP, ix, min_count=1)  # NaN when no row has FLOPs: unavailable, not 0
+    moved = rows.nansum("dram_bytes", ix, min_count=1)
     one_device = device is not None or ("device_name" in rows.columns and rows.distinct("device_name", ix) == 1)
     one_file = profile is not None or "source_file" not in rows.columns or rows.distinct("source_file", ix) <= 1
     span, gap = _gaps(rows, ix) if one_file else (None, None)  # one profile's clock: spans of two files do not add up
@@ -368,10 +368,8 @@ def _comm_time(rows: Rows, ix: slice | np.ndarray) -> dict[str, Any]:
     collectives' standing against their link roofs."""
     out: dict[str, Any] = {}
     has = rows.columns
-    if "comm_exposed_s" in has:
-        exposed, overlapped = rows.num("comm_exposed_s")[ix], rows.num("comm_overlapped_s")[ix]
-        if (~np.isnan(exposed)).any():
-            out.update(comm_exposed_s=nansum(exposed), comm_overlapped_s=nansum(overlapped))
+    if "comm_exposed_s" in has and rows.known("comm_exposed_s", ix):
+        out.update(comm_exposed_s=rows.nansum("comm_exposed_s", ix), comm_overlapped_s=rows.nansum("comm_overlapped_s", ix))
     if "collective" in has and (coll := rows.notna("collective")[ix]).any():
         bus = rows.num("bus_bandwidth_bytes_per_s")[ix][coll]
         out.update(comm_rows=int(coll.sum()), comm_with_busbw=int((~np.isnan(bus)).sum()))

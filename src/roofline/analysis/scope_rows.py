@@ -12,6 +12,9 @@ import pandas as pd
 
 from roofline.analysis.coverage import flop_total, number
 
+#: :meth:`Rows.nansum`'s key for the rows' FLOPs (``flop_total``, else the sum of the precisions)
+FLOP = "\0flop"
+
 
 class Rows:
     """A frame's columns as NumPy arrays, each converted once; a scope is an index into them (a slice, or row
@@ -27,6 +30,7 @@ class Rows:
         self._notna: dict[str, np.ndarray] = {}
         self._codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._raw: dict[str, np.ndarray] = {}
+        self._zeroed: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def num(self, col: str) -> np.ndarray:
         """:func:`~roofline.analysis.coverage.number` of a column."""
@@ -56,6 +60,23 @@ class Rows:
         short = f["kernel_short_name"] if "kernel_short_name" in f else pd.Series(pd.NA, index=f.index)
         full = f["kernel_name"] if "kernel_name" in f else pd.Series(pd.NA, index=f.index)
         return short.astype("string").fillna(full.astype("string")).fillna("(unnamed)").to_numpy()
+
+    def nansum(self, col: str, ix: slice | np.ndarray, min_count: int = 0) -> float:
+        """:func:`nansum` of the column (``FLOP``: :attr:`flop`) over the scope: the same values in the same order,
+        NaN as 0, read from the column with NaN as 0 and its known rows, each taken once (not per scope)."""
+        if col not in self._zeroed:
+            values = self.flop if col == FLOP else self.num(col)
+            known = ~np.isnan(values)
+            self._zeroed[col] = np.where(known, values, 0.0), known
+        values, known = self._zeroed[col]
+        if min_count and int(np.count_nonzero(known[ix])) < min_count:
+            return math.nan
+        return float(values[ix].sum())
+
+    def known(self, col: str, ix: slice | np.ndarray) -> bool:
+        """Whether some row of the scope has a number in the column."""
+        self.nansum(col, slice(0, 0))
+        return bool(self._zeroed[col][1][ix].any())
 
     def notna(self, col: str) -> np.ndarray:
         if col not in self._notna:
@@ -135,4 +156,4 @@ def grouped_sums(values: np.ndarray, segments: list[np.ndarray], rank: np.ndarra
     return [o if o is not None else empty for o in out]
 
 
-__all__ = ["Rows", "grouped_sums", "nansum"]
+__all__ = ["FLOP", "Rows", "grouped_sums", "nansum"]
