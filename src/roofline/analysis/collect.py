@@ -202,6 +202,8 @@ class _Rows:
         n = len(frame)
         self.dur = pd.to_numeric(frame["duration_s"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
         self.dur0 = np.nan_to_num(self.dur)  # (missing as 0: the order of a kernel's ops, longest first)
+        # missing as 0 and nothing else changed: what np.nansum adds up, taken once (not per kernel)
+        self.dur_nan0 = np.where(np.isnan(self.dur), 0.0, self.dur)
         bits = _missing_bits(frame)
         self.cc, self.fmt, self.device = (_factor(frame, c) for c in ("compute_capability", "format", "device_name"))
         amd = (_lookup(self.cc, lambda v: bool(v and v.startswith("gfx")))
@@ -238,7 +240,7 @@ class _Rows:
     def plan(self, profile: np.ndarray) -> list[dict[str, object]]:
         """The items of one profile, its rows ``profile`` (positions in the frame, ascending)."""
         dur = self.dur[profile]
-        total = float(np.nansum(np.where(dur > 0, dur, 0.0)))
+        total = float(np.where(dur > 0, dur, 0.0).sum())  # (no NaN left: what np.nansum gave)
         if not self.lacking[profile].any() or total <= 0:
             return []
         rows = profile[self.candidate[profile]]
@@ -260,7 +262,7 @@ class _Rows:
                 break
             members = rows[ids == grp]
             name, kcc = self.label[names[members[0]]], cc.text(int(members[0]))
-            share = float(np.nansum(dur[members])) / total if timed[grp] else math.nan
+            share = float(self.dur_nan0[members].sum()) / total if timed[grp] else math.nan
             longest = int(members[np.argmax(np.where(np.isfinite(dur[members]), dur[members], -1.0))])
             # its launches before the longest one, in launch order (kernel_id) within its profile: frames come
             # sorted by time, not by launch
