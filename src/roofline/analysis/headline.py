@@ -264,22 +264,22 @@ def _why(rows: Rows, ix: slice | np.ndarray, missing: np.ndarray, dur: np.ndarra
 def _reasons(scopes: list[tuple[tuple[np.ndarray, ...], float]]) -> list[tuple[Reason, ...]]:
     """Per scope, given the :func:`_why` of its rows without a point and its GPU time: one Reason per (reason,
     fix), longest first, with its three longest names. Every scope's grouped sums are taken at once."""
-    found: list[list[tuple[Any, Any, np.ndarray]]] = []  # per scope: (reason, fix, rows of `flat`) per pair
-    if not sum(len(w[0]) for w, _ in scopes):
+    # per scope: (reason, fix, rows of the concatenation) per pair
+    found: list[list[tuple[Any, Any, np.ndarray]]] = [[] for _ in scopes]
+    lengths = [len(w[0]) for w, _ in scopes]
+    if not sum(lengths):
         return [() for _ in scopes]
     reason, fix = (np.concatenate([w[j] for w, _ in scopes]) for j in (0, 1))
     pair, _ = row_codes([pd.Series(reason), pd.Series(fix)])
-    start = 0
-    for (r, _, _, _), _ in scopes:
-        pairs = []
-        if len(r):
-            codes = pair[start:start + len(r)]
-            order = np.argsort(codes, kind="stable")
-            parts = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
-            parts.sort(key=lambda x: x[0])  # in order of first appearance
-            pairs = [(reason[start + part[0]], fix[start + part[0]], start + part) for part in parts]
-        found.append(pairs)
-        start += len(r)
+    # every scope's pairs in one sort: each (scope, pair)'s rows in row order; a scope's rows are contiguous, so
+    # ordered by their first row the groups run scope by scope, each scope's in order of first appearance
+    scope_of = np.repeat(np.arange(len(scopes)), lengths)
+    key = scope_of * (int(pair.max()) + 1) + pair
+    order = np.argsort(key, kind="stable")
+    parts = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
+    parts.sort(key=lambda x: x[0])
+    for part in parts:
+        found[scope_of[part[0]]].append((reason[part[0]], fix[part[0]], part))
     names = np.concatenate([w[2] for w, _ in scopes])
     t = np.concatenate([w[3] for w, _ in scopes])
     rank, uniq = pd.factorize(names, sort=True)
