@@ -311,7 +311,9 @@ def _longest(names: np.ndarray, sums: np.ndarray, n: int = 3) -> Iterator[tuple[
 def _seconds(dur: np.ndarray, kind: np.ndarray, segments: list[np.ndarray]) -> list[dict[str, float]]:
     """Seconds per kind of each scope (``segments``: its rows' positions into ``dur`` and ``kind``)."""
     names = sorted(KINDS)
-    rank = pd.Categorical(kind, categories=names).codes.astype(np.int64)
+    # (Categorical(kind, categories=names).codes, the distinct kinds looked up once: a fifth of its time)
+    codes, uniq = pd.factorize(kind)
+    rank = np.array([names.index(u) if u in names else -1 for u in uniq] + [-1], dtype=np.int64)[codes]
     out = []
     for ranks, sums in grouped_sums(dur, segments, rank):
         got = {names[r]: float(v) for r, v in zip(ranks, sums)}
