@@ -140,21 +140,29 @@ def kinds(frame: pd.DataFrame, categories: pd.Series | None = None, point: pd.Se
     the row's bound where it has a point (``no roof`` when the bound is unavailable), ``unmodelled`` where not."""
     if frame.empty:
         return pd.Series([], index=frame.index, dtype="string", name="time_kind")
-    cat = categorize(frame) if categories is None else categories
+    return pd.Series(_kind_array(frame, categories, point), index=frame.index, dtype="string", name="time_kind")
+
+
+def _kind_array(frame: pd.DataFrame, categories: pd.Series | None = None, point: pd.Series | None = None
+                ) -> np.ndarray:
+    """:func:`kinds` as an object array (what :func:`row_facts` keeps: no string Series made and read back)."""
+    cat = (categorize(frame) if categories is None else categories).to_numpy()
     point = has_point(frame) if point is None else point
     names = frame["kernel_name"].astype("string") if "kernel_name" in frame else pd.Series("", index=frame.index)
     copy = frame["copy_kind"].notna() if "copy_kind" in frame else pd.Series(False, index=frame.index)
     codes, uniq = pd.factorize(names.fillna(""))
     named_copy = np.array([bool(_COPY_NAME.search(u)) for u in uniq] or [False])[codes]
     copy = copy.to_numpy() | named_copy
-    bound = frame["bound"].astype("string").fillna("unavailable") if "bound" in frame \
-        else pd.Series("unavailable", index=frame.index)
-    by_bound = bound.where(bound.isin(KINDS[:3]), "no roof")
-    out = np.where(point.to_numpy(), by_bound.to_numpy(dtype=object), "unmodelled")
+    # the bound where it is a kind, else "no roof" (missing too): looked up once per distinct bound
+    if "bound" in frame:
+        codes, uniq = pd.factorize(frame["bound"].astype("string"))
+        by_bound = np.array([u if u in KINDS[:3] else "no roof" for u in uniq] + ["no roof"], dtype=object)[codes]
+    else:
+        by_bound = np.full(len(frame), "no roof", dtype=object)
+    out = np.where(point.to_numpy(), by_bound, "unmodelled")
     out = np.where(copy, "copies/memsets", out)
-    out = np.where(cat.to_numpy() == "communication", "communication", out)
-    out = np.where(cat.to_numpy() == IDLE, "idle", out)
-    return pd.Series(out, index=frame.index, dtype="string", name="time_kind")
+    out = np.where(cat == "communication", "communication", out)
+    return np.where(cat == IDLE, "idle", out)
 
 
 def steps(frame: pd.DataFrame) -> pd.Series:
@@ -435,7 +443,7 @@ def row_facts(frame: pd.DataFrame) -> RowFacts:
     frame = narrow(frame)
     cat = categorize(frame)
     point = has_point(frame)
-    k = kinds(frame, cat, point).to_numpy(dtype=object)
+    k = _kind_array(frame, cat, point) if len(frame) else np.zeros(0, dtype=object)
     missing = ~point.to_numpy() & (k != "idle")
     why_all = row_reasons(frame, pd.Series(missing, index=frame.index))
     reason = np.full(len(frame), None, dtype=object)
