@@ -272,35 +272,42 @@ def _why(rows: Rows, ix: slice | np.ndarray, missing: np.ndarray, dur: np.ndarra
 def _reasons(scopes: list[tuple[tuple[np.ndarray, ...], float]]) -> list[tuple[Reason, ...]]:
     """Per scope, given the :func:`_why` of its rows without a point and its GPU time: one Reason per (reason,
     fix), longest first, with its three longest names. Every scope's grouped sums are taken at once."""
-    # per scope: (reason, fix, rows of the concatenation) per pair
-    found: list[list[tuple[Any, Any, np.ndarray]]] = [[] for _ in scopes]
     lengths = [len(w[0]) for w, _ in scopes]
     if not sum(lengths):
         return [() for _ in scopes]
-    reason, fix = (np.concatenate([w[j] for w, _ in scopes]) for j in (0, 1))
+    reason, fix, names, t = (np.concatenate([w[j] for w, _ in scopes]) for j in range(4))
+    return _flat_reasons(reason, fix, names, t, lengths, [total for _, total in scopes])
+
+
+def _flat_reasons(reason: np.ndarray, fix: np.ndarray, names: np.ndarray, t: np.ndarray, lengths: list[int],
+                  totals: list[float]) -> list[tuple[Reason, ...]]:
+    """:func:`_reasons` of the scopes' :func:`_why` concatenated, scope after scope (``lengths``: each one's
+    rows)."""
+    # per scope: (reason, fix, rows of the concatenation) per pair
+    found: list[list[tuple[Any, Any, np.ndarray]]] = [[] for _ in lengths]
+    if not len(reason):
+        return [() for _ in lengths]
     pair, _ = row_codes([pd.Series(reason), pd.Series(fix)])
     # every scope's pairs in one sort: each (scope, pair)'s rows in row order; a scope's rows are contiguous, so
     # ordered by their first row the groups run scope by scope, each scope's in order of first appearance
-    scope_of = np.repeat(np.arange(len(scopes)), lengths)
+    scope_of = np.repeat(np.arange(len(lengths)), lengths)
     key = scope_of * (int(pair.max()) + 1) + pair
     order = np.argsort(key, kind="stable")
     parts = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
     parts.sort(key=lambda x: x[0])
     for part in parts:
         found[scope_of[part[0]]].append((reason[part[0]], fix[part[0]], part))
-    names = np.concatenate([w[2] for w, _ in scopes])
-    t = np.concatenate([w[3] for w, _ in scopes])
     rank, uniq = pd.factorize(names, sort=True)
     groups = [rows for pairs in found for _, _, rows in pairs]
     by_name = iter(grouped_sums(t, groups, rank))
     out = []
-    for ((_, total), pairs) in zip(scopes, found):
+    for total, pairs in zip(totals, found):
         items = []
-        for reason, fix, rows in pairs:
+        for why, fixed_by, rows in pairs:
             ranks, sums = next(by_name)
             top = zip(uniq[ranks], sums) if len(sums) < 2 else _longest(uniq[ranks], sums)
             time_s = float(t[rows].sum())
-            items.append(Reason(str(reason), str(fix), time_s, time_s / total if total > 0 else math.nan, len(rows),
+            items.append(Reason(str(why), str(fixed_by), time_s, time_s / total if total > 0 else math.nan, len(rows),
                                 tuple((str(n), float(v) / total if total > 0 else math.nan) for n, v in top)))
         out.append(tuple(sorted(items, key=lambda r: (-r.time_s, r.reason))))
     return out
@@ -517,9 +524,18 @@ def _scope_sums(whole: Rows, pt: np.ndarray, k: np.ndarray,
                 scopes: list[np.ndarray]) -> tuple[list[dict[str, float]], list[tuple[Reason, ...]]]:
     """Every scope's seconds per kind and reasons at once (``scopes``: row positions into ``whole``), the rows'
     reasons taken from the whole frame's."""
+    if not scopes:
+        return [], []
     dur = whole.dur
     gone = pt | (k == "idle")  # (rows with a point, and idle rows, have no reason)
-    found = _reasons([(_why(whole, ix, ~gone[ix], dur[ix], why(ix)), float(dur[ix].sum())) for ix in scopes])
+    # the scopes' rows without a reason, all at once (scope after scope): no arrays taken per scope
+    at = np.concatenate(scopes)
+    keep = ~gone[at]
+    lengths = np.bincount(np.repeat(np.arange(len(scopes)), [len(ix) for ix in scopes])[keep],
+                          minlength=len(scopes)).tolist()
+    rows = at[keep]
+    reason, fix = why(rows)
+    found = _flat_reasons(reason, fix, whole.names[rows], dur[rows], lengths, [float(dur[ix].sum()) for ix in scopes])
     return _seconds(dur, k, scopes), found
 
 
