@@ -123,6 +123,21 @@ def _lookup(f: Factor, fn: Any, dtype: Any = bool) -> np.ndarray:
     return table[f.key()]
 
 
+def _first_names(f: Factor, rows: np.ndarray, n: int) -> list[str]:
+    """The first ``n`` distinct non-empty texts of ``f`` at ``rows``, in their order (one row per key read: a
+    kernel's ops are mostly one op's launches)."""
+    keys = f.key_at(rows)
+    _, first = np.unique(keys, return_index=True)
+    out: list[str] = []
+    for r in rows[np.sort(first)]:
+        t = f.text(int(r))
+        if t and t not in out:
+            out.append(t)
+            if len(out) == n:
+                break
+    return out
+
+
 def ncu_command(kernel: str, skip: int, sections: list[str], generation: str) -> str:
     """The ncu command that profiles one launch of ``kernel`` with ``sections`` on this GPU generation."""
     if generation == "amd":
@@ -186,6 +201,9 @@ class _Rows:
     def __init__(self, frame: pd.DataFrame) -> None:
         n = len(frame)
         self.dur = pd.to_numeric(frame["duration_s"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        self.dur0 = np.nan_to_num(self.dur)  # (missing as 0: the order of a kernel's ops, longest first)
+        # missing as 0 and nothing else changed: what np.nansum adds up, taken once (not per kernel)
+        self.dur_nan0 = np.where(np.isnan(self.dur), 0.0, self.dur)
         bits = _missing_bits(frame)
         self.cc, self.fmt, self.device = (_factor(frame, c) for c in ("compute_capability", "format", "device_name"))
         amd = (_lookup(self.cc, lambda v: bool(v and v.startswith("gfx")))
@@ -222,7 +240,7 @@ class _Rows:
     def plan(self, profile: np.ndarray) -> list[dict[str, object]]:
         """The items of one profile, its rows ``profile`` (positions in the frame, ascending)."""
         dur = self.dur[profile]
-        total = float(np.nansum(np.where(dur > 0, dur, 0.0)))
+        total = float(np.where(dur > 0, dur, 0.0).sum())  # (no NaN left: what np.nansum gave)
         if not self.lacking[profile].any() or total <= 0:
             return []
         rows = profile[self.candidate[profile]]
@@ -234,8 +252,9 @@ class _Rows:
         time = np.bincount(ids, weights=d, minlength=len(first))
         timed = np.bincount(ids, weights=np.isfinite(dur[rows]).astype(float), minlength=len(first)) > 0
         # longest first; kernels with no duration at all (a replay that did not complete) after them: time unknown
-        order = [g for g in np.argsort(-time, kind="stable") if timed[g] and time[g] / total >= MIN_SHARE]
-        order += [g for g in range(len(first)) if not timed[g]]
+        by_time = np.argsort(-time, kind="stable")  # (as arrays: a profile holds up to hundreds of kernels)
+        order = by_time[timed[by_time] & (time[by_time] / total >= MIN_SHARE)].tolist()
+        order += np.flatnonzero(~timed).tolist()
         out: list[dict[str, object]] = []
         record_shapes = timeline = False
         for grp in order:
@@ -243,7 +262,7 @@ class _Rows:
                 break
             members = rows[ids == grp]
             name, kcc = self.label[names[members[0]]], cc.text(int(members[0]))
-            share = float(np.nansum(dur[members])) / total if timed[grp] else math.nan
+            share = float(self.dur_nan0[members].sum()) / total if timed[grp] else math.nan
             longest = int(members[np.argmax(np.where(np.isfinite(dur[members]), dur[members], -1.0))])
             # its launches before the longest one, in launch order (kernel_id) within its profile: frames come
             # sorted by time, not by launch
@@ -267,9 +286,9 @@ class _Rows:
                 continue
             traced = members[self.trace[members]]  # a trace's ops that launched it, the longest first
             if len(traced) > 50:
-                traced = traced[np.argpartition(-np.nan_to_num(dur[traced]), 50)[:50]]
-            traced = traced[np.argsort(-np.nan_to_num(dur[traced]))]
-            ops = list(dict.fromkeys(t for r in traced if (t := self.full.text(int(r)))))[:2]
+                traced = traced[np.argpartition(-self.dur0[traced], 50)[:50]]
+            traced = traced[np.argsort(-self.dur0[traced])]
+            ops = _first_names(self.full, traced, 2)
             missing = ["FLOP and byte counters"] if gen == "amd" and need else need  # (ncu's section names are NVIDIA's)
             out.append({"kernel": name, "ops": ops, "share": share, "missing": missing, "no_shapes": no_shapes,
                         "rows": members, "commands": commands, "generation": gen})

@@ -33,7 +33,7 @@ import pandas as pd
 from roofline.analysis.aggregate import step_ranges
 from roofline.analysis.categories import IDLE, categorize
 from roofline.analysis.coverage import BYTE_LEVELS, has_point, row_codes, row_reasons
-from roofline.analysis.scope_rows import Rows, grouped_sums, nansum
+from roofline.analysis.scope_rows import FLOP, Rows, grouped_sums
 from roofline.schema import FLOP_COLUMNS, PRECISIONS, source_column
 
 #: the kinds of GPU time, in the order they are shown; they partition every row
@@ -140,21 +140,29 @@ def kinds(frame: pd.DataFrame, categories: pd.Series | None = None, point: pd.Se
     the row's bound where it has a point (``no roof`` when the bound is unavailable), ``unmodelled`` where not."""
     if frame.empty:
         return pd.Series([], index=frame.index, dtype="string", name="time_kind")
-    cat = categorize(frame) if categories is None else categories
+    return pd.Series(_kind_array(frame, categories, point), index=frame.index, dtype="string", name="time_kind")
+
+
+def _kind_array(frame: pd.DataFrame, categories: pd.Series | None = None, point: pd.Series | None = None
+                ) -> np.ndarray:
+    """:func:`kinds` as an object array (what :func:`row_facts` keeps: no string Series made and read back)."""
+    cat = (categorize(frame) if categories is None else categories).to_numpy()
     point = has_point(frame) if point is None else point
     names = frame["kernel_name"].astype("string") if "kernel_name" in frame else pd.Series("", index=frame.index)
     copy = frame["copy_kind"].notna() if "copy_kind" in frame else pd.Series(False, index=frame.index)
     codes, uniq = pd.factorize(names.fillna(""))
     named_copy = np.array([bool(_COPY_NAME.search(u)) for u in uniq] or [False])[codes]
     copy = copy.to_numpy() | named_copy
-    bound = frame["bound"].astype("string").fillna("unavailable") if "bound" in frame \
-        else pd.Series("unavailable", index=frame.index)
-    by_bound = bound.where(bound.isin(KINDS[:3]), "no roof")
-    out = np.where(point.to_numpy(), by_bound.to_numpy(dtype=object), "unmodelled")
+    # the bound where it is a kind, else "no roof" (missing too): looked up once per distinct bound
+    if "bound" in frame:
+        codes, uniq = pd.factorize(frame["bound"].astype("string"))
+        by_bound = np.array([u if u in KINDS[:3] else "no roof" for u in uniq] + ["no roof"], dtype=object)[codes]
+    else:
+        by_bound = np.full(len(frame), "no roof", dtype=object)
+    out = np.where(point.to_numpy(), by_bound, "unmodelled")
     out = np.where(copy, "copies/memsets", out)
-    out = np.where(cat.to_numpy() == "communication", "communication", out)
-    out = np.where(cat.to_numpy() == IDLE, "idle", out)
-    return pd.Series(out, index=frame.index, dtype="string", name="time_kind")
+    out = np.where(cat == "communication", "communication", out)
+    return np.where(cat == IDLE, "idle", out)
 
 
 def steps(frame: pd.DataFrame) -> pd.Series:
@@ -182,14 +190,13 @@ def _weighted_median(v: np.ndarray, weights: np.ndarray) -> tuple[float, int] | 
 
 
 def _peak(rows: Rows, ix: slice | np.ndarray, col: str, key: str, mask: np.ndarray) -> Peak | None:
-    if col not in rows.frame or not mask.any():
+    if col not in rows.columns or not mask.any():
         return None
-    found = _weighted_median(rows.num(col)[ix][mask], np.nan_to_num(rows.num("duration_s")[ix][mask], nan=0.0,
-                                                                     posinf=np.inf, neginf=-np.inf))
+    found = _weighted_median(rows.num(col)[ix][mask], rows.weights[ix][mask])
     if found is None:
         return None
     src = rows.at(source_column(col), int(rows.positions(ix)[mask][found[1]])) \
-        if source_column(col) in rows.frame else ""
+        if source_column(col) in rows.columns else ""
     return Peak(key, found[0], "" if pd.isna(src) else str(src))
 
 
@@ -199,14 +206,14 @@ def compute_peak(frame: pd.DataFrame) -> Peak | None:
 
 
 def _compute_peak(rows: Rows, ix: slice | np.ndarray) -> Peak | None:
-    frame = rows.frame
-    flops = {p: nansum(rows.num(c)[ix]) for p, c in zip(PRECISIONS, FLOP_COLUMNS) if c in frame}
+    has = rows.columns
+    flops = {p: rows.nansum(c, ix) for p, c in zip(PRECISIONS, FLOP_COLUMNS) if c in has}
     if not flops or max(flops.values()) <= 0:
         return None
     p = max(flops, key=lambda k: flops[k])
     mask = rows.num(f"flop_{p}")[ix] > 0
     key = p
-    if p == "tensor" and "tensor_path" in frame:
+    if p == "tensor" and "tensor_path" in has:
         codes, uniq = rows.codes("tensor_path")
         scope = codes[ix]
         used = np.unique(scope[mask & (scope >= 0)])
@@ -221,7 +228,7 @@ def _compute_peak(rows: Rows, ix: slice | np.ndarray) -> Peak | None:
 
 def _gaps(rows: Rows, ix: slice | np.ndarray) -> tuple[float | None, float | None]:
     """(span, idle gaps) of a timeline's rows in seconds; (None, None) without start times."""
-    if "start_ns" not in rows.frame:
+    if "start_ns" not in rows.columns:
         return None, None
     start = rows.num("start_ns")[ix]
     dur = rows.num("duration_s")[ix] * 1e9
@@ -235,14 +242,20 @@ def _gaps(rows: Rows, ix: slice | np.ndarray) -> tuple[float | None, float | Non
     return float((e.max() - s.min()) / 1e9), float(gaps / 1e9)
 
 
-def reasons(frame: pd.DataFrame, gpu_time_s: float) -> tuple[Reason, ...]:
+#: what :func:`reasons` reads of the rows when given their reasons: the names it lists, and the durations
+REASON_COLUMNS = ("kernel_short_name", "kernel_name", "duration_s")
+
+
+def reasons(frame: pd.DataFrame, gpu_time_s: float,
+            why: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Reason, ...]:
     """One :class:`Reason` per cause over the rows of ``frame`` (rows without a roofline point), longest
-    first, each share of ``gpu_time_s`` (the GPU time of the scope they were taken from)."""
+    first, each share of ``gpu_time_s`` (the GPU time of the scope they were taken from). ``why``: the rows'
+    reasons and fixes (:class:`RowFacts`), when already known (then only :data:`REASON_COLUMNS` are read)."""
     frame = narrow(frame)
     if frame.empty:
         return ()
     rows = Rows(frame)
-    return _reasons([(_why(rows, slice(None), np.ones(len(frame), dtype=bool), rows.dur), gpu_time_s)])[0]
+    return _reasons([(_why(rows, slice(None), np.ones(len(frame), dtype=bool), rows.dur, why), gpu_time_s)])[0]
 
 
 def _why(rows: Rows, ix: slice | np.ndarray, missing: np.ndarray, dur: np.ndarray,
@@ -259,53 +272,63 @@ def _why(rows: Rows, ix: slice | np.ndarray, missing: np.ndarray, dur: np.ndarra
 def _reasons(scopes: list[tuple[tuple[np.ndarray, ...], float]]) -> list[tuple[Reason, ...]]:
     """Per scope, given the :func:`_why` of its rows without a point and its GPU time: one Reason per (reason,
     fix), longest first, with its three longest names. Every scope's grouped sums are taken at once."""
-    found: list[list[tuple[Any, Any, np.ndarray]]] = []  # per scope: (reason, fix, rows of `flat`) per pair
-    if not sum(len(w[0]) for w, _ in scopes):
+    lengths = [len(w[0]) for w, _ in scopes]
+    if not sum(lengths):
         return [() for _ in scopes]
-    reason, fix = (np.concatenate([w[j] for w, _ in scopes]) for j in (0, 1))
+    reason, fix, names, t = (np.concatenate([w[j] for w, _ in scopes]) for j in range(4))
+    return _flat_reasons(reason, fix, names, t, lengths, [total for _, total in scopes])
+
+
+def _flat_reasons(reason: np.ndarray, fix: np.ndarray, names: np.ndarray, t: np.ndarray, lengths: list[int],
+                  totals: list[float]) -> list[tuple[Reason, ...]]:
+    """:func:`_reasons` of the scopes' :func:`_why` concatenated, scope after scope (``lengths``: each one's
+    rows)."""
+    # per scope: (reason, fix, rows of the concatenation) per pair
+    found: list[list[tuple[Any, Any, np.ndarray]]] = [[] for _ in lengths]
+    if not len(reason):
+        return [() for _ in lengths]
     pair, _ = row_codes([pd.Series(reason), pd.Series(fix)])
-    start = 0
-    for (r, _, _, _), _ in scopes:
-        pairs = []
-        if len(r):
-            codes = pair[start:start + len(r)]
-            order = np.argsort(codes, kind="stable")
-            parts = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
-            parts.sort(key=lambda x: x[0])  # in order of first appearance
-            pairs = [(reason[start + part[0]], fix[start + part[0]], start + part) for part in parts]
-        found.append(pairs)
-        start += len(r)
-    names = np.concatenate([w[2] for w, _ in scopes])
-    t = np.concatenate([w[3] for w, _ in scopes])
+    # every scope's pairs in one sort: each (scope, pair)'s rows in row order; a scope's rows are contiguous, so
+    # ordered by their first row the groups run scope by scope, each scope's in order of first appearance
+    scope_of = np.repeat(np.arange(len(lengths)), lengths)
+    key = scope_of * (int(pair.max()) + 1) + pair
+    order = np.argsort(key, kind="stable")
+    parts = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
+    parts.sort(key=lambda x: x[0])
+    for part in parts:
+        found[scope_of[part[0]]].append((reason[part[0]], fix[part[0]], part))
     rank, uniq = pd.factorize(names, sort=True)
     groups = [rows for pairs in found for _, _, rows in pairs]
     by_name = iter(grouped_sums(t, groups, rank))
     out = []
-    for ((_, total), pairs) in zip(scopes, found):
+    for total, pairs in zip(totals, found):
         items = []
-        for reason, fix, rows in pairs:
+        for why, fixed_by, rows in pairs:
             ranks, sums = next(by_name)
             top = zip(uniq[ranks], sums) if len(sums) < 2 else _longest(uniq[ranks], sums)
             time_s = float(t[rows].sum())
-            items.append(Reason(str(reason), str(fix), time_s, time_s / total if total > 0 else math.nan, len(rows),
+            items.append(Reason(str(why), str(fixed_by), time_s, time_s / total if total > 0 else math.nan, len(rows),
                                 tuple((str(n), float(v) / total if total > 0 else math.nan) for n, v in top)))
         out.append(tuple(sorted(items, key=lambda r: (-r.time_s, r.reason))))
     return out
 
 
 def _longest(names: np.ndarray, sums: np.ndarray, n: int = 3) -> Iterator[tuple[Any, Any]]:
-    """The ``n`` largest sums with their names, largest first, as pandas' descending sort orders them: where
-    no two sums are equal any sort agrees (one argsort, not a Series per reason); else pandas' own."""
-    if len(np.unique(sums)) == len(sums):
-        at = np.argsort(-sums)[:n]
-        return zip(names[at], sums[at])
-    return pd.Series(sums, index=names).sort_values(ascending=False).head(n).items()
+    """The ``n`` largest sums with their names, largest first, as pandas' descending sort orders them (equal
+    sums too): without NaN, the steps of its ``nargsort`` (the reversed values' quicksort argsort, reversed),
+    not a Series sorted per reason; with NaN, pandas' own."""
+    if np.isnan(sums).any():
+        return pd.Series(sums, index=names).sort_values(ascending=False).head(n).items()
+    at = np.arange(len(sums))[::-1][sums[::-1].argsort(kind="quicksort")][::-1][:n]
+    return zip(names[at], sums[at])
 
 
 def _seconds(dur: np.ndarray, kind: np.ndarray, segments: list[np.ndarray]) -> list[dict[str, float]]:
     """Seconds per kind of each scope (``segments``: its rows' positions into ``dur`` and ``kind``)."""
     names = sorted(KINDS)
-    rank = pd.Categorical(kind, categories=names).codes.astype(np.int64)
+    # (Categorical(kind, categories=names).codes, the distinct kinds looked up once: a fifth of its time)
+    codes, uniq = pd.factorize(kind)
+    rank = np.array([names.index(u) if u in names else -1 for u in uniq] + [-1], dtype=np.int64)[codes]
     out = []
     for ranks, sums in grouped_sums(dur, segments, rank):
         got = {names[r]: float(v) for r, v in zip(ranks, sums)}
@@ -329,7 +352,6 @@ def _headline(rows: Rows, ix: slice | np.ndarray, profile: str | None, device: s
               seconds: dict[str, float] | None = None, reasons: tuple[Reason, ...] | None = None) -> Headline:
     """The headline of the rows ``ix`` of ``rows``: ``k`` and ``pt`` their kinds and points (the scope's own);
     ``seconds`` (per kind) and ``reasons`` when already taken for several scopes at once."""
-    frame = rows.frame
     dur = rows.dur[ix]
     total = float(dur.sum())
     seconds = _seconds(dur, k, [np.arange(len(dur))])[0] if seconds is None else seconds
@@ -337,12 +359,10 @@ def _headline(rows: Rows, ix: slice | np.ndarray, profile: str | None, device: s
     if reasons is None:
         missing = ~pt & (k != "idle")
         reasons = _reasons([(_why(rows, ix, missing, dur, why), total)])[0] if missing.any() else ()
-    flops = nansum(rows.flop[ix], min_count=1)  # NaN when no row has FLOPs: unavailable, not 0
-    moved = nansum(rows.num("dram_bytes")[ix], min_count=1)
-    one_device = device is not None or ("device_name" in frame
-                                        and rows.column("device_name", ix).nunique(dropna=False) == 1)
-    one_file = profile is not None or "source_file" not in frame \
-        or rows.column("source_file", ix).nunique(dropna=False) <= 1
+    flops = rows.nansum(FLOP, ix, min_count=1)  # NaN when no row has FLOPs: unavailable, not 0
+    moved = rows.nansum("dram_bytes", ix, min_count=1)
+    one_device = device is not None or ("device_name" in rows.columns and rows.distinct("device_name", ix) == 1)
+    one_file = profile is not None or "source_file" not in rows.columns or rows.distinct("source_file", ix) <= 1
     span, gap = _gaps(rows, ix) if one_file else (None, None)  # one profile's clock: spans of two files do not add up
     notes = []
     if total > 0 and covered < total - seconds["idle"] and flops > 0:
@@ -364,20 +384,17 @@ def _comm_time(rows: Rows, ix: slice | np.ndarray) -> dict[str, Any]:
     """Σ exposed and Σ overlapped collective time of the rows that record them (None where none does), and the
     collectives' standing against their link roofs."""
     out: dict[str, Any] = {}
-    frame = rows.frame
-    if "comm_exposed_s" in frame:
-        exposed, overlapped = rows.num("comm_exposed_s")[ix], rows.num("comm_overlapped_s")[ix]
-        if (~np.isnan(exposed)).any():
-            out.update(comm_exposed_s=nansum(exposed), comm_overlapped_s=nansum(overlapped))
-    if "collective" in frame and (coll := rows.notna("collective")[ix]).any():
+    has = rows.columns
+    if "comm_exposed_s" in has and rows.known("comm_exposed_s", ix):
+        out.update(comm_exposed_s=rows.nansum("comm_exposed_s", ix), comm_overlapped_s=rows.nansum("comm_overlapped_s", ix))
+    if "collective" in has and (coll := rows.notna("collective")[ix]).any():
         bus = rows.num("bus_bandwidth_bytes_per_s")[ix][coll]
         out.update(comm_rows=int(coll.sum()), comm_with_busbw=int((~np.isnan(bus)).sum()))
         found = _weighted_median(rows.num("pct_of_link_roof")[ix][coll],
-                                 np.nan_to_num(rows.num("duration_s")[ix][coll], nan=0.0, posinf=np.inf,
-                                               neginf=-np.inf))
+                                 rows.weights[ix][coll])
         if found is not None:
             col = "link_roof_bytes_per_s_source"
-            src = rows.at(col, int(rows.positions(ix)[coll][found[1]])) if col in frame else None
+            src = rows.at(col, int(rows.positions(ix)[coll][found[1]])) if col in has else None
             out.update(comm_median_pct_of_link_roof=found[0],
                        comm_median_link=str(src).removeprefix("spec: ").split(" (")[0] if isinstance(src, str) else None)
     return out
@@ -392,6 +409,15 @@ def _runs(keys: list[pd.Series]) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]
     for part in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
         if len(part):
             yield tuple(v[codes[part[0]]] for v in values), part
+
+
+def _in_order(codes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """(code, its positions in row order) per distinct code, in order of first appearance."""
+    order = np.argsort(codes, kind="stable")
+    parts = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+    for part in sorted(parts, key=lambda x: x[0]):
+        if len(part):
+            yield int(codes[part[0]]), part
 
 
 @dataclass(frozen=True)
@@ -424,7 +450,7 @@ def row_facts(frame: pd.DataFrame) -> RowFacts:
     frame = narrow(frame)
     cat = categorize(frame)
     point = has_point(frame)
-    k = kinds(frame, cat, point).to_numpy(dtype=object)
+    k = _kind_array(frame, cat, point) if len(frame) else np.zeros(0, dtype=object)
     missing = ~point.to_numpy() & (k != "idle")
     why_all = row_reasons(frame, pd.Series(missing, index=frame.index))
     reason = np.full(len(frame), None, dtype=object)
@@ -464,12 +490,18 @@ def headlines(frame: pd.DataFrame, by_step: bool = True, facts: RowFacts | None 
     whole = Rows(frame)
     # every scope first (a profile's, then its steps'), so that their grouped sums are taken at once
     specs: list[tuple[int, np.ndarray, str | None, str | None, str | None]] = []
-    stepped = step.notna().to_numpy()
+    # the steps factorized once: a profile's steps are its rows' codes (a Series sliced per profile cost ~1 ms)
+    scodes, suniq = pd.factorize(step, use_na_sentinel=True)
+    snames = np.asarray(suniq, dtype=object)
     for i, ((f, d), rows) in enumerate(runs):
         specs.append((i, rows, f or None, d or None, None))
-        if stepped[rows].any():  # (most profiles mark no steps: no per-profile slice of the steps for them)
-            specs += [(i, rows[srows], f or None, d or None, s) for (s,), srows in _runs([step.iloc[rows]]) if s]
-    seconds, found = _scope_sums(whole, pt_arr, k_arr, why, [ix for _, ix, *_ in specs])
+        mine = scodes[rows]
+        if (mine >= 0).any():  # (most profiles mark no steps)
+            specs += [(i, rows[srows], f or None, d or None, snames[c]) for c, srows in _in_order(mine)
+                      if c >= 0 and snames[c]]
+    # the whole frame's sums too, when it has a headline of its own (several scopes): in the same grouped sums
+    every = [np.arange(len(frame))] if len(runs) > 1 else []
+    seconds, found = _scope_sums(whole, pt_arr, k_arr, why, [ix for _, ix, *_ in specs] + every)
     heads: list[Headline] = [_headline(whole, ix, f, d, s, k_arr[ix], pt_arr[ix], None, sec, r)
                              for (_, ix, f, d, s), sec, r in zip(specs, seconds, found)]
     scopes: list[tuple[Headline, list[Headline]]] = []
@@ -483,7 +515,7 @@ def headlines(frame: pd.DataFrame, by_step: bool = True, facts: RowFacts | None 
     scopes.sort(key=lambda x: -x[0].gpu_time_s)
     out = [x for h, parts in scopes for x in (h, *parts)]
     if len(scopes) > 1:
-        out.insert(0, _headline(whole, slice(None), None, None, None, k_arr, pt_arr, why(slice(None))))
+        out.insert(0, _headline(whole, slice(None), None, None, None, k_arr, pt_arr, None, seconds[-1], found[-1]))
     return out
 
 
@@ -492,9 +524,18 @@ def _scope_sums(whole: Rows, pt: np.ndarray, k: np.ndarray,
                 scopes: list[np.ndarray]) -> tuple[list[dict[str, float]], list[tuple[Reason, ...]]]:
     """Every scope's seconds per kind and reasons at once (``scopes``: row positions into ``whole``), the rows'
     reasons taken from the whole frame's."""
+    if not scopes:
+        return [], []
     dur = whole.dur
     gone = pt | (k == "idle")  # (rows with a point, and idle rows, have no reason)
-    found = _reasons([(_why(whole, ix, ~gone[ix], dur[ix], why(ix)), float(dur[ix].sum())) for ix in scopes])
+    # the scopes' rows without a reason, all at once (scope after scope): no arrays taken per scope
+    at = np.concatenate(scopes)
+    keep = ~gone[at]
+    lengths = np.bincount(np.repeat(np.arange(len(scopes)), [len(ix) for ix in scopes])[keep],
+                          minlength=len(scopes)).tolist()
+    rows = at[keep]
+    reason, fix = why(rows)
+    found = _flat_reasons(reason, fix, whole.names[rows], dur[rows], lengths, [float(dur[ix].sum()) for ix in scopes])
     return _seconds(dur, k, scopes), found
 
 
@@ -554,5 +595,5 @@ def headline_frame(items: list[Headline]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["KINDS", "Headline", "Peak", "Reason", "RowFacts", "by_device", "compute_peak", "headline", "headline_frame",
-           "headlines", "kinds", "reasons", "row_facts", "steps"]
+__all__ = ["KINDS", "REASON_COLUMNS", "Headline", "Peak", "Reason", "RowFacts", "by_device", "compute_peak", "headline",
+           "headline_frame", "headlines", "kinds", "reasons", "row_facts", "steps"]

@@ -208,17 +208,23 @@ def table_lines(result: pd.DataFrame, levels: tuple[str, ...], by: str | None, l
         out.append(format_headlines(headlines(scope, facts=scope_facts)) + "\n")
     folded, listed = result.iloc[0:0], result  # listed: every row given, for the folded rows' share of time
     whole = None  # the rows the table stands for, where `result` holds only the first `limit` of them
+    why = None  # the folded rows' reasons and fixes, when the facts give them
     if not result.empty:
-        from roofline.analysis.headline import narrow
+        from roofline.analysis.headline import REASON_COLUMNS, narrow
 
         slim = narrow(result)  # (the columns a headline reads)
         cats = categorize(slim) if facts is None else facts.of(result)
         keep = (cats != IDLE).to_numpy()  # idle time is in the headline, not a row
         if fold:
-            point = has_point(result).to_numpy()
+            point = has_point(result).to_numpy() if facts is None else facts.point
             # only what is read of them: the folded rows' reasons, and of the listed rows the first `limit`
             # whole and a few columns of the rest (each a copy of the whole frame, for a dataset, otherwise)
-            folded = (slim if by is None else result)[keep & ~point]
+            if facts is not None and by is None:  # the folded rows are those the facts give a reason (no point,
+                # not idle): of them only the names and durations are read (all 40 columns: ~40 ms of a dataset)
+                why = (facts.reason[keep & ~point], facts.fix[keep & ~point])
+                folded = slim[[c for c in REASON_COLUMNS if c in slim.columns]][keep & ~point]
+            else:
+                folded = (slim if by is None else result)[keep & ~point]
             shown = np.flatnonzero(keep & point)
             total = len(shown)
             if limit:
@@ -244,7 +250,7 @@ def table_lines(result: pd.DataFrame, levels: tuple[str, ...], by: str | None, l
 
         whole = scope if scope is not None else listed
         gpu = float(pd.to_numeric(whole["duration_s"], errors="coerce").clip(lower=0).sum())
-        out.append(format_folded(folded, gpu, by, headline=scope is not None))
+        out.append(format_folded(folded, gpu, by, headline=scope is not None, why=why))
     for prov in result.attrs.get("roofline.provenance", []):  # CPU-only inputs: why they have no rows
         if isinstance(prov, dict) and prov.get("no_gpu_work"):
             out.append(f"{prov['source_file']}: no GPU kernels: {prov['no_gpu_work']}")

@@ -290,7 +290,8 @@ def format_table(frame: pd.DataFrame, levels: tuple[str, ...] = ("dram", "l2", "
     for c, h, u in cols:
         s = rows[c]
         if c == "kernel_id" and files is not None:  # kernel ids restart in every file: number the files
-            number = {f: i + 1 for i, f in enumerate(dict.fromkeys(every["source_file"].astype("string").fillna("")))}
+            # (the distinct files in order of first appearance, without iterating every row of a dataset)
+            number = {f: i + 1 for i, f in enumerate(every["source_file"].astype("string").fillna("").unique())}
             shown[h] = [f"{number[f]}:{'n/a' if pd.isna(k) else int(k)}" for f, k in zip(files, s)]
         elif u == "flag":
             shown[h] = ["!" if v is True else "" for v in s.astype(object)]
