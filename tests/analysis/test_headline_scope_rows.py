@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.analysis.headline import _longest
-from roofline.analysis.scope_rows import Rows, nansum
+from roofline.analysis.scope_rows import Rows
 
 
 def test_longest_names_are_in_pandas_descending_order_with_equal_sums():
@@ -27,9 +27,8 @@ def test_scope_nansum_is_the_slices_sum_to_the_last_bit():
     rows = Rows(pd.DataFrame({"x": values}))
     for ix in (np.sort(rng.choice(5000, 1200, replace=False)), slice(100, 4000), np.flatnonzero(np.isnan(values))):
         for min_count in (0, 1):
-            got, want = rows.nansum("x", ix, min_count), nansum(values[ix], min_count)
+            got, want = rows.nansum("x", ix, min_count), pd.Series(values[ix]).sum(min_count=min_count)
             assert got == want or (np.isnan(got) and np.isnan(want))
-            assert got == pd.Series(values[ix]).sum(min_count=min_count) or np.isnan(want)
 
 
 def test_scope_distinct_counts_missing_as_one_value_like_nunique():

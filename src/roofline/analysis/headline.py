@@ -292,10 +292,7 @@ def _flat_reasons(reason: np.ndarray, fix: np.ndarray, names: np.ndarray, t: np.
     # ordered by their first row the groups run scope by scope, each scope's in order of first appearance
     scope_of = np.repeat(np.arange(len(lengths)), lengths)
     key = scope_of * (int(pair.max()) + 1) + pair
-    order = np.argsort(key, kind="stable")
-    parts = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
-    parts.sort(key=lambda x: x[0])
-    for part in parts:
+    for part in _parts(key):
         found[scope_of[part[0]]].append((reason[part[0]], fix[part[0]], part))
     rank, uniq = pd.factorize(names, sort=True)
     groups = [rows for pairs in found for _, _, rows in pairs]
@@ -405,19 +402,22 @@ def _runs(keys: list[pd.Series]) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]
     (NA as '')."""
     codes, first = row_codes(keys)
     values = [k.iloc[first].fillna("").to_numpy(dtype=object) for k in keys]  # (each group's first row only)
-    order = np.argsort(codes, kind="stable")
-    for part in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
-        if len(part):
-            yield tuple(v[codes[part[0]]] for v in values), part
+    for part in _parts(codes):
+        yield tuple(v[codes[part[0]]] for v in values), part
 
 
 def _in_order(codes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     """(code, its positions in row order) per distinct code, in order of first appearance."""
+    for part in _parts(codes):
+        yield int(codes[part[0]]), part
+
+
+def _parts(codes: np.ndarray) -> list[np.ndarray]:
+    """Each distinct code's positions (in row order), in order of first appearance: one stable sort."""
     order = np.argsort(codes, kind="stable")
-    parts = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
-    for part in sorted(parts, key=lambda x: x[0]):
-        if len(part):
-            yield int(codes[part[0]]), part
+    parts = [part for part in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1) if len(part)]
+    parts.sort(key=lambda x: x[0])
+    return parts
 
 
 @dataclass(frozen=True)

@@ -62,21 +62,25 @@ class Rows:
         return short.astype("string").fillna(full.astype("string")).fillna("(unnamed)").to_numpy()
 
     def nansum(self, col: str, ix: slice | np.ndarray, min_count: int = 0) -> float:
-        """:func:`nansum` of the column (``FLOP``: :attr:`flop`) over the scope: the same values in the same order,
-        NaN as 0, read from the column with NaN as 0 and its known rows, each taken once (not per scope)."""
-        if col not in self._zeroed:
-            values = self.flop if col == FLOP else self.num(col)
-            known = ~np.isnan(values)
-            self._zeroed[col] = np.where(known, values, 0.0), known
-        values, known = self._zeroed[col]
+        """``Series.sum(min_count=…)`` of the column (``FLOP``: :attr:`flop`) over the scope: the same values in the
+        same order, NaN as 0 (NaN with fewer than ``min_count`` numbers), read from the column with NaN as 0 and its
+        known rows, each taken once (not per scope)."""
+        values, known = self._zeroed_of(col)
         if min_count and int(np.count_nonzero(known[ix])) < min_count:
             return math.nan
         return float(values[ix].sum())
 
     def known(self, col: str, ix: slice | np.ndarray) -> bool:
         """Whether some row of the scope has a number in the column."""
-        self.nansum(col, slice(0, 0))
-        return bool(self._zeroed[col][1][ix].any())
+        return bool(self._zeroed_of(col)[1][ix].any())
+
+    def _zeroed_of(self, col: str) -> tuple[np.ndarray, np.ndarray]:
+        """The column with NaN as 0, and where it has numbers."""
+        if col not in self._zeroed:
+            values = self.flop if col == FLOP else self.num(col)
+            known = ~np.isnan(values)
+            self._zeroed[col] = np.where(known, values, 0.0), known
+        return self._zeroed[col]
 
     def notna(self, col: str) -> np.ndarray:
         if col not in self._notna:
@@ -121,17 +125,6 @@ class Rows:
         return self._codes[col]
 
 
-def nansum(values: np.ndarray, min_count: int = 0) -> float:
-    """``Series.sum(min_count=…)``: NaN skipped (summed as 0, in place), NaN with fewer than ``min_count`` values."""
-    missing = np.isnan(values)
-    if not missing.any():
-        return math.nan if len(values) < min_count else float(values.sum())
-    known = len(values) - int(missing.sum())
-    if known < min_count:
-        return math.nan
-    return float(np.where(missing, 0.0, values).sum()) if known else 0.0  # (a sum of zeros: 0.0)
-
-
 def grouped_sums(values: np.ndarray, segments: list[np.ndarray], rank: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """For each segment (positions into ``values``, in row order): ``Series(values[seg]).groupby(keys[seg]).sum()``
     as (the keys' ranks, in key order; their sums), where ``rank`` orders the keys as pandas sorts them. pandas adds
@@ -156,4 +149,4 @@ def grouped_sums(values: np.ndarray, segments: list[np.ndarray], rank: np.ndarra
     return [o if o is not None else empty for o in out]
 
 
-__all__ = ["FLOP", "Rows", "grouped_sums", "nansum"]
+__all__ = ["FLOP", "Rows", "grouped_sums"]

@@ -95,9 +95,9 @@ def main() -> None:
 def run() -> None:
     """The ``roofline`` script and ``python -m roofline``: :func:`main`, then the process ends without the
     interpreter's teardown. Once the output is written, freeing every object one by one (a dataset report's
-    ~1 GB of frames, pandas', pyarrow's and matplotlib's modules) took ~0.25 s of a 5 s report. The streams are
-    flushed and the exit handlers run as at a normal exit; where a thread is still running, or a stream cannot
-    be flushed (a closed pipe), the normal exit does what it always did."""
+    ~1 GB of frames, pandas', pyarrow's and matplotlib's modules) took ~0.25 s of a 5 s report. The exit handlers
+    run and the streams are flushed after them, as at a normal exit; where a thread is still running, or a stream
+    cannot be flushed (a closed pipe), the normal exit does what it always did."""
     import atexit
     import threading
 
@@ -106,20 +106,28 @@ def run() -> None:
         code: object = None
     except SystemExit as exc:
         code = exc.code
-    if threading.active_count() > 1:
-        sys.exit(code)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
+    if threading.active_count() > 1 or not _flushed():
         sys.exit(code)
     if code is None or isinstance(code, int):
         rc = code or 0
     else:  # (what sys.exit does with any other object: prints it, status 1)
-        print(code, file=sys.stderr, flush=True)
+        if sys.stderr is not None:
+            print(code, file=sys.stderr)
         rc = 1
     atexit._run_exitfuncs()  # (the multiprocessing, logging and weakref.finalize handlers, as at a normal exit)
+    _flushed()  # (what a handler printed)
     os._exit(rc & 0xFF)
+
+
+def _flushed() -> bool:
+    """Whether stdout and stderr were flushed (a stream closed when the process started is None: nothing to do)."""
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _main() -> None:

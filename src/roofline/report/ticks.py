@@ -86,10 +86,12 @@ class _InView(Locator):
 
 
 def drawn_majors(axis: Axis) -> None:
-    """Let ``axis`` make major ticks only at the locations it draws (the same ticks drawn, the same pixels); for a
-    chart written once to a file, like :func:`minor_marks` (``axis.get_majorticklocs`` then gives no location
-    beyond the view)."""
-    axis.set_major_locator(_InView(axis.get_major_locator()))
+    """Let a log ``axis`` make major ticks only at the locations it draws (the same ticks drawn, the same pixels);
+    for a chart written once to a file, like :func:`minor_marks` (``axis.get_majorticklocs`` then gives no location
+    beyond the view). A linear axis is left as it is: its formatter's precision and offset, and an automatic minor
+    locator, read the off-view locations too."""
+    if axis.get_scale() == "log":
+        axis.set_major_locator(_InView(axis.get_major_locator()))
 
 
 def for_png(ax: Axes) -> None:
