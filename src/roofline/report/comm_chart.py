@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from roofline.analysis.aggregate import step_ranges
-from roofline.frames import group_ids, row_dicts
+from roofline.frames import row_dicts
 
 #: collectives drawn at most (the longest); the others are counted as not drawn
 MAX_POINTS = 20_000
@@ -84,37 +84,19 @@ def exposure(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Per (rank, step): the collectives' exposed and overlapped seconds and the step's GPU time (Σ rows)."""
     if "comm_exposed_s" not in frame or not frame["comm_exposed_s"].notna().any():
         return []
-    n = len(frame)
-    # each row's (rank, step) from its distinct (rank, NVTX path): the labels made for those few, not for every row
-    parts, labels = [], []
-    if "rank" in frame:
-        rank = frame["rank"].astype("Int64")
-        parts.append(pd.factorize(rank)[0] + 1)
-    if "nvtx_range" in frame:
-        nvtx = frame["nvtx_range"].astype("string")
-        parts.append(pd.factorize(nvtx)[0] + 1)
-    combo, first = group_ids(parts, n)
-    labels.append(rank.take(first).astype("string").fillna("") if "rank" in frame
-                  else pd.Series("", index=range(len(first))))
-    labels.append(step_ranges(nvtx.take(first), flags=0).fillna("(no step)") if "nvtx_range" in frame
-                  else pd.Series("(no step)", index=range(len(first))))
-    # two paths of one step are one group; groups numbered by their first row, as a groupby without sorting does
-    pair, first_combo = group_ids([pd.factorize(lab)[0] for lab in labels], len(first))
-    group = pair[combo]
-    exposed = frame["comm_exposed_s"].to_numpy(dtype="float64", na_value=np.nan)
-    columns = (exposed, frame["comm_overlapped_s"].to_numpy(dtype="float64", na_value=np.nan),
-               pd.to_numeric(frame["duration_s"], errors="coerce").to_numpy())
-    shown = np.zeros(len(first_combo), dtype=bool)
-    shown[group[~np.isnan(exposed)]] = True
-    rows = np.argsort(group, kind="stable")  # each group's rows in frame order
-    ends = np.cumsum(np.bincount(group, minlength=len(first_combo)))
+    rank = frame["rank"].astype("Int64").astype("string").fillna("") if "rank" in frame else \
+        pd.Series("", index=frame.index)
+    step = step_ranges(frame["nvtx_range"], flags=0).fillna("(no step)") \
+        if "nvtx_range" in frame else pd.Series("(no step)", index=frame.index)
+    g = pd.DataFrame({"rank": rank.to_numpy(), "step": step.to_numpy(),
+                      "exposed": frame["comm_exposed_s"].to_numpy(dtype="float64", na_value=np.nan),
+                      "overlapped": frame["comm_overlapped_s"].to_numpy(dtype="float64", na_value=np.nan),
+                      "time": pd.to_numeric(frame["duration_s"], errors="coerce").to_numpy()})
     out = []
-    for k in np.flatnonzero(shown).tolist():
-        mine = rows[(ends[k - 1] if k else 0):ends[k]]
-        # pandas' own sum of each group's values in frame order (what a groupby's parts summed)
-        e, o, t = (float(pd.Series(col[mine]).sum()) for col in columns)
-        rk, st = labels[0].iloc[first_combo[k]], labels[1].iloc[first_combo[k]]
-        out.append({"rank": rk or None, "step": st, "exposed_s": e, "overlapped_s": o, "gpu_time_s": t})
+    for (rk, st), part in g.groupby(["rank", "step"], sort=False):
+        if part["exposed"].notna().any():
+            out.append({"rank": rk or None, "step": st, "exposed_s": float(part["exposed"].sum()),
+                        "overlapped_s": float(part["overlapped"].sum()), "gpu_time_s": float(part["time"].sum())})
     return out
 
 
