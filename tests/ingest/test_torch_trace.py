@@ -255,6 +255,23 @@ def test_a_launch_without_external_id_finds_its_op_by_time_even_beside_damaged_o
     assert list(k["kernel_name"]) == ["aten::mm"] and list(k["attribution"]) == ["op"]
 
 
+def test_a_launch_no_op_holds_says_why_its_kernel_is_an_orphan(tmp_path):
+    """A launch outside every op on its thread: a graph replay, a plain launch, or a launch whose thread id
+    cannot be a key (unhashable), each with its own reason; the kernel keeps its time either way."""
+    p = tmp_path / "outside.pt.trace.json"
+    events = [OP]
+    for corr, (name, tid) in enumerate([("cudaGraphLaunch", 1), ("cudaLaunchKernel", 1),
+                                        ("cudaLaunchKernel", [1])], start=100):
+        events.append({**LAUNCH, "name": name, "tid": tid, "ts": 200 + corr, "args": {"correlation": corr}})
+        events.append({**KERNEL, "ts": 400 + corr, "args": {"correlation": corr, "device": 0}})
+    p.write_bytes(_trace(events, deviceProperties=PROPS))
+    k = roofline.read(p)
+    assert sorted(k["attribution"]) == ["orphan: graph replay (the graph's ops are not in the trace)",
+                                        "orphan: launch outside any CPU op",
+                                        "orphan: unusable correlation or External id"]
+    assert k["duration_s"].sum() == pytest.approx(24e-6)
+
+
 def test_copies_count_their_bytes_and_say_when_they_cannot(tmp_path):
     """A device-to-device copy moves its bytes twice (read + write); a memset once; a copy without a bytes
     arg leaves DRAM bytes unavailable (never 0); a host-to-device copy is not DRAM traffic."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextvars
 import json
 import re
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from contextlib import suppress
 from operator import attrgetter
@@ -124,7 +125,6 @@ class Captured:
         begin = None
         launches: list[Event] = []
         for e in events:
-            name = str(e.name)
             if e.cat in ("cpu_op", "Operator", "operator") and e.args is not None:
                 if e.ts.__class__ in (int, float) and e.dur.__class__ in (int, float):
                     cpu.append(e)
@@ -132,6 +132,7 @@ class Captured:
                 if ext is not None and ext.__class__ is not list and ext not in ops:
                     ops[ext] = e
             elif e.cat in ("cuda_runtime", "cuda_driver"):
+                name = str(e.name)
                 if name.endswith("StreamBeginCapture"):
                     begin = e.ts
                 elif name.endswith("StreamEndCapture") and begin is not None:
@@ -140,12 +141,17 @@ class Captured:
                 elif "Launch" in name and "Graph" not in name and e.args is not None and e.args.kernel is not None:
                     launches.append(e)
         launches.sort(key=lambda e: float(e.ts))
+        times = [float(e.ts) for e in launches]
         from roofline.ingest.torch.threads import Threads
 
         self.threads = Threads(cpu)  # the captured ops by thread: an op's callees (a MoE's routing)
         self.graphs: list[tuple[list[str], list[Event | None]]] = []
+        ordered = not any(t != t for t in times)  # (a NaN start leaves the sort's order unusable)
         for lo, hi in windows:
-            inside = [e for e in launches if lo <= float(e.ts) <= hi]
+            if ordered and lo == lo and hi == hi:  # (a scan of every launch per window: 80 ms on vLLM's)
+                inside = launches[bisect_left(times, lo):bisect_right(times, hi)]
+            else:
+                inside = [e for e, t in zip(launches, times) if lo <= t <= hi]
             self.graphs.append(([str(e.args.kernel) for e in inside],  # type: ignore[union-attr]
                                 [ops.get(e.args.external_id) for e in inside]))  # type: ignore[union-attr]
 

@@ -11,6 +11,8 @@ from typing import Any
 from roofline.ingest.torch.decode import Args, Event
 from roofline.ingest.torch.threads import Threads
 
+_UNUSABLE = "orphan: unusable correlation or External id"
+
 
 def link(gpu: list[Event], runtimes: dict[Any, Event], by_ext: dict[Any, int],
          threads: Threads) -> tuple[dict[int, list[Event]], list[tuple[Event, str]]]:
@@ -38,17 +40,33 @@ def link(gpu: list[Event], runtimes: dict[Any, Event], by_ext: dict[Any, int],
     held = iter(threads.innermost_of(lookups) if lookups else ())
     for e, op in zip(gpu, linked):
         if op.__class__ is not int and op is not None:  # (a launch, of whichever event class decoded it)
-            op = next(held)
+            launch, op = op, next(held)
+            if op is None:  # held by no op: _link would look it up again (a 64-step walk each; a graph
+                # trace's ~420 replay launches cost 0.3 s) only to find the same, so its reason now
+                try:
+                    orphans.append((e, _launch_orphan(launch)))
+                except TypeError:
+                    orphans.append((e, _UNUSABLE))
+                continue
         if op is None:
             try:
                 op, label = _link(e.args, runtimes, by_ext, threads)
             except TypeError:
-                op, label = None, "orphan: unusable correlation or External id"
+                op, label = None, _UNUSABLE
             if op is None:
                 orphans.append((e, label))
                 continue
         groups[op].append(e)
     return groups, orphans
+
+
+def _launch_orphan(rt: Event) -> str:
+    """Why a launch held by no op links its GPU work to none. An unhashable pid/tid is in no thread:
+    ``Threads.innermost`` raises TypeError for it, as ``_link`` reports."""
+    hash((rt.pid, rt.tid))
+    if "Graph" in str(rt.name):
+        return "orphan: graph replay (the graph's ops are not in the trace)"
+    return "orphan: launch outside any CPU op"
 
 
 def _ext(a: Args) -> Any:
@@ -65,9 +83,7 @@ def _link(args: Args | None, runtimes: dict[Any, Event], by_ext: dict[Any, int],
             op = threads.innermost(rt.pid, rt.tid, rt.ts)
         if op is not None:
             return op, "op"
-        if "Graph" in str(rt.name):
-            return None, "orphan: graph replay (the graph's ops are not in the trace)"
-        return None, "orphan: launch outside any CPU op"
+        return None, _launch_orphan(rt)
     ext = _ext(args) if args is not None else None
     op = by_ext.get(ext) if ext is not None else None
     if op is not None:
