@@ -286,11 +286,13 @@ def conform_kernels(frame: pd.DataFrame) -> pd.DataFrame:
     # a shallow copy: only whole columns are added below (astype makes new ones), which never reach the
     # caller's frame; a deep one copied every numeric column of a dataset's frame (~50 MB per 1,000 inputs)
     out = frame.copy(deep=False)
-    for col, dtype in dtypes.items():
-        if col not in out.columns:
-            fill = float("nan") if dtype == "float64" else pd.NA
-            out[col] = pd.Series([fill] * len(out), dtype=dtype, index=out.index)
-    todo = {c: d for c, d in dtypes.items() if str(out[c].dtype) != d}
+    missing = [c for c in dtypes if c not in out.columns]
+    if missing:  # added in one step: one insert per column cost ~0.25 ms each, ~60 per frame of a reader
+        n = len(out)
+        add = pd.DataFrame({c: _typed(None, n, dtypes[c]) for c in missing}, index=out.index)
+        out = pd.concat([out, add], axis=1) if len(out.columns) else add
+    have = dict(zip(out.columns, out.dtypes)) if out.columns.is_unique else {c: out[c].dtype for c in dtypes}
+    todo = {c: d for c, d in dtypes.items() if str(have[c]) != d}
     if todo:  # one astype call: per-column calls cost ~7 ms per report
         try:
             out = out.astype(todo)
