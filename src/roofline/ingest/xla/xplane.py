@@ -37,6 +37,8 @@ from roofline.schema import (
     NOT_IN_SPEC_TABLE,
     UNAVAILABLE,
     conform_kernels,
+    kernel_dtypes,
+    kernels_from_records,
     set_provenance,
     source_column,
 )
@@ -56,6 +58,7 @@ NO_BREAKDOWN = (f"{UNAVAILABLE}: XLA gave this op no per-memory breakdown (async
 NOT_XLA = (f"{UNAVAILABLE}: no XLA op on any device plane (TensorFlow ops outside XLA, or another runtime): the "
            "xplane records the kernels' times but no FLOPs or bytes, and XLA's cost analysis covers only XLA ops")
 _NAN = float("nan")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 #: GPUs named from the device plane's capabilities (the plane has no name): vendor, compute
 #: capability, SMs/CUs, memory GiB -> spec-table name. Only parts one combination identifies.
 _GPU_BY_CAPS = {
@@ -92,8 +95,7 @@ def _read(path: Path, space: Any, cost_analysis: bool) -> pd.DataFrame:
     for i, r in enumerate(rows):
         r["kernel_id"] = i
         r["source_file"] = path_text(path)
-    frame = conform_kernels(pd.DataFrame.from_records(rows))
-    frame = _peaks(frame, planes, costs)
+    frame = _peaks(frame_of(rows), planes, costs)
     from google.protobuf import __version__ as pb_version
 
     meta = provenance_record(path, FORMAT, tool="XLA profiler (XSpace)", reader=f"protobuf {pb_version}",
@@ -101,6 +103,24 @@ def _read(path: Path, space: Any, cost_analysis: bool) -> pd.DataFrame:
                              cost_error=(costs.error if costs else None) if needs_cost else None)
     meta.update(_space_meta(space, planes, costs))
     return set_provenance(frame, [meta])
+
+
+def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The rows as a kernels frame: the canonical columns built typed, one array each (a generic frame conformed
+    column by column cost ~40 ms for a few rows), then the XLA columns outside the schema (``hlo_op``,
+    ``occurrences``...) with the types ``DataFrame.from_records`` infers for them, as the conformed frame had."""
+    canonical = kernel_dtypes()
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    ints = [k for k in keys if canonical.get(k) == "Int64"]
+    if any(not _INT64_MIN <= v <= _INT64_MAX for r in rows for k in ints if (v := r.get(k)) is not None):
+        # a damaged stat past 64 bits (a core count): the conforming cast refuses it, and the file is said damaged
+        # (the typed build would read it as missing)
+        return conform_kernels(pd.DataFrame.from_records(rows))
+    extra = [k for k in keys if k not in canonical]
+    frame = kernels_from_records(rows)
+    if not extra:
+        return frame
+    return pd.concat([frame, pd.DataFrame.from_records(rows, columns=extra)], axis=1)
 
 
 def device_name(stats: dict[str, Any], plane_name: str) -> str:

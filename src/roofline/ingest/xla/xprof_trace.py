@@ -26,7 +26,7 @@ from roofline.errors import FormatMismatchError, NoGpuWorkError, NoKernelsError,
 from roofline.ingest.common import check_exists, load_json, provenance_record
 from roofline.ingest.xla import xplane as xp
 from roofline.ingest.xla import xplane_decode as xd
-from roofline.schema import UNAVAILABLE, conform_kernels, set_provenance
+from roofline.schema import UNAVAILABLE, set_provenance
 
 FORMAT = "xprof-trace"
 SUFFIXES = (".trace.json.gz", ".trace.json")
@@ -50,7 +50,7 @@ def read(path: str | Path) -> pd.DataFrame:
         r["kernel_id"] = i
         r["source_file"] = path_text(path)
         r["format"] = FORMAT
-    frame = conform_kernels(pd.DataFrame.from_records(rows))
+    frame = xp.frame_of(rows)
     import orjson
 
     meta = provenance_record(path, FORMAT, tool="XProf trace viewer (JSON)", reader=f"orjson {orjson.__version__}",
