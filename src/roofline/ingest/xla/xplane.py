@@ -152,20 +152,24 @@ def build_rows(planes: list[xd.PlaneOps], modules: dict[int, str], costs: xc.Cos
         dev = device_name(plane.stats, plane.name)
         starts = [s[0] for s in plane.steps]
         busy: dict[str | None, int] = defaultdict(int)
-        for occ in plane.ops:
-            step = _step_of(plane.steps, starts, occ.start_ps)
-            busy[step] += max(occ.self_ps, 0)
+        steps, name = plane.steps, plane.name
+        for occ in plane.ops:  # (thousands on a TPU plane: kept to plain operations)
+            step = _step_of(steps, starts, occ.start_ps) if steps else None
+            own = max(occ.self_ps, 0)
+            busy[step] += own
+            pid = occ.program_id
             # without a program_id the module name tells apart ops named alike in different programs
-            key = (dev, step, occ.program_id, occ.module if occ.program_id is None else "", occ.op)
+            key = (dev, step, pid, occ.module if pid is None else "", occ.op)
             g = groups.get(key)
             if g is None:
                 g = groups[key] = {
                     "first": occ, "plane": plane, "occ": 0, "self": 0, "time": 0, "kernels": {}, "planes": set()}
             g["occ"] += 1
-            g["self"] += max(occ.self_ps, 0)
-            g["time"] += occ.time_ps
-            g["kernels"].update(dict.fromkeys(occ.kernels))
-            g["planes"].add(plane.name)
+            g["self"] += own
+            g["time"] += occ.end_ps - occ.start_ps
+            if occ.kernels:
+                g["kernels"].update(dict.fromkeys(occ.kernels))
+            g["planes"].add(name)
         spans = {s[2]: s[1] - s[0] for s in plane.steps}
         spans[None] = plane.span_ps - sum(spans.values())
         for step, span in spans.items():
