@@ -209,7 +209,7 @@ def _tpu_ops(plane: Any, stats: Stats, out: PlaneOps) -> None:
         for ev in ln.events:
             if ev.WhichOneof("data") != "offset_ps":
                 continue  # an aggregated event has no start: it cannot be placed on the timeline
-            evs = {}
+            evs: dict[str, Any] = {}
             for st in ev.stats:
                 name = wanted.get(st.metadata_id)
                 if name is not None:
