@@ -444,3 +444,38 @@ def test_xprof_trace_events_with_unhashable_ids_are_dropped_not_a_crash(tmp_path
     after = roofline.read(p)
     cols = [c for c in before.columns if c != "source_file"]
     pd.testing.assert_frame_equal(before[cols], after[cols])
+
+
+def test_typed_frame_of_the_rows_is_the_conformed_generic_frame(tmp_path):
+    """The rows built into a frame column by column give what a generic frame conformed to the schema gave: the
+    canonical columns, then the XLA ones outside it with their inferred types (keys missing from IDLE rows,
+    program ids all missing)."""
+    from roofline.ingest.xla import xplane_decode, xprof_trace
+    from roofline.schema import conform_kernels
+
+    tpu = _xplane("jax_tpuv6e-4chip_host-offload-allreduce")
+    space = xplane_decode.load(tpu)
+    cases = [xplane.build_rows(xplane_decode.device_planes(tpu, space), xplane_decode.module_names(space), None,
+                               False, None)]
+    gpu = _gpu_space(tmp_path / "g.xplane.pb")
+    cases.append(xplane.build_rows(xplane_decode.device_planes(gpu, xplane_decode.load(gpu)), {}, None, True,
+                                   xplane.SKIPPED))
+    tv = shared("traces/derived/jax0.8_rocm_mi300x_gemm.xprof-trace_viewer.json.gz")
+    cases.append(xplane.build_rows(xprof_trace._planes(tv, xprof_trace._load(tv)), {}, None, False, "timing only"))
+    for rows in cases:
+        for i, r in enumerate(rows):
+            r["kernel_id"] = i
+        expected = conform_kernels(pd.DataFrame.from_records(rows))
+        assert len(expected.columns) > len(roofline.schema.kernel_columns())
+        pd.testing.assert_frame_equal(xplane.frame_of(rows), expected, check_exact=True)
+
+
+def test_core_count_past_64_bits_is_damage_not_a_missing_sm_count(tmp_path):
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(_gpu_space(tmp_path / "g.xplane.pb").read_bytes())
+    plane = space.planes[0]
+    core = next(k for k, m in plane.stat_metadata.items() if m.name == "core_count")
+    next(s for s in plane.stats if s.metadata_id == core).uint64_value = 2**64 - 1
+    (tmp_path / "big.xplane.pb").write_bytes(space.SerializeToString())
+    with pytest.raises(CorruptReportError, match="big.xplane.pb"):
+        roofline.read(tmp_path / "big.xplane.pb")

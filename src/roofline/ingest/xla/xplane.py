@@ -37,6 +37,8 @@ from roofline.schema import (
     NOT_IN_SPEC_TABLE,
     UNAVAILABLE,
     conform_kernels,
+    kernel_dtypes,
+    kernels_from_records,
     set_provenance,
     source_column,
 )
@@ -56,6 +58,7 @@ NO_BREAKDOWN = (f"{UNAVAILABLE}: XLA gave this op no per-memory breakdown (async
 NOT_XLA = (f"{UNAVAILABLE}: no XLA op on any device plane (TensorFlow ops outside XLA, or another runtime): the "
            "xplane records the kernels' times but no FLOPs or bytes, and XLA's cost analysis covers only XLA ops")
 _NAN = float("nan")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 #: GPUs named from the device plane's capabilities (the plane has no name): vendor, compute
 #: capability, SMs/CUs, memory GiB -> spec-table name. Only parts one combination identifies.
 _GPU_BY_CAPS = {
@@ -92,8 +95,7 @@ def _read(path: Path, space: Any, cost_analysis: bool) -> pd.DataFrame:
     for i, r in enumerate(rows):
         r["kernel_id"] = i
         r["source_file"] = path_text(path)
-    frame = conform_kernels(pd.DataFrame.from_records(rows))
-    frame = _peaks(frame, planes, costs)
+    frame = _peaks(frame_of(rows), planes, costs)
     from google.protobuf import __version__ as pb_version
 
     meta = provenance_record(path, FORMAT, tool="XLA profiler (XSpace)", reader=f"protobuf {pb_version}",
@@ -101,6 +103,24 @@ def _read(path: Path, space: Any, cost_analysis: bool) -> pd.DataFrame:
                              cost_error=(costs.error if costs else None) if needs_cost else None)
     meta.update(_space_meta(space, planes, costs))
     return set_provenance(frame, [meta])
+
+
+def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The rows as a kernels frame: the canonical columns built typed, one array each (a generic frame conformed
+    column by column cost ~40 ms for a few rows), then the XLA columns outside the schema (``hlo_op``,
+    ``occurrences``...) with the types ``DataFrame.from_records`` infers for them, as the conformed frame had."""
+    canonical = kernel_dtypes()
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    ints = [k for k in keys if canonical.get(k) == "Int64"]
+    if any(not _INT64_MIN <= v <= _INT64_MAX for r in rows for k in ints if (v := r.get(k)) is not None):
+        # a damaged stat past 64 bits (a core count): the conforming cast refuses it, and the file is said damaged
+        # (the typed build would read it as missing)
+        return conform_kernels(pd.DataFrame.from_records(rows))
+    extra = [k for k in keys if k not in canonical]
+    frame = kernels_from_records(rows)
+    if not extra:
+        return frame
+    return pd.concat([frame, pd.DataFrame.from_records(rows, columns=extra)], axis=1)
 
 
 def device_name(stats: dict[str, Any], plane_name: str) -> str:
@@ -132,20 +152,24 @@ def build_rows(planes: list[xd.PlaneOps], modules: dict[int, str], costs: xc.Cos
         dev = device_name(plane.stats, plane.name)
         starts = [s[0] for s in plane.steps]
         busy: dict[str | None, int] = defaultdict(int)
-        for occ in plane.ops:
-            step = _step_of(plane.steps, starts, occ.start_ps)
-            busy[step] += max(occ.self_ps, 0)
+        steps, name = plane.steps, plane.name
+        for occ in plane.ops:  # (thousands on a TPU plane: kept to plain operations)
+            step = _step_of(steps, starts, occ.start_ps) if steps else None
+            own = max(occ.self_ps, 0)
+            busy[step] += own
+            pid = occ.program_id
             # without a program_id the module name tells apart ops named alike in different programs
-            key = (dev, step, occ.program_id, occ.module if occ.program_id is None else "", occ.op)
+            key = (dev, step, pid, occ.module if pid is None else "", occ.op)
             g = groups.get(key)
             if g is None:
                 g = groups[key] = {
                     "first": occ, "plane": plane, "occ": 0, "self": 0, "time": 0, "kernels": {}, "planes": set()}
             g["occ"] += 1
-            g["self"] += max(occ.self_ps, 0)
-            g["time"] += occ.time_ps
-            g["kernels"].update(dict.fromkeys(occ.kernels))
-            g["planes"].add(plane.name)
+            g["self"] += own
+            g["time"] += occ.end_ps - occ.start_ps
+            if occ.kernels:
+                g["kernels"].update(dict.fromkeys(occ.kernels))
+            g["planes"].add(name)
         spans = {s[2]: s[1] - s[0] for s in plane.steps}
         spans[None] = plane.span_ps - sum(spans.values())
         for step, span in spans.items():

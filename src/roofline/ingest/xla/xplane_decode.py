@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -190,8 +191,16 @@ def _steps(plane: Any, stats: Stats) -> list[tuple[int, int, str]]:
     return sorted(steps)
 
 
+#: the stats of a TPU op event that are read (its others, e.g. all_reduce_unique_id, are not)
+_TPU_EVENT_STATS = frozenset({"device_offset_ps", "device_duration_ps", "program_id", "symbol_id"})
+
+
 def _tpu_ops(plane: Any, stats: Stats, out: PlaneOps) -> None:
     meta_cache: dict[int, dict[str, Any]] = {}
+    # only the stats read below are decoded (as Stats.of would, the last of a name winning): a TPU plane has
+    # thousands of op events, and a dict of every stat of each was most of the read's time
+    wanted = {k: name for k, name in stats.names.items() if name in _TPU_EVENT_STATS}
+    value = stats.value
     for ln in plane.lines:
         if ln.name != OP_LINE or is_derived_line(ln.id):
             continue
@@ -200,19 +209,23 @@ def _tpu_ops(plane: Any, stats: Stats, out: PlaneOps) -> None:
         for ev in ln.events:
             if ev.WhichOneof("data") != "offset_ps":
                 continue  # an aggregated event has no start: it cannot be placed on the timeline
-            evs = stats.of(ev.stats) if ev.stats else {}
+            evs: dict[str, Any] = {}
+            for st in ev.stats:
+                name = wanted.get(st.metadata_id)
+                if name is not None:
+                    evs[name] = value(st)
             if "device_offset_ps" in evs and "device_duration_ps" in evs:
                 start, dur = int(evs["device_offset_ps"]), int(evs["device_duration_ps"])
             else:
                 start, dur = base + ev.offset_ps, ev.duration_ps
             # XProf keys an op by the program_id/symbol_id of the event first, then of its metadata
-            key = (evs.get("program_id"), evs.get("symbol_id")) if evs else (None, None)
-            spans.append((start, -dur, ev.metadata_id, key))
-        spans.sort(key=lambda s: (s[0], s[1]))  # by start, longest first: a parent precedes its nested ops
+            spans.append((start, -dur, ev.metadata_id, (evs.get("program_id"), evs.get("symbol_id"))))
+        spans.sort(key=itemgetter(0, 1))  # by start, longest first: a parent precedes its nested ops
+        if spans:
+            _widen(out, spans[0][0], max(start - neg for start, neg, *_ in spans))
         stack: list[Occurrence] = []
         for start, neg, mid, (ev_pid, ev_sym) in spans:
             end = start - neg
-            _widen(out, start, end)
             while stack and not (stack[-1].start_ps <= start and end <= stack[-1].end_ps):
                 stack.pop()
             if stack:

@@ -17,22 +17,24 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from roofline.errors import FormatMismatchError, NoGpuWorkError, NoKernelsError, path_text
-from roofline.ingest.common import check_exists, load_json, provenance_record
+from roofline.ingest.common import check_exists, gc_paused, load_json, provenance_record
 from roofline.ingest.xla import xplane as xp
 from roofline.ingest.xla import xplane_decode as xd
-from roofline.schema import UNAVAILABLE, conform_kernels, set_provenance
+from roofline.schema import UNAVAILABLE, set_provenance
 
 FORMAT = "xprof-trace"
 SUFFIXES = (".trace.json.gz", ".trace.json")
 TIMING_ONLY = (f"{UNAVAILABLE}: XProf's trace-viewer JSON keeps no FLOPs and no per-memory bytes (the 'flops' stat "
                "and memory_access_breakdown are dropped); analyse the .xplane.pb for them")
 _MODULE = re.compile(r"^(.*)\((\d+)\)$")
+_UNHASHABLE = (list, dict)  # (what JSON gives that cannot key a dict)
 
 
 def looks_like(head: bytes) -> bool:
@@ -43,14 +45,14 @@ def looks_like(head: bytes) -> bool:
 def read(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     check_exists(path)
-    events = _load(path)
-    planes = _planes(path, events)
-    rows = xp.build_rows(planes, {}, None, False, timing_only=TIMING_ONLY)
+    with gc_paused():  # (tens of thousands of event dicts, no cycles: the collector's passes were ~15% of the read)
+        planes = _planes(path, _load(path))
+        rows = xp.build_rows(planes, {}, None, False, timing_only=TIMING_ONLY)
     for i, r in enumerate(rows):
         r["kernel_id"] = i
         r["source_file"] = path_text(path)
         r["format"] = FORMAT
-    frame = conform_kernels(pd.DataFrame.from_records(rows))
+    frame = xp.frame_of(rows)
     import orjson
 
     meta = provenance_record(path, FORMAT, tool="XProf trace viewer (JSON)", reader=f"orjson {orjson.__version__}",
@@ -59,14 +61,12 @@ def read(path: str | Path) -> pd.DataFrame:
     return set_provenance(frame, [meta])
 
 
-def _load(path: Path) -> list[dict[str, Any]]:
+def _load(path: Path) -> list[Any]:
     data = load_json(path)
     events = data.get("traceEvents") if isinstance(data, dict) else None
     if not isinstance(events, list):
         raise FormatMismatchError(path, "is JSON but not an XProf trace (no traceEvents list)")
-    # events keyed by an unhashable pid/tid are damage, not events (they would crash the grouping)
-    return [e for e in events if isinstance(e, dict) and e.get("pid").__class__ not in (list, dict)
-            and e.get("tid").__class__ not in (list, dict)]
+    return events
 
 
 def _ps(v: Any) -> int | None:
@@ -83,19 +83,24 @@ def _int(v: Any) -> int | None:
         return None
 
 
-def _planes(path: Path, events: list[dict[str, Any]]) -> list[xd.PlaneOps]:
+def _planes(path: Path, events: list[Any]) -> list[xd.PlaneOps]:
     procs: dict[Any, str] = {}
     threads: dict[tuple[Any, Any], str] = {}
+    every: dict[Any, list[dict[str, Any]]] = defaultdict(list)  # the X and i events of each process (one pass)
     for e in events:
-        if e.get("ph") == "M" and isinstance(e.get("args"), dict):
+        if not isinstance(e, dict):
+            continue
+        pid, tid, ph = e.get("pid"), e.get("tid"), e.get("ph")
+        if pid.__class__ in _UNHASHABLE or tid.__class__ in _UNHASHABLE:
+            continue  # keyed by an unhashable pid/tid: damage, not an event (it would crash the grouping)
+        if ph == "X" or ph == "i":
+            every[pid].append(e)
+        elif ph == "M" and isinstance(e.get("args"), dict):
             if e.get("name") == "process_name":
-                procs[e.get("pid")] = str(e["args"].get("name", ""))
+                procs[pid] = str(e["args"].get("name", ""))
             elif e.get("name") == "thread_name":
-                threads[(e.get("pid"), e.get("tid"))] = str(e["args"].get("name", ""))
-    by_pid: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-    for e in events:
-        if e.get("ph") in ("X", "i") and str(procs.get(e.get("pid"), "")).startswith("/device:"):
-            by_pid[e.get("pid")].append(e)
+                threads[(pid, tid)] = str(e["args"].get("name", ""))
+    by_pid = {pid: evs for pid, evs in every.items() if str(procs.get(pid, "")).startswith("/device:")}
     if not by_pid:
         raise NoGpuWorkError(path, "no /device: process in the trace: a CPU-only run, nothing to put on a roofline")
     planes = [_plane(procs[pid], evs, threads) for pid, evs in by_pid.items()]
@@ -112,7 +117,11 @@ def _plane(name: str, evs: list[dict[str, Any]], threads: dict[tuple[Any, Any], 
     modules = []  # (start, end, name, program id) of the XLA Modules events
     spans = []
     for e, line in zip(evs, lines):
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        if (line != xd.OP_LINE if tpu else not line.startswith("Stream #")) and not line.startswith("XLA Modules"):
+            continue  # a line that holds neither ops nor programs
+        args = e.get("args")
+        if not isinstance(args, dict):
+            args = {}
         ts = _ps(e.get("ts"))  # the timeline's clock: what XLA Modules events are placed on
         start, dur = _int(args.get("device_offset_ps")), _int(args.get("device_duration_ps"))
         if start is None or dur is None:  # ts/dur are µs floats: the device args are exact picoseconds
@@ -131,13 +140,14 @@ def _plane(name: str, evs: list[dict[str, Any]], threads: dict[tuple[Any, Any], 
                           ts))
     modules.sort()
     mstarts = [m[0] for m in modules]
-    spans.sort(key=lambda s: (s[0], s[1]))
+    spans.sort(key=itemgetter(0, 1))
+    if spans:
+        xd._widen(plane, spans[0][0], max(start - neg for start, neg, *_ in spans))
+    if not tpu:
+        plane.kernel_events += len(spans)
     stack: list[xd.Occurrence] = []
     for start, neg, op, args, line, kernel, ts in spans:
         end = start - neg
-        xd._widen(plane, start, end)
-        if not tpu:
-            plane.kernel_events += 1
         if tpu:
             while stack and not (stack[-1].start_ps <= start and end <= stack[-1].end_ps):
                 stack.pop()
