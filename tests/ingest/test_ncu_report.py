@@ -190,3 +190,17 @@ def test_the_command_line_search_finds_what_the_regex_finds():
                 assert (want and want.span()) == (got and got.span()), (data, start, end)
     data = shared("ncu/sm80_a100_mistic-selfjoin-fp64_full.ncu-rep").read_bytes() + b"\0/usr/bin/ncu --set full ./a.out\0"
     assert report._command_line(data, 0) == "/usr/bin/ncu --set full ./a.out"
+
+
+def test_the_kept_name_split_is_the_classification_and_stays_bounded():
+    from roofline.ingest.ncu import report
+    from roofline.metrics.derive import is_relevant
+    from roofline.metrics.evidence import is_evidence
+
+    report._WANTED.clear()
+    for i in range(report._WANTED_MOST + 3):  # past the bound: cleared, then classified again
+        names = ("gpu__time_duration.sum", "sm__warps_active.avg.pct_of_peak_sustained_active", f"other{i}",
+                 "dram__bytes.sum")
+        want = ([n for n in names if is_relevant(n)], [n for n in names if is_evidence(n)])
+        assert report._wanted(names) == want and report._wanted(tuple(names)) == want
+        assert len(report._WANTED) <= report._WANTED_MOST

@@ -373,7 +373,7 @@ def read_raw(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 #: of one ncu version and section set, share one list; kept for the process, so a batch worker's reads after
 #: its first classify no name (~0.7 ms a report for ~700 names)
 _WANTED: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
-_WANTED_MOST = 64
+_WANTED_MOST = 16  # (a list is ~700-2,000 names: ~2 MB at most)
 
 
 def _wanted(names: tuple[str, ...]) -> tuple[list[str], list[str]]:
