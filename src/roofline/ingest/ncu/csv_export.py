@@ -68,6 +68,7 @@ _SCALED_UNIT = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)  # (an export repeats a few units over thousands of rows)
 def convert_unit(unit: str) -> tuple[float, str]:
     """(factor, native unit) turning a CSV value into ncu's native unit (ns, Hz, byte, byte/s).
 
