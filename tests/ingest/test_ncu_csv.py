@@ -192,3 +192,33 @@ def test_infinite_and_huge_values_are_unavailable_not_numbers(tmp_path):
     assert k["sm_clock_hz"].isna().all() and k["grid_x"].isna().all() and (k["grid_y"] == 1).all()
     a = roofline.analyze(k, peaks="A100 PCIe 40GB")
     assert (a["peak_flop_per_s_fp32"] == 19.5e12).all()  # as published: no usable profiled clock
+
+
+@pytest.mark.parametrize("body", [
+    ['"ID","Kernel Name","Metric Value"', '"0","void k<int, 2>(float*)","1,024"'],  # every field quoted: split
+    ['"0","a","b",', '"1","c","d"'],  # empty trailing field (details pages)
+    ['"0","say ""hi""","x"'],  # an escaped quote
+    ['"0","a" ,"b"'],  # text between a quote and the separator
+    ['"0","multi', 'line"'],  # a quote left open across lines
+    ['"0","a\0b"'],  # a NUL
+    ['"'],  # a lone quote
+])
+def test_rows_are_what_csv_reader_gives_whatever_the_lines_hold(body):
+    """The quoted-fields shortcut gives csv.reader's rows where it applies and steps aside (None) elsewhere."""
+    import io
+
+    from roofline.ingest.ncu.csv_export import _quoted_rows
+
+    fast = _quoted_rows(body)
+    want = list(csv.reader(io.StringIO("\n".join(body))))
+    assert fast is None or fast == want
+    assert (fast is not None) == (body[0].startswith('"ID"'))
+
+
+@pytest.mark.parametrize("text", ["a\r\nb\rc\nd", "a\r\r\nb", "\n\r", "x\u2028y\x85z\x0cw", ""])
+def test_lines_break_at_crlf_cr_and_lf_only(text):
+    import re
+
+    from roofline.ingest.ncu.csv_export import _lines
+
+    assert _lines(text) == re.split(r"\r\n|\r|\n", text)

@@ -159,3 +159,49 @@ def test_rates_agree_with_the_reports_own_rate_metrics(name):
                 checked += 1
     if name.endswith("_full.ncu-rep") or "full-" in name:
         assert checked > 0
+
+
+@pytest.mark.parametrize("name", ["sm75_rtx2070_numba-kernel_full.ncu-rep", "sm61_gtx1070ti_twisty-curand_basic-legacy.nsight-cuprof-report",
+                                  "sm120_rtx5060ti_transpose_custom-metrics.ncu-rep"])
+def test_metric_values_through_the_swig_functions_are_the_wrappers(name):
+    """The reader's own value dispatch gives IMetric.value() for every metric of a launch (every value kind,
+    NaN included), and the str/int/float type it gives."""
+    import ncu_report
+
+    from roofline.ingest.ncu import report
+
+    value = report._value_of(ncu_report)
+    for a in _actions(shared(f"ncu/{name}")):
+        for n in a.metric_names():
+            want, got = a.metric_by_name(n).value(), value(a, n)
+            nan = isinstance(want, float) and math.isnan(want) and isinstance(got, float) and math.isnan(got)
+            assert type(got) is type(want) and (got == want or nan), n
+
+
+def test_the_command_line_search_finds_what_the_regex_finds():
+    """Where no command line sits near the version (a GUI capture), the whole file is searched by the literal
+    ``ncu`` first: the same first match as the regex over every window, or none."""
+    from roofline.ingest.ncu import report
+
+    cases = [b"/ncu ", b'x/ncu.exe" a', b"ncu /ncu ", b"\\ncu.exe  ", b"/ncu", b'ncuncu/ncu"  ', b"//ncu ", b"ncu", b"a\\ncux /ncu "]
+    for data in cases:
+        for start in range(len(data) + 1):
+            for end in range(start, len(data) + 1):
+                want, got = report._NCU_EXE_RE.search(data, start, end), report._find_exe(data, start, end)
+                assert (want and want.span()) == (got and got.span()), (data, start, end)
+    data = shared("ncu/sm80_a100_mistic-selfjoin-fp64_full.ncu-rep").read_bytes() + b"\0/usr/bin/ncu --set full ./a.out\0"
+    assert report._command_line(data, 0) == "/usr/bin/ncu --set full ./a.out"
+
+
+def test_the_kept_name_split_is_the_classification_and_stays_bounded():
+    from roofline.ingest.ncu import report
+    from roofline.metrics.derive import is_relevant
+    from roofline.metrics.evidence import is_evidence
+
+    report._WANTED.clear()
+    for i in range(report._WANTED_MOST + 3):  # past the bound: cleared, then classified again
+        names = ("gpu__time_duration.sum", "sm__warps_active.avg.pct_of_peak_sustained_active", f"other{i}",
+                 "dram__bytes.sum")
+        want = ([n for n in names if is_relevant(n)], [n for n in names if is_evidence(n)])
+        assert report._wanted(names) == want and report._wanted(tuple(names)) == want
+        assert len(report._WANTED) <= report._WANTED_MOST

@@ -14,6 +14,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import roofline
@@ -155,3 +156,53 @@ def test_as_int_parses_or_names_file_and_field(value, ok):
 def test_the_checks_leave_a_plausible_frame_as_it_is():
     k = roofline.read(shared("ncu/sm80_a100_mistic-selfjoin-fp64_full.ncu-rep"))
     assert validate.checked(k) is k and not validate.warnings_of(k)
+
+
+def _one_cell(col: str, value: float):
+    """A 2-row canonical frame whose second row holds ``value`` in ``col`` (an extra column where not canonical)."""
+    from roofline.schema import kernels_from_columns
+
+    k = kernels_from_columns({"duration_s": [1e-3, 2e-3], "sm_count": [108, None], "dram_bytes": [1e6, math.nan]}, 2)
+    if col == "sm_count":
+        k[col] = pd.array([108, None if math.isnan(value) else int(value)], dtype="Int64")
+    else:
+        k[col] = [math.nan if col not in k else k[col].iloc[0], value]
+    return k
+
+
+_EDGES = [(c, lo, hi) for c, (lo, hi) in {**validate.DEVICE_BOUNDS, **validate.PEAK_BOUNDS}.items()] + [
+    (c, 0.0, most) for cols, most in ((validate._FLOPS, validate.MAX_FLOP), (validate._BYTES, validate.MAX_BYTES))
+    for c in cols]
+
+
+@pytest.mark.parametrize(("col", "lo", "hi"), _EDGES)
+def test_the_one_pass_test_flags_what_the_column_checks_flag_at_each_bound(col, lo, hi):
+    """checked's vectorised first pass (nothing implausible: the frame as it is) agrees with its column-by-column
+    checks just inside and just outside each bound, and for NaN and the infinities."""
+    for value, plausible in ((lo, True), (hi, True), (math.nan, True), (lo - abs(lo) * 0.5 - 1, False),
+                             (hi * 2, False), (math.inf, False), (-math.inf, False)):
+        if col == "sm_count" and math.isinf(value):
+            continue  # an integer column holds no infinity
+        k = _one_cell(col, value)
+        out = validate.checked(k)
+        assert (out is k) == plausible, (col, value)
+        if not plausible:
+            assert f"implausible {col}" in out["flags"].iloc[1] and out[col].isna().iloc[1]
+
+
+@pytest.mark.parametrize(("value", "plausible"), [(86_400.0, True), (86_401.0, False), (math.inf, True),
+                                                  (-5.0, True), (math.nan, True)])
+def test_the_one_pass_test_flags_only_finite_durations_over_a_day(value, plausible):
+    k = _one_cell("duration_s", value)
+    out = validate.checked(k)
+    assert (out is k) == plausible
+    if not plausible:
+        assert "implausible duration_s" in out["flags"].iloc[1]
+
+
+def test_a_text_column_in_a_checked_place_is_coerced_as_before():
+    """A frame whose checked column is text (not canonical) goes the column-by-column way: coerced, then flagged."""
+    k = _one_cell("dram_bytes", 1.0)
+    k["dram_bytes"] = ["1e6", "-5"]
+    out = validate.checked(k)
+    assert out is not k and "implausible dram_bytes" in out["flags"].iloc[1]

@@ -162,9 +162,9 @@ _DERIVED_FROM_DEVICE = ("sm_count", "sm_clock_hz", "sm_boost_clock_hz")
 def checked(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame with every implausible number made unavailable, the row flagged and the provenance told.
 
-    Returns ``frame`` itself when nothing is implausible (the common case costs one pass over ~30 numeric
-    columns); otherwise a copy."""
-    if frame.empty:
+    Returns ``frame`` itself when nothing is implausible (the common case: one vectorised test over the
+    checked columns, :func:`_all_plausible`); otherwise a copy."""
+    if frame.empty or _all_plausible(frame):
         return frame
     found: list[str] = []
     out = frame
@@ -214,6 +214,40 @@ def checked(frame: pd.DataFrame) -> pd.DataFrame:
     if found:
         note(out, *found)
     return out
+
+
+#: column -> (lowest, highest) a value may be and pass :func:`checked` (NaN always passes): its bounds, and for
+#: FLOPs and bytes 0 to the most (so infinities and negatives fail, as there). ``duration_s`` is apart: only a
+#: finite duration over a day fails.
+_PASSING: dict[str, tuple[float, float]] = {
+    **DEVICE_BOUNDS, **PEAK_BOUNDS, **{c: (0.0, MAX_FLOP) for c in _FLOPS}, **{c: (0.0, MAX_BYTES) for c in _BYTES},
+}
+
+
+def _all_plausible(frame: pd.DataFrame) -> bool:
+    """Whether :func:`checked` would find nothing in ``frame`` (then it is returned as is): one 2-D test of its
+    float and Int64 checked columns (~0.8 ms against ~2.6 ms column by column, for a small report's frame).
+    False, and the full check runs, where a column has another dtype or anything fails."""
+    cols = tuple(c for c in _PASSING if c in frame)
+    dur = "duration_s" in frame
+    if not cols and not dur:
+        return True
+    if not frame.columns.is_unique:
+        return False
+    # (take: a third of the time of frame[names] in pandas 3)
+    sub = frame.take(frame.columns.get_indexer([*cols, "duration_s"] if dur else list(cols)), axis=1)
+    if not all(dt == np.float64 or isinstance(dt, pd.Int64Dtype) for dt in sub.dtypes):
+        return False  # e.g. text, which _numbers coerces
+    values = sub.to_numpy(dtype="float64", na_value=np.nan)
+    lo = np.array([_PASSING[c][0] for c in cols])
+    hi = np.array([_PASSING[c][1] for c in cols])
+    if dur:
+        d = values[:, -1]
+        if ((d > MAX_DURATION_S) & np.isfinite(d)).any():
+            return False
+        values = values[:, :-1]
+    with np.errstate(invalid="ignore"):
+        return bool((np.isnan(values) | ((values >= lo) & (values <= hi))).all())
 
 
 def note(frame_or_meta: pd.DataFrame | dict[str, Any], *lines: str) -> None:
