@@ -101,7 +101,10 @@ def _table_roofs(kernels: pd.DataFrame) -> pd.DataFrame:
     groups = _format_rows(kernels["format"])
     if len(groups) == 1 and groups[0][1] is None:  # every row (the usual frame: one format)
         policy = POLICIES.get(groups[0][0])
-        return kernels if policy is None else _fill_policy(kernels, policy)
+        if policy is None:
+            return kernels
+        small = _small_fill(kernels, policy)
+        return _fill_policy(kernels, policy) if small is None else small
     # each policy's distinct rows of the columns the fill reads (FILL_INPUTS: a frame of just these is filled as
     # the whole, row by row), and what it wrote spread back once per column for every policy (a dataset mixes
     # formats): the fills of a dataset's rows are a few distinct ones, never a row-wise copy of each roof source
@@ -205,6 +208,60 @@ def _replaced(column: pa.ChunkedArray, parts: list[_Part]) -> pa.ChunkedArray:
                    else chunk.cast(pa.large_string()))
         start, used = end, used + k
     return pa.chunked_array(out, pa.large_string())
+
+
+def _small_fill(frame: pd.DataFrame, policy: Policy) -> pd.DataFrame | None:
+    """:func:`_fill_policy` of a small frame through a cache of its distinct rows' fills: pandas' fixed cost per
+    column call (~5 ms a 1-kernel report, the same for every report of a device at its clock) is paid once a
+    process. None where the frame is not small or a column is not one :func:`_exact_cells` keys.
+
+    Rows are distinct by the exact cells of the columns the fill reads (floats by their bits), so every row
+    of a group is the same input to the row-by-row fill and gets its representative's values; the frame's
+    other columns, and those the fill left as they were, are the caller's."""
+    if len(frame) > _SMALL_FRAME:
+        return None
+    cols = {c: frame[c].array for c in FILL_INPUTS if c in frame}
+    cells = [_exact_cells(a) for a in cols.values()]
+    if any(c is None for c in cells):
+        return None
+    distinct: dict[tuple[Any, ...], int] = {}
+    codes = np.fromiter((distinct.setdefault(r, len(distinct)) for r in zip(*cells)), dtype=np.int64,
+                        count=len(frame))
+    key = (policy, tuple((c, str(a.dtype)) for c, a in cols.items()), tuple(distinct))
+    changed = _SMALL_FILLED.get(key)
+    if changed is None:
+        firsts = np.unique(codes, return_index=True)[1]
+        given = pd.DataFrame({c: a.take(firsts) for c, a in cols.items()})
+        filled = _fill_policy(given, policy)
+        changed = {c: filled[c].array for c in FILLED_COLUMNS  # (read, never written: shared by the cache)
+                   if c in filled and not (filled[c].dtype == given[c].dtype and filled[c].equals(given[c]))}
+        _SMALL_FILLED[key] = changed
+        while len(_SMALL_FILLED) > 256:
+            del _SMALL_FILLED[next(iter(_SMALL_FILLED))]
+    if not changed:
+        return frame
+    out = frame.copy(deep=False)  # (the columns written are replaced, not written into: the input is untouched)
+    for c, values in changed.items():
+        out[c] = _spread(values, codes, len(distinct) == 1)
+    return out
+
+
+def _exact_cells(values: Any) -> list[Any] | None:
+    """A column's cells as hashable values equal only where the cells are the same input to the fill: floats
+    by their bits (NaN payloads and -0.0 apart), missing strings and integers as None; None for a column of
+    another kind (an object column's 1 and 1.0 are equal keys but not the same cell)."""
+    if isinstance(values, pd.arrays.ArrowStringArray):
+        return values.__arrow_array__().to_pylist()
+    if isinstance(values, pd.arrays.IntegerArray):
+        return values.to_numpy(dtype=object, na_value=None).tolist()
+    arr = values.to_numpy() if isinstance(values, pd.arrays.NumpyExtensionArray) else values
+    if isinstance(arr, np.ndarray) and arr.dtype == np.float64:
+        return arr.view(np.int64).tolist()
+    return None
+
+
+#: :func:`_small_fill`'s columns changed on distinct rows, by the policy, the columns' dtypes and the rows' cells
+_SMALL_FILLED: dict[Any, dict[str, Any]] = {}
 
 
 def _fill_policy(frame: pd.DataFrame, policy: Policy) -> pd.DataFrame:
