@@ -32,6 +32,7 @@ from roofline.analysis.render import (
     Factor,
     Source,
     fixed,
+    float_column,
     flag_word,
     render_each,
     render_rare,
@@ -87,6 +88,9 @@ def _float_columns(levels: Sequence[str]) -> list[str]:
 
 
 def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
+    values = float_column(frame, name)
+    if values is not None:
+        return values
     if name not in frame:
         return np.full(len(frame), np.nan)
     s = frame[name]
