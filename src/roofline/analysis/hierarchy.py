@@ -32,8 +32,8 @@ from roofline.analysis.render import (
     Factor,
     Source,
     fixed,
-    float_column,
     flag_word,
+    float_column,
     render_each,
     render_rare,
 )
