@@ -220,7 +220,11 @@ def _small_fill(frame: pd.DataFrame, policy: Policy) -> pd.DataFrame | None:
     other columns, and those the fill left as they were, are the caller's."""
     if len(frame) > _SMALL_FRAME:
         return None
-    cols = {c: frame[c].array for c in FILL_INPUTS if c in frame}
+    get = getattr(frame, "_get_column_array", None)  # (a column's array without a Series: ~2 µs, not ~25)
+    at = {c: frame.columns.get_loc(c) for c in FILL_INPUTS if c in frame}
+    if get is None or not all(isinstance(i, int) for i in at.values()):
+        return None
+    cols = {c: get(i) for c, i in at.items()}
     cells = [_exact_cells(a) for a in cols.values()]
     if any(c is None for c in cells):
         return None
