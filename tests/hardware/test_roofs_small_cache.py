@@ -7,10 +7,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from roofline.hardware import attach
+from roofline.hardware import attach, fill_cache
 from roofline.schema import source_column
 
 POLICY = attach.POLICIES["ncu-rep"]
+
+
+def _cached(frame: pd.DataFrame) -> pd.DataFrame | None:
+    return fill_cache.small_fill(frame, POLICY, lambda given: attach._fill_policy(given, POLICY), attach.FILL_INPUTS,
+                                 attach.FILLED_COLUMNS, attach._SMALL_FRAME)
 
 
 def _frame(clocks: list[float], fp32: list[float] | None = None) -> pd.DataFrame:
@@ -40,10 +45,10 @@ def test_a_small_frames_fill_from_the_cache_is_its_own_fill(clocks):
     frame = _frame(clocks)
     before = frame.copy()
     expected = attach._fill_policy(frame.copy(), POLICY)
-    first = attach._small_fill(frame, POLICY)
-    cached = len(attach._SMALL_FILLED)
-    again = attach._small_fill(frame.copy(), POLICY)  # the cached fill: NaN cells key equal to each other
-    assert len(attach._SMALL_FILLED) == cached
+    first = attach._table_roofs(frame)  # (one format: the stage's way through the cache)
+    cached = len(fill_cache._FILLS)
+    again = attach._table_roofs(frame.copy())  # the cached fill: NaN cells key equal to each other
+    assert len(fill_cache._FILLS) == cached
     for got in (first, again):
         pd.testing.assert_frame_equal(got, expected, check_exact=True)
         assert list(got.dtypes) == list(expected.dtypes)
@@ -55,14 +60,14 @@ def test_frames_differing_in_a_floats_bits_are_filled_apart():
     # the second row's roof is filled, so the column is rewritten: each frame's first row keeps its own zero
     plus, minus = _frame([1.2e9, 1.2e9], fp32=[0.0, np.nan]), _frame([1.2e9, 1.2e9], fp32=[-0.0, np.nan])
     for frame in (plus, minus, plus):
-        got = attach._small_fill(frame, POLICY)
+        got = _cached(frame)
         np.testing.assert_array_equal(np.signbit(got["peak_flop_per_s_fp32"].to_numpy()),
                                       np.signbit(frame["peak_flop_per_s_fp32"].to_numpy()))
         pd.testing.assert_frame_equal(got, attach._fill_policy(frame.copy(), POLICY), check_exact=True)
 
 
 def test_a_frame_above_the_small_size_or_with_an_object_column_is_left_to_the_plain_fill():
-    assert attach._small_fill(_frame([1e9] * (attach._SMALL_FRAME + 1)), POLICY) is None
+    assert _cached(_frame([1e9] * (attach._SMALL_FRAME + 1))) is None
     odd = _frame([1e9])
     odd["sm_count"] = odd["sm_count"].astype(object)
-    assert attach._small_fill(odd, POLICY) is None
+    assert _cached(odd) is None

@@ -59,7 +59,8 @@ def to_arrow(frame: pd.DataFrame, schema: pa.Schema, constants: dict[str, Any]) 
             arr = pa.array(np.arange(n, dtype="int64"))
         elif field.name in columns:
             values = columns[field.name]
-            arr = None if joint is not None and joint.add(len(arrays), values, field.type) else _arrow(values, field.type)
+            joined = joint is not None and joint.add(len(arrays), values, field.type)
+            arr = None if joined else _arrow(values, field.type)
         else:
             arr = pa.nulls(n, field.type)
         arrays.append(arr)
@@ -121,7 +122,8 @@ class _Joint:
         taken = None
         if coded:  # every Categorical's codes into the joined categories (-1: null), one take
             offsets = np.cumsum([0] + [len(cats) for _, cats in coded[:-1]])
-            codes = np.concatenate([c.astype(np.int64) + np.where(c < 0, 0, off) for (c, _), off in zip(coded, offsets)])
+            codes = np.concatenate([c.astype(np.int64) + np.where(c < 0, 0, off)
+                                    for (c, _), off in zip(coded, offsets)])
             chunks = [ch for _, cats in coded for ch in cats.chunks]
             taken = (pa.concat_arrays(chunks).take(pa.array(np.where(codes < 0, 0, codes), mask=codes < 0))
                      if any(len(ch) for ch in chunks) else pa.nulls(len(codes), pa.large_string()))

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from roofline.frames import distinct_rows
+from roofline.hardware import fill_cache
 from roofline.hardware.specs import L1_BYTES_PER_CYCLE_PER_SM, GpuSpec, spec_tensor_figure
 from roofline.schema import NOT_IN_SPEC_TABLE, UNAVAILABLE, source_column
 
@@ -103,7 +104,9 @@ def _table_roofs(kernels: pd.DataFrame) -> pd.DataFrame:
         policy = POLICIES.get(groups[0][0])
         if policy is None:
             return kernels
-        small = _small_fill(kernels, policy)
+        # a small frame's fill from the cache of its distinct rows' (pandas' fixed costs paid once a process)
+        small = fill_cache.small_fill(kernels, policy, lambda given: _fill_policy(given, policy), FILL_INPUTS,
+                                      FILLED_COLUMNS, _SMALL_FRAME)
         return _fill_policy(kernels, policy) if small is None else small
     # each policy's distinct rows of the columns the fill reads (FILL_INPUTS: a frame of just these is filled as
     # the whole, row by row), and what it wrote spread back once per column for every policy (a dataset mixes
@@ -208,64 +211,6 @@ def _replaced(column: pa.ChunkedArray, parts: list[_Part]) -> pa.ChunkedArray:
                    else chunk.cast(pa.large_string()))
         start, used = end, used + k
     return pa.chunked_array(out, pa.large_string())
-
-
-def _small_fill(frame: pd.DataFrame, policy: Policy) -> pd.DataFrame | None:
-    """:func:`_fill_policy` of a small frame through a cache of its distinct rows' fills: pandas' fixed cost per
-    column call (~5 ms a 1-kernel report, the same for every report of a device at its clock) is paid once a
-    process. None where the frame is not small or a column is not one :func:`_exact_cells` keys.
-
-    Rows are distinct by the exact cells of the columns the fill reads (floats by their bits), so every row
-    of a group is the same input to the row-by-row fill and gets its representative's values; the frame's
-    other columns, and those the fill left as they were, are the caller's."""
-    if len(frame) > _SMALL_FRAME:
-        return None
-    get = getattr(frame, "_get_column_array", None)  # (a column's array without a Series: ~2 µs, not ~25)
-    at = {c: frame.columns.get_loc(c) for c in FILL_INPUTS if c in frame}
-    if get is None or not all(isinstance(i, int) for i in at.values()):
-        return None
-    cols = {c: get(i) for c, i in at.items()}
-    cells = [_exact_cells(a) for a in cols.values()]
-    if any(c is None for c in cells):
-        return None
-    distinct: dict[tuple[Any, ...], int] = {}
-    codes = np.fromiter((distinct.setdefault(r, len(distinct)) for r in zip(*cells)), dtype=np.int64,
-                        count=len(frame))
-    key = (policy, tuple((c, str(a.dtype)) for c, a in cols.items()), tuple(distinct))
-    changed = _SMALL_FILLED.get(key)
-    if changed is None:
-        firsts = np.unique(codes, return_index=True)[1]
-        given = pd.DataFrame({c: a.take(firsts) for c, a in cols.items()})
-        filled = _fill_policy(given, policy)
-        changed = {c: filled[c].array for c in FILLED_COLUMNS  # (read, never written: shared by the cache)
-                   if c in filled and not (filled[c].dtype == given[c].dtype and filled[c].equals(given[c]))}
-        _SMALL_FILLED[key] = changed
-        while len(_SMALL_FILLED) > 256:
-            del _SMALL_FILLED[next(iter(_SMALL_FILLED))]
-    if not changed:
-        return frame
-    out = frame.copy(deep=False)  # (the columns written are replaced, not written into: the input is untouched)
-    for c, values in changed.items():
-        out[c] = _spread(values, codes, len(distinct) == 1)
-    return out
-
-
-def _exact_cells(values: Any) -> list[Any] | None:
-    """A column's cells as hashable values equal only where the cells are the same input to the fill: floats
-    by their bits (NaN payloads and -0.0 apart), missing strings and integers as None; None for a column of
-    another kind (an object column's 1 and 1.0 are equal keys but not the same cell)."""
-    if isinstance(values, pd.arrays.ArrowStringArray):
-        return values.__arrow_array__().to_pylist()
-    if isinstance(values, pd.arrays.IntegerArray):
-        return values.to_numpy(dtype=object, na_value=None).tolist()
-    arr = values.to_numpy() if isinstance(values, pd.arrays.NumpyExtensionArray) else values
-    if isinstance(arr, np.ndarray) and arr.dtype == np.float64:
-        return arr.view(np.int64).tolist()
-    return None
-
-
-#: :func:`_small_fill`'s columns changed on distinct rows, by the policy, the columns' dtypes and the rows' cells
-_SMALL_FILLED: dict[Any, dict[str, Any]] = {}
 
 
 def _fill_policy(frame: pd.DataFrame, policy: Policy) -> pd.DataFrame:
@@ -434,7 +379,7 @@ def _distinct_fill(frame: pd.DataFrame, at_profiled_clock: bool,
             del _FILLED[next(iter(_FILLED))]
     out = frame.copy(deep=False)  # (the columns written are replaced, not written into: the input is untouched)
     for c, values in changed.items():
-        out[c] = _spread(values, codes, len(firsts) == 1)
+        out[c] = fill_cache.spread(values, codes, len(firsts) == 1)
     return out
 
 
@@ -465,19 +410,6 @@ def _missing(column: pd.Series) -> int:
 def _plain(v: Any) -> Any:
     """A cell as a cache key's part: every kind of missing is None (NaN is not equal to itself)."""
     return None if v is None or v is pd.NA or (v.__class__ is float and v != v) else v
-
-
-def _spread(values: Any, codes: np.ndarray, one: bool) -> Any:
-    """``values.take(codes)``, with NumPy or Arrow where the column is theirs (``one``: every code is 0)."""
-    if values.dtype == "float64":
-        v = values.to_numpy(dtype="float64", na_value=np.nan)
-        return np.full(len(codes), v[0]) if one else v[codes]
-    if type(values) is pd.arrays.ArrowStringArray:
-        arrow = values.__arrow_array__().combine_chunks()
-        if one:
-            return pd.arrays.ArrowStringArray(pa.repeat(arrow[0], len(codes)))
-        return pd.arrays.ArrowStringArray(arrow.take(codes))
-    return values.take(codes)
 
 
 #: the columns :func:`fill_spec_peaks` changed on distinct rows, by those rows' values and dtypes (the spec
