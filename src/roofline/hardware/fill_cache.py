@@ -25,7 +25,7 @@ def small_fill(frame: pd.DataFrame, key: Hashable, fill: Callable[[pd.DataFrame]
 
     Rows are distinct by the exact cells of ``inputs`` (floats by their bits), so every row of a group is the
     same input to ``fill`` and gets its representative's values; the frame's other columns, and those the fill
-    left as they were, are the caller's."""
+    left as they were, are the caller's. A frame the cache does not hold is filled by ``fill`` itself."""
     if len(frame) > most_rows:
         return None
     get = getattr(frame, "_get_column_array", None)  # (a column's array without a Series: ~2 µs, not ~25)
@@ -41,15 +41,23 @@ def small_fill(frame: pd.DataFrame, key: Hashable, fill: Callable[[pd.DataFrame]
                         count=len(frame))
     whole = (key, tuple((c, str(a.dtype)) for c, a in cols.items()), tuple(distinct))
     changed = _FILLS.get(whole)
-    if changed is None:
+    if changed is None:  # the fill itself, as without the cache; what it changed is kept for the next such frame
+        filled = fill(frame)
         firsts = np.unique(codes, return_index=True)[1]
-        given = pd.DataFrame({c: a.take(firsts) for c, a in cols.items()})
-        filled = fill(given)
-        changed = {c: filled[c].array for c in written  # (read, never written: shared by the cache)
-                   if c in filled and not (filled[c].dtype == given[c].dtype and filled[c].equals(given[c]))}
-        _FILLS[whole] = changed
+        given = dict(zip(cols, cells))
+        kept = {}
+        for c in written:
+            if c not in at:
+                continue
+            values = filled._get_column_array(filled.columns.get_loc(c))
+            # left as it was: same kind, dtype and exact cells (anything else is kept, which is never wrong)
+            if not (type(values) is type(cols[c]) and values.dtype == cols[c].dtype
+                    and exact_cells(values) == given[c]):
+                kept[c] = values.take(firsts)  # (read, never written: shared by the cache)
+        _FILLS[whole] = kept
         while len(_FILLS) > CACHED:
             del _FILLS[next(iter(_FILLS))]
+        return filled
     if not changed:
         return frame
     out = frame.copy(deep=False)  # (the columns written are replaced, not written into: the input is untouched)
@@ -75,7 +83,7 @@ def exact_cells(values: Any) -> list[Any] | None:
 def spread(values: Any, codes: np.ndarray, one: bool) -> Any:
     """``values.take(codes)``, with NumPy or Arrow where the column is theirs (``one``: every code is 0)."""
     if values.dtype == "float64":
-        v = values.to_numpy(dtype="float64", na_value=np.nan)
+        v = values if isinstance(values, np.ndarray) else values.to_numpy(dtype="float64", na_value=np.nan)
         return np.full(len(codes), v[0]) if one else v[codes]
     if type(values) is pd.arrays.ArrowStringArray:
         arrow = values.__arrow_array__().combine_chunks()
