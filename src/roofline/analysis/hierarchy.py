@@ -33,6 +33,7 @@ from roofline.analysis.render import (
     Source,
     fixed,
     flag_word,
+    float_column,
     render_each,
     render_rare,
 )
@@ -87,6 +88,9 @@ def _float_columns(levels: Sequence[str]) -> list[str]:
 
 
 def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
+    values = float_column(frame, name)
+    if values is not None:
+        return values
     if name not in frame:
         return np.full(len(frame), np.nan)
     s = frame[name]

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from roofline.analysis.render import categorical
+from roofline.analysis.render import categorical, float_column
 
 #: pipes within this many percentage points of the busiest are co-critical
 CO_CRITICAL_POINTS = 5.0
@@ -181,6 +181,9 @@ def present(col: pd.Series) -> np.ndarray:
 
 
 def _floats(frame: pd.DataFrame, name: str) -> np.ndarray:
+    values = float_column(frame, name)
+    if values is not None:
+        return values
     if name not in frame:
         return np.full(len(frame), np.nan)
     return pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)

@@ -19,6 +19,23 @@ import pyarrow.compute as pc
 from roofline.frames import group_ids
 
 
+def float_column(frame: pd.DataFrame, name: str) -> np.ndarray | None:
+    """A float64 column's values as a read-only view, taken without a Series (a column read is ~20-40 µs on a
+    kernels frame, a fixed cost per input); None where the column is absent, of another dtype or not unique."""
+    get = getattr(frame, "_get_column_array", None)
+    if get is None or name not in frame:
+        return None
+    at = frame.columns.get_loc(name)
+    if not isinstance(at, int):
+        return None
+    values = get(at)
+    if not (isinstance(values, np.ndarray) and values.dtype == np.float64):
+        return None
+    view = values.view()
+    view.flags.writeable = False  # (read only, as Series.to_numpy hands it out)
+    return view
+
+
 class Factor:
     """A string column as integer keys (0 for missing) and its distinct values (key k: ``values[k - 1]``).
 

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+import pyarrow.compute as pc
+
 from roofline import pipeline
 from roofline._version import __version__
 from roofline.batch import files
@@ -185,11 +188,20 @@ def _process(item: Item, chunk: Chunk, writer: PartWriter,
 
 def _runs_record(shown: str, digest: str, size: int | None, fmt: str, kernels: Any, opts: Options) -> dict[str, Any]:
     provenance = [{k: v for k, v in rec.items() if k not in _WALL_CLOCK_FIELDS} for rec in get_provenance(kernels)]
-    devices = sorted(set(kernels["device_name"].dropna().astype(str)))
+    devices = sorted(_names(kernels["device_name"]))
     return {"source_file": shown, "content_sha256": digest, "size_bytes": size, "format": fmt,
             "kernels": len(kernels), "device_names": ";".join(devices), "peaks": opts.peaks,
             "provenance_json": json.dumps(provenance, sort_keys=True, default=str),
             "roofline_version": __version__}
+
+
+def _names(column: Any) -> set[str]:
+    """The distinct non-missing values of a column, as text (an Arrow string column's from its distinct values:
+    ~0.2 ms less an input than dropping and converting a Series)."""
+    arr = column.array
+    if isinstance(arr, pd.arrays.ArrowStringArray):
+        return {v for v in pc.unique(arr.__arrow_array__()).to_pylist() if v is not None}
+    return set(column.dropna().astype(str))
 
 
 class _Unreadable(RooflineError):

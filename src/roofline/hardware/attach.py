@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from roofline.frames import distinct_rows
+from roofline.hardware import fill_cache
 from roofline.hardware.specs import L1_BYTES_PER_CYCLE_PER_SM, GpuSpec, spec_tensor_figure
 from roofline.schema import NOT_IN_SPEC_TABLE, UNAVAILABLE, source_column
 
@@ -101,7 +102,12 @@ def _table_roofs(kernels: pd.DataFrame) -> pd.DataFrame:
     groups = _format_rows(kernels["format"])
     if len(groups) == 1 and groups[0][1] is None:  # every row (the usual frame: one format)
         policy = POLICIES.get(groups[0][0])
-        return kernels if policy is None else _fill_policy(kernels, policy)
+        if policy is None:
+            return kernels
+        # a small frame's fill from the cache of its distinct rows' (pandas' fixed costs paid once a process)
+        small = fill_cache.small_fill(kernels, policy, lambda given: _fill_policy(given, policy), FILL_INPUTS,
+                                      FILLED_COLUMNS, _SMALL_FRAME)
+        return _fill_policy(kernels, policy) if small is None else small
     # each policy's distinct rows of the columns the fill reads (FILL_INPUTS: a frame of just these is filled as
     # the whole, row by row), and what it wrote spread back once per column for every policy (a dataset mixes
     # formats): the fills of a dataset's rows are a few distinct ones, never a row-wise copy of each roof source
@@ -373,7 +379,7 @@ def _distinct_fill(frame: pd.DataFrame, at_profiled_clock: bool,
             del _FILLED[next(iter(_FILLED))]
     out = frame.copy(deep=False)  # (the columns written are replaced, not written into: the input is untouched)
     for c, values in changed.items():
-        out[c] = _spread(values, codes, len(firsts) == 1)
+        out[c] = fill_cache.spread(values, codes, len(firsts) == 1)
     return out
 
 
@@ -404,19 +410,6 @@ def _missing(column: pd.Series) -> int:
 def _plain(v: Any) -> Any:
     """A cell as a cache key's part: every kind of missing is None (NaN is not equal to itself)."""
     return None if v is None or v is pd.NA or (v.__class__ is float and v != v) else v
-
-
-def _spread(values: Any, codes: np.ndarray, one: bool) -> Any:
-    """``values.take(codes)``, with NumPy or Arrow where the column is theirs (``one``: every code is 0)."""
-    if values.dtype == "float64":
-        v = values.to_numpy(dtype="float64", na_value=np.nan)
-        return np.full(len(codes), v[0]) if one else v[codes]
-    if type(values) is pd.arrays.ArrowStringArray:
-        arrow = values.__arrow_array__().combine_chunks()
-        if one:
-            return pd.arrays.ArrowStringArray(pa.repeat(arrow[0], len(codes)))
-        return pd.arrays.ArrowStringArray(arrow.take(codes))
-    return values.take(codes)
 
 
 #: the columns :func:`fill_spec_peaks` changed on distinct rows, by those rows' values and dtypes (the spec
