@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import math
 import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
@@ -146,9 +147,9 @@ class Captured:
 
         self.threads = Threads(cpu)  # the captured ops by thread: an op's callees (a MoE's routing)
         self.graphs: list[tuple[list[str], list[Event | None]]] = []
-        ordered = not any(t != t for t in times)  # (a NaN start leaves the sort's order unusable)
+        ordered = not any(map(math.isnan, times))  # (a NaN start leaves the sort's order unusable)
         for lo, hi in windows:
-            if ordered and lo == lo and hi == hi:  # (a scan of every launch per window: 80 ms on vLLM's)
+            if ordered and not (math.isnan(lo) or math.isnan(hi)):  # (a scan of every launch per window: 80 ms on vLLM's)
                 inside = launches[bisect_left(times, lo):bisect_right(times, hi)]
             else:
                 inside = [e for e, t in zip(launches, times) if lo <= t <= hi]
