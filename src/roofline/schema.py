@@ -309,6 +309,7 @@ def conform_kernels(frame: pd.DataFrame) -> pd.DataFrame:
             raise SchemaError(f"kernels frame does not fit the schema: {exc}") from exc
     extra = [c for c in out.columns if c not in dtypes]
     out = out[list(dtypes) + extra]
+    out.columns.name = frame.columns.name  # (the concat above drops it)
     out.attrs = dict(frame.attrs)
     return out
 

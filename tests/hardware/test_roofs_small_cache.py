@@ -71,3 +71,24 @@ def test_a_frame_above_the_small_size_or_with_an_object_column_is_left_to_the_pl
     odd = _frame([1e9])
     odd["sm_count"] = odd["sm_count"].astype(object)
     assert _cached(odd) is None
+
+
+def test_a_frame_of_many_distinct_rows_is_filled_without_being_held():
+    """A report of many launches, each at its own clock, would never be seen again: it is not cached."""
+    held = len(fill_cache._FILLS)
+    many = _frame([1.0e9 + i for i in range(fill_cache.MOST_DISTINCT + 1)])
+    assert _cached(many) is None and len(fill_cache._FILLS) == held
+    few = _frame([1.0e9 + i for i in range(fill_cache.MOST_DISTINCT)])
+    assert _cached(few) is not None
+
+
+def test_a_cached_fill_follows_pandas_string_storage_and_is_never_the_callers_frame():
+    frame = _frame([1.3e9])
+    attach._table_roofs(frame)  # cached under the default storage
+    with pd.option_context("mode.string_storage", "python"):
+        expected = attach._fill_policy(frame.copy(), POLICY)
+        got = attach._table_roofs(frame.copy())
+    col = source_column("peak_dram_bytes_per_s")
+    assert got[col].dtype == expected[col].dtype and got[col].dtype.storage == "python"
+    filled = attach._fill_policy(frame.copy(), POLICY)
+    assert attach._table_roofs(filled) is not filled  # (a fill that changes nothing still gives a new frame)

@@ -190,6 +190,17 @@ def test_kernels_from_columns_types_and_checks():
         kernels_from_columns({"not_a_column": [1]}, 1)
 
 
+def test_conform_kernels_adds_every_missing_column_and_keeps_the_frames_labels():
+    from roofline.schema import conform_kernels, kernel_dtypes
+
+    frame = pd.DataFrame({"kernel_name": ["a", "b"], "extra": [1, 2]}, index=[7, 7])
+    frame.columns.name, frame.attrs["x"] = "metric", 1
+    out = conform_kernels(frame)
+    assert list(out.columns) == [*kernel_dtypes(), "extra"] and out.columns.name == "metric"
+    assert [str(t) for t in out.dtypes[:-1]] == list(kernel_dtypes().values())
+    assert out.index.tolist() == [7, 7] and out.attrs == {"x": 1} and out["grid_x"].isna().all()
+
+
 def test_damaged_values_become_missing_not_crashes(tmp_path):
     """A grid of strings, a rank that is not an integer, a name that is a number: read, marked missing."""
     p = tmp_path / "damaged.pt.trace.json"

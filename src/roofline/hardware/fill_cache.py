@@ -15,6 +15,9 @@ import pyarrow as pa
 
 #: cached fills kept at most (the oldest go first)
 CACHED = 256
+#: a frame of more distinct rows is not cached: a report of many launches has one per launch (each its own clock
+#: and counter peaks) and would be a miss every time, holding every cell of its rows (~60 MB at 154 launches)
+MOST_DISTINCT = 16
 
 
 def small_fill(frame: pd.DataFrame, key: Hashable, fill: Callable[[pd.DataFrame], pd.DataFrame],
@@ -39,7 +42,11 @@ def small_fill(frame: pd.DataFrame, key: Hashable, fill: Callable[[pd.DataFrame]
     distinct: dict[tuple[Any, ...], int] = {}
     codes = np.fromiter((distinct.setdefault(r, len(distinct)) for r in zip(*cells)), dtype=np.int64,
                         count=len(frame))
-    whole = (key, tuple((c, str(a.dtype)) for c, a in cols.items()), tuple(distinct))
+    if len(distinct) > MOST_DISTINCT:  # (a report of many launches, each its own clock: never seen again)
+        return None
+    # the fill's text columns take pandas' string storage: an entry holds the storage it was filled with
+    whole = (key, pd.get_option("mode.string_storage"), tuple((c, str(a.dtype)) for c, a in cols.items()),
+             tuple(distinct))
     changed = _FILLS.get(whole)
     if changed is None:  # the fill itself, as without the cache; what it changed is kept for the next such frame
         filled = fill(frame)
@@ -56,10 +63,13 @@ def small_fill(frame: pd.DataFrame, key: Hashable, fill: Callable[[pd.DataFrame]
                 kept[c] = values.take(firsts)  # (read, never written: shared by the cache)
         _FILLS[whole] = kept
         while len(_FILLS) > CACHED:
-            del _FILLS[next(iter(_FILLS))]
+            try:
+                _FILLS.pop(next(iter(_FILLS)), None)
+            except (RuntimeError, StopIteration):  # another thread evicting at the same time
+                break
         return filled
     if not changed:
-        return frame
+        return frame.copy(deep=False)  # (a new frame, as the fill gives: never the caller's own)
     out = frame.copy(deep=False)  # (the columns written are replaced, not written into: the input is untouched)
     for c, values in changed.items():
         out[c] = spread(values, codes, len(distinct) == 1)

@@ -403,6 +403,8 @@ def _value_of(ncu: Any) -> Any:
 
     def value(action: Any, name: str) -> Any:
         m = by_name(action, name)
+        if m is None:  # (the SWIG function would segfault on None; the wrapper raised AttributeError: damage)
+            raise AttributeError(f"no metric {name!r}")
         get = getters[kind_of(m)]
         return None if get is None else get(m)
 
