@@ -66,6 +66,17 @@ def group_ids(parts: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarr
     return ids.astype(np.int64), first
 
 
+def column_array(frame: pd.DataFrame, name: str) -> Any | None:
+    """The array (numpy or pandas extension array) of the column ``name``, taken without a Series (~2 µs against
+    ~25 for a column read: a fixed cost per column on small frames); None where the column is absent or its name
+    not unique, or pandas has no such access. Read it, never write into it: it is the frame's own."""
+    get = getattr(frame, "_get_column_array", None)
+    if get is None or name not in frame:
+        return None
+    at = frame.columns.get_loc(name)
+    return get(at) if isinstance(at, int) else None
+
+
 def row_dicts(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
     """Each row as {column: value}, the values as ``iterrows`` gives them (taken from the one object array
     ``.values`` makes) without building a Series per row: ~70 µs a row, a dataset's groups number thousands."""

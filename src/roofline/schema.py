@@ -276,12 +276,12 @@ def _typed(values: Any, n: int, dtype: str) -> Any:
     return pd.array([values] * n if scalar else list(values), dtype=dtype)
 
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _as_int64(v: Any) -> int | None:
     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and v == v \
-            and _INT64_MIN <= v <= _INT64_MAX and float(v).is_integer():
+            and INT64_MIN <= v <= INT64_MAX and float(v).is_integer():
         return int(v)
     return None
 

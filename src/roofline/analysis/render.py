@@ -16,19 +16,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from roofline.frames import group_ids
+from roofline.frames import column_array, group_ids
 
 
 def float_column(frame: pd.DataFrame, name: str) -> np.ndarray | None:
     """A float64 column's values as a read-only view, taken without a Series (a column read is ~20-40 µs on a
     kernels frame, a fixed cost per input); None where the column is absent, of another dtype or not unique."""
-    get = getattr(frame, "_get_column_array", None)
-    if get is None or name not in frame:
-        return None
-    at = frame.columns.get_loc(name)
-    if not isinstance(at, int):
-        return None
-    values = get(at)
+    values = column_array(frame, name)
     if not (isinstance(values, np.ndarray) and values.dtype == np.float64):
         return None
     view = values.view()

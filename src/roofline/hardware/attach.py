@@ -375,8 +375,7 @@ def _distinct_fill(frame: pd.DataFrame, at_profiled_clock: bool,
         changed = {c: filled[c].array for c in FILLED_COLUMNS  # (read, never written: shared by the cache)
                    if c in filled and not (filled[c].dtype == small[c].dtype and filled[c].equals(small[c]))}
         _FILLED[key] = changed
-        while len(_FILLED) > 64:
-            del _FILLED[next(iter(_FILLED))]
+        fill_cache.evict(_FILLED, 64)
     out = frame.copy(deep=False)  # (the columns written are replaced, not written into: the input is untouched)
     for c, values in changed.items():
         out[c] = fill_cache.spread(values, codes, len(firsts) == 1)

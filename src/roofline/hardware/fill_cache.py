@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from roofline.frames import column_array
+
 #: cached fills kept at most (the oldest go first)
 CACHED = 256
 #: a frame of more distinct rows is not cached: a report of many launches has one per launch (each its own clock
@@ -31,11 +33,9 @@ def small_fill(frame: pd.DataFrame, key: Hashable, fill: Callable[[pd.DataFrame]
     left as they were, are the caller's. A frame the cache does not hold is filled by ``fill`` itself."""
     if len(frame) > most_rows:
         return None
-    get = getattr(frame, "_get_column_array", None)  # (a column's array without a Series: ~2 µs, not ~25)
-    at = {c: frame.columns.get_loc(c) for c in inputs if c in frame}
-    if get is None or not all(isinstance(i, int) for i in at.values()):
+    cols = {c: column_array(frame, c) for c in inputs if c in frame}
+    if any(a is None for a in cols.values()):
         return None
-    cols = {c: get(i) for c, i in at.items()}
     cells = [exact_cells(a) for a in cols.values()]
     if any(c is None for c in cells):
         return None
@@ -54,19 +54,15 @@ def small_fill(frame: pd.DataFrame, key: Hashable, fill: Callable[[pd.DataFrame]
         given = dict(zip(cols, cells))
         kept = {}
         for c in written:
-            if c not in at:
+            if c not in cols:
                 continue
-            values = filled._get_column_array(filled.columns.get_loc(c))
+            values = column_array(filled, c)
             # left as it was: same kind, dtype and exact cells (anything else is kept, which is never wrong)
             if not (type(values) is type(cols[c]) and values.dtype == cols[c].dtype
                     and exact_cells(values) == given[c]):
                 kept[c] = values.take(firsts)  # (read, never written: shared by the cache)
         _FILLS[whole] = kept
-        while len(_FILLS) > CACHED:
-            try:
-                _FILLS.pop(next(iter(_FILLS)), None)
-            except (RuntimeError, StopIteration):  # another thread evicting at the same time
-                break
+        evict(_FILLS, CACHED)
         return filled
     if not changed:
         return frame.copy(deep=False)  # (a new frame, as the fill gives: never the caller's own)
@@ -74,6 +70,15 @@ def small_fill(frame: pd.DataFrame, key: Hashable, fill: Callable[[pd.DataFrame]
     for c, values in changed.items():
         out[c] = spread(values, codes, len(distinct) == 1)
     return out
+
+
+def evict(cache: dict[Any, Any], most: int) -> None:
+    """The oldest entries of ``cache`` dropped until it holds ``most``."""
+    while len(cache) > most:
+        try:
+            cache.pop(next(iter(cache)), None)
+        except (RuntimeError, StopIteration):  # another thread evicting at the same time
+            break
 
 
 def exact_cells(values: Any) -> list[Any] | None:

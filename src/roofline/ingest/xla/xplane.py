@@ -34,6 +34,8 @@ from roofline.ingest.xla import cost as xc
 from roofline.ingest.xla import xplane_decode as xd
 from roofline.schema import (
     FLOP_COLUMNS,
+    INT64_MAX,
+    INT64_MIN,
     NOT_IN_SPEC_TABLE,
     UNAVAILABLE,
     conform_kernels,
@@ -58,7 +60,6 @@ NO_BREAKDOWN = (f"{UNAVAILABLE}: XLA gave this op no per-memory breakdown (async
 NOT_XLA = (f"{UNAVAILABLE}: no XLA op on any device plane (TensorFlow ops outside XLA, or another runtime): the "
            "xplane records the kernels' times but no FLOPs or bytes, and XLA's cost analysis covers only XLA ops")
 _NAN = float("nan")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 #: GPUs named from the device plane's capabilities (the plane has no name): vendor, compute
 #: capability, SMs/CUs, memory GiB -> spec-table name. Only parts one combination identifies.
 _GPU_BY_CAPS = {
@@ -112,7 +113,7 @@ def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:
     canonical = kernel_dtypes()
     keys = list(dict.fromkeys(k for r in rows for k in r))
     ints = [k for k in keys if canonical.get(k) == "Int64"]
-    if any(not _INT64_MIN <= v <= _INT64_MAX for r in rows for k in ints if (v := r.get(k)) is not None):
+    if any(not INT64_MIN <= v <= INT64_MAX for r in rows for k in ints if (v := r.get(k)) is not None):
         # a damaged stat past 64 bits (a core count): the conforming cast refuses it, and the file is said damaged
         # (the typed build would read it as missing)
         return conform_kernels(pd.DataFrame.from_records(rows))
